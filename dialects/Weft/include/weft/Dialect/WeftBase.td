@@ -1,0 +1,42 @@
+// The weft dialect: declaration and the type constraints its ops share.
+#ifndef WEFT_BASE_TD
+#define WEFT_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Weft_Dialect : Dialect {
+  let name = "weft";
+  let cppNamespace = "::weft";
+  let summary = "Transformer training graphs: layers, attention, losses, their gradients and the optimizer step.";
+  let description = [{
+    Ops on ranked tensors with PyTorch's semantics (activations `[batch, seq,
+    hidden]`, attention operands `[batch, heads, seq, head_dim]`). Every op
+    prints as `weft.<op> operands attr-dict : functional-type(operands, results)`.
+
+    Discardable attributes the dialect owns:
+    - `weft.rng_id` (i64) on every random op: the Philox key's second word.
+    - `weft.layer` (i64) on ops: the transformer layer an op belongs to.
+    - `weft.param` (unit) on function arguments: a trainable parameter.
+    - `weft.range` (array<i64: lo, hi>) on integer function arguments: the
+      half-open range of valid values (token ids, labels, seeds, steps).
+  }];
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    static constexpr llvm::StringLiteral kRngIdAttr = "weft.rng_id";
+    static constexpr llvm::StringLiteral kLayerAttr = "weft.layer";
+    static constexpr llvm::StringLiteral kParamAttr = "weft.param";
+    static constexpr llvm::StringLiteral kRangeAttr = "weft.range";
+  }];
+}
+
+def Weft_Float : AnyTypeOf<[F64, F32, F16, BF16]>;
+def Weft_FloatTensor : RankedTensorOf<[F64, F32, F16, BF16]>;
+def Weft_IdTensor : RankedTensorOf<[I64]>;
+def Weft_MaskTensor : RankedTensorOf<[I1]>;
+def Weft_AnyTensor : RankedTensorOf<[F64, F32, F16, BF16, I64, I1]>;
+// 0-d i64 tensors: the dropout seed and the optimizer step.
+def Weft_ScalarI64 : 0DTensorOf<[I64]>;
+
+#endif // WEFT_BASE_TD

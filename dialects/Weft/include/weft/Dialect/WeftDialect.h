@@ -1,0 +1,28 @@
+// The weft dialect: dialect class, op interfaces and ops.
+#ifndef WEFT_DIALECT_WEFTDIALECT_H
+#define WEFT_DIALECT_WEFTDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace weft {
+/// Bytes of a ranked tensor type (i1 counts one byte per element).
+int64_t tensorBytes(mlir::Type type);
+/// Sum of operand and result bytes: an unfused kernel's traffic.
+int64_t defaultBytesMoved(mlir::Operation *op);
+/// Sum of result bytes.
+int64_t defaultResultBytes(mlir::Operation *op);
+} // namespace weft
+
+#include "weft/Dialect/WeftDialect.h.inc"
+#include "weft/Dialect/WeftInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "weft/Dialect/WeftOps.h.inc"
+
+#endif // WEFT_DIALECT_WEFTDIALECT_H

@@ -1,0 +1,480 @@
+// The weft dialect's operations. Semantics follow the PyTorch op of the same
+// name unless a description says otherwise.
+#ifndef WEFT_OPS_TD
+#define WEFT_OPS_TD
+
+include "weft/Dialect/WeftBase.td"
+include "weft/Dialect/WeftInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+class Weft_Op<string mnemonic, list<Trait> traits = [],
+              list<string> memoryOverrides = []>
+    : Op<Weft_Dialect, mnemonic, !listconcat(traits, [Pure,
+        DeclareOpInterfaceMethods<Weft_CostOpInterface, ["getFlops"]>,
+        DeclareOpInterfaceMethods<Weft_MemoryOpInterface, memoryOverrides>])> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMMs
+//===----------------------------------------------------------------------===//
+
+def Weft_LinearOp : Weft_Op<"linear"> {
+  let summary = "y = x W^T + b over the last dimension of x";
+  let description = [{
+    `x` is `[..., in]`, `w` is `[out, in]`, the optional `bias` is `[out]`;
+    the result is `[..., out]`. All element types equal.
+    ```mlir
+    %y = weft.linear %x, %w, %b : (tensor<2x128x512xbf16>, tensor<1536x512xbf16>, tensor<1536xbf16>) -> tensor<2x128x1536xbf16>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, Weft_FloatTensor:$w,
+                       Optional<Weft_FloatTensor>:$bias);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_MatmulOp : Weft_Op<"matmul"> {
+  let summary = "batched matrix product with optional transposes";
+  let description = [{
+    `a` is `[..., m, k]` (`[..., k, m]` with `transpose_a`), `b` is
+    `[..., k, n]` (`[..., n, k]` with `transpose_b`). The batch dimensions of
+    `a` and `b` are equal, or `b` is 2-d and shared by every batch.
+    ```mlir
+    %s = weft.matmul %q, %k {transpose_b} : (tensor<2x8x128x64xf32>, tensor<2x8x128x64xf32>) -> tensor<2x8x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$a, Weft_FloatTensor:$b,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Weft_FloatTensor:$c);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Weft_AttentionOp : Weft_Op<"attention"> {
+  let summary = "scaled dot-product attention (SDPA), GQA/MQA, causal, dropout";
+  let description = [{
+    `q` is `[b, hq, sq, d]`, `k` is `[b, hkv, sk, d]`, `v` is `[b, hkv, sk, dv]`
+    with `hkv` dividing `hq` (q head `i` reads kv head `i / (hq / hkv)`). The
+    result is `[b, hq, sq, dv]`; the optional second result is the row
+    log-sum-exp of the scaled scores, `[b, hq, sq]` in f32. `scale` defaults to
+    `1/sqrt(d)`; `causal` masks key `j > i` (SDPA's is_causal, top-left).
+    With `dropout_p > 0` the 0-d i64 `seed` operand and `weft.rng_id` are
+    required; the dropout mask over the `[b, hq, sq, sk]` probabilities follows
+    the Philox rule.
+    ```mlir
+    %o = weft.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>) -> tensor<2x8x128x64xbf16>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
+                       Weft_FloatTensor:$v, Optional<Weft_ScalarI64>:$seed,
+                       UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p);
+  let results = (outs Weft_FloatTensor:$out, Optional<Weft_FloatTensor>:$lse);
+  let extraClassDeclaration = [{
+    /// The softmax scale: the attribute, or 1/sqrt(head_dim).
+    double getScaleValue();
+  }];
+}
+
+def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> {
+  let summary = "gradient of attention with respect to q, k and v";
+  let description = [{
+    Operands: `dout`, `q`, `k`, `v`, `out`, `lse` (as produced by
+    `weft.attention`), then the optional `seed`. Results `dq`, `dk`, `dv` with
+    the shapes of `q`, `k`, `v`; `dk`/`dv` sum over the q heads of a group.
+    Attributes and `weft.rng_id` match the forward's.
+    ```mlir
+    %dq, %dk, %dv = weft.attention_grad %do, %q, %k, %v, %o, %lse {causal} : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$dout, Weft_FloatTensor:$q,
+                       Weft_FloatTensor:$k, Weft_FloatTensor:$v,
+                       Weft_FloatTensor:$out, Weft_FloatTensor:$lse,
+                       Optional<Weft_ScalarI64>:$seed,
+                       UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p);
+  let results = (outs Weft_FloatTensor:$dq, Weft_FloatTensor:$dk,
+                      Weft_FloatTensor:$dv);
+  let extraClassDeclaration = [{
+    double getScaleValue();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, activations, softmax
+//===----------------------------------------------------------------------===//
+
+def Weft_LayerNormOp : Weft_Op<"layer_norm"> {
+  let summary = "LayerNorm over the last dimension";
+  let description = [{
+    `x` is `[..., n]`, `gamma` and `beta` are `[n]`. Statistics in f32 (f64 in
+    the interpreter), the result rounded once.
+    ```mlir
+    %y = weft.layer_norm %x, %g, %b {eps = 1.0e-05 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, Weft_FloatTensor:$gamma,
+                       Weft_FloatTensor:$beta,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_LayerNormGradOp : Weft_Op<"layer_norm_grad"> {
+  let summary = "gradient of layer_norm: (dx, dgamma, dbeta) from (dy, x, gamma)";
+  let description = [{
+    Recomputes the row statistics from `x`.
+    ```mlir
+    %dx, %dg, %db = weft.layer_norm_grad %dy, %x, %g : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$dy, Weft_FloatTensor:$x,
+                       Weft_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs Weft_FloatTensor:$dx, Weft_FloatTensor:$dgamma,
+                      Weft_FloatTensor:$dbeta);
+}
+
+def Weft_RmsNormOp : Weft_Op<"rms_norm"> {
+  let summary = "RMSNorm over the last dimension (LLaMA)";
+  let description = [{
+    `y = x / sqrt(mean(x^2) + eps) * gamma`, `gamma` is `[n]`.
+    ```mlir
+    %y = weft.rms_norm %x, %g {eps = 1.0e-06 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, Weft_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_RmsNormGradOp : Weft_Op<"rms_norm_grad"> {
+  let summary = "gradient of rms_norm: (dx, dgamma) from (dy, x, gamma)";
+  let description = [{
+    ```mlir
+    %dx, %dg = weft.rms_norm_grad %dy, %x, %g : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$dy, Weft_FloatTensor:$x,
+                       Weft_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps);
+  let results = (outs Weft_FloatTensor:$dx, Weft_FloatTensor:$dgamma);
+}
+
+def Weft_SoftmaxOp : Weft_Op<"softmax"> {
+  let summary = "softmax along `dim` (negative counts from the end)";
+  let description = [{
+    ```mlir
+    %p = weft.softmax %s {dim = -1 : i64} : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, DefaultValuedAttr<I64Attr, "-1">:$dim);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_SoftmaxGradOp : Weft_Op<"softmax_grad"> {
+  let summary = "dx = y * (dy - sum(dy * y, dim)) from (dy, y)";
+  let description = [{
+    ```mlir
+    %dx = weft.softmax_grad %dy, %y {dim = -1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$dy, Weft_FloatTensor:$y,
+                       DefaultValuedAttr<I64Attr, "-1">:$dim);
+  let results = (outs Weft_FloatTensor:$dx);
+}
+
+def Weft_GeluOp : Weft_Op<"gelu"> {
+  let summary = "GELU, exact (erf) or tanh approximation";
+  let description = [{
+    ```mlir
+    %y = weft.gelu %x {approximate = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_GeluGradOp : Weft_Op<"gelu_grad"> {
+  let summary = "dx = dy * gelu'(x)";
+  let description = [{
+    ```mlir
+    %dx = weft.gelu_grad %dy, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$dy, Weft_FloatTensor:$x,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Weft_FloatTensor:$dx);
+}
+
+def Weft_SiluOp : Weft_Op<"silu"> {
+  let summary = "x * sigmoid(x)";
+  let description = [{
+    ```mlir
+    %y = weft.silu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_SiluGradOp : Weft_Op<"silu_grad"> {
+  let summary = "dx = dy * silu'(x)";
+  let description = [{
+    ```mlir
+    %dx = weft.silu_grad %dy, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$dy, Weft_FloatTensor:$x);
+  let results = (outs Weft_FloatTensor:$dx);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Weft_BinaryOp<string mnemonic, string what> : Weft_Op<mnemonic> {
+  let summary = what # " with NumPy broadcasting";
+  let description = [{
+    Shapes broadcast as in NumPy (trailing dimensions aligned, size-1
+    dimensions stretched); the result has the broadcast shape.
+    ```mlir
+    %z = weft.}] # mnemonic # [{ %x, %b : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$lhs, Weft_FloatTensor:$rhs);
+  let results = (outs Weft_FloatTensor:$result);
+}
+
+def Weft_AddOp : Weft_BinaryOp<"add", "elementwise sum">;
+def Weft_SubOp : Weft_BinaryOp<"sub", "elementwise difference">;
+def Weft_MulOp : Weft_BinaryOp<"mul", "elementwise product">;
+
+def Weft_ScaleOp : Weft_Op<"scale"> {
+  let summary = "multiply by a constant";
+  let description = [{
+    ```mlir
+    %y = weft.scale %x {value = 1.250000e-01 : f64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, F64Attr:$value);
+  let results = (outs Weft_FloatTensor:$y);
+  let hasFolder = 1;
+}
+
+def Weft_DropoutOp : Weft_Op<"dropout"> {
+  let summary = "inverted dropout with a counter-based (Philox) mask";
+  let description = [{
+    Element `i` (row-major global index) is kept when lane `i mod 4` of
+    Philox4x32-10 with key `(seed, weft.rng_id)` and counter `i / 4` is at least
+    `p * 2^32`; kept elements are scaled by `1/(1-p)`. `seed` is a 0-d i64.
+    ```mlir
+    %y = weft.dropout %x, %seed {p = 1.000000e-01 : f64, weft.rng_id = 3 : i64} : (tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, Weft_ScalarI64:$seed, F64Attr:$p);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_CausalMaskOp : Weft_Op<"causal_mask"> {
+  let summary = "fill entries above the diagonal of the last two dims";
+  let description = [{
+    For `x` of shape `[..., sq, sk]`, entries with column `j > i` become
+    `fill` (default -inf); others are copied. With `fill = 0.0` it is the
+    gradient of the masking.
+    ```mlir
+    %m = weft.causal_mask %s : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, OptionalAttr<F64Attr>:$fill);
+  let results = (outs Weft_FloatTensor:$y);
+  let extraClassDeclaration = [{
+    double getFillValue();
+  }];
+}
+
+def Weft_WhereOp : Weft_Op<"where"> {
+  let summary = "select lhs where cond is true, else rhs (broadcasting)";
+  let description = [{
+    ```mlir
+    %z = weft.where %c, %a, %b : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_MaskTensor:$cond, Weft_FloatTensor:$lhs,
+                       Weft_FloatTensor:$rhs);
+  let results = (outs Weft_FloatTensor:$result);
+}
+
+def Weft_ConvertOp : Weft_Op<"convert"> {
+  let summary = "change the element type (round to nearest even)";
+  let description = [{
+    ```mlir
+    %y = weft.convert %x : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x);
+  let results = (outs Weft_FloatTensor:$y);
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and shapes
+//===----------------------------------------------------------------------===//
+
+class Weft_ReduceOp<string mnemonic, string what> : Weft_Op<mnemonic> {
+  let summary = what # " over `dims`";
+  let description = [{
+    Reduced dimensions are dropped unless `keepdim` is set.
+    ```mlir
+    %s = weft.}] # mnemonic # [{ %x {dims = array<i64: 0, 1>} : (tensor<2x4x8xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", "sum">;
+def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean", "mean">;
+
+def Weft_ReshapeOp : Weft_Op<"reshape"> {
+  let summary = "row-major reshape to the result type";
+  let description = [{
+    ```mlir
+    %y = weft.reshape %x : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+    ```
+  }];
+  let arguments = (ins Weft_AnyTensor:$x);
+  let results = (outs Weft_AnyTensor:$y);
+  let hasFolder = 1;
+}
+
+def Weft_TransposeOp : Weft_Op<"transpose"> {
+  let summary = "permute dimensions: result dim i is input dim perm[i]";
+  let description = [{
+    ```mlir
+    %y = weft.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x3x8xf32>) -> tensor<2x3x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_AnyTensor:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs Weft_AnyTensor:$y);
+  let hasFolder = 1;
+}
+
+def Weft_SplitOp : Weft_Op<"split"> {
+  let summary = "split along `dim` into pieces of `sizes`";
+  let description = [{
+    ```mlir
+    %a, %b = weft.split %x {dim = 1 : i64, sizes = array<i64: 3, 5>} : (tensor<4x8xf32>) -> (tensor<4x3xf32>, tensor<4x5xf32>)
+    ```
+  }];
+  let arguments = (ins Weft_AnyTensor:$x, I64Attr:$dim, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Weft_AnyTensor>:$pieces);
+}
+
+def Weft_ConcatOp : Weft_Op<"concat"> {
+  let summary = "concatenate along `dim`";
+  let description = [{
+    ```mlir
+    %y = weft.concat %a, %b {dim = 1 : i64} : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Weft_AnyTensor>:$pieces, I64Attr:$dim);
+  let results = (outs Weft_AnyTensor:$y);
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding, loss, position encoding, optimizer
+//===----------------------------------------------------------------------===//
+
+def Weft_EmbeddingOp : Weft_Op<"embedding"> {
+  let summary = "gather rows of `table` [V, H] by i64 `ids` [...]";
+  let description = [{
+    ```mlir
+    %e = weft.embedding %ids, %table : (tensor<2x16xi64>, tensor<100x32xf32>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Weft_IdTensor:$ids, Weft_FloatTensor:$table);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_EmbeddingGradOp : Weft_Op<"embedding_grad"> {
+  let summary = "scatter-add `dy` [..., H] into a [V, H] table gradient";
+  let description = [{
+    `V` comes from the result type.
+    ```mlir
+    %dt = weft.embedding_grad %dy, %ids : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<100x32xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$dy, Weft_IdTensor:$ids);
+  let results = (outs Weft_FloatTensor:$dtable);
+}
+
+def Weft_CrossEntropyOp : Weft_Op<"cross_entropy"> {
+  let summary = "mean softmax cross-entropy of logits [..., V] against labels [...]";
+  let description = [{
+    The result is a 0-d tensor: the mean over all label positions, computed
+    with f32 (f64 in the interpreter) log-sum-exp.
+    ```mlir
+    %l = weft.cross_entropy %logits, %labels : (tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$logits, Weft_IdTensor:$labels);
+  let results = (outs 0DTensorOf<[F64, F32, F16, BF16]>:$loss);
+}
+
+def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad"> {
+  let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
+  let description = [{
+    ```mlir
+    %dl = weft.cross_entropy_grad %dloss, %logits, %labels : (tensor<f32>, tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<2x16x100xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F64, F32, F16, BF16]>:$dloss,
+                       Weft_FloatTensor:$logits, Weft_IdTensor:$labels);
+  let results = (outs Weft_FloatTensor:$dlogits);
+}
+
+def Weft_RopeOp : Weft_Op<"rope"> {
+  let summary = "rotary position embedding (LLaMA's rotate_half form)";
+  let description = [{
+    `x` is `[..., s, d]` with even `d`; `cos` and `sin` are `[s, d]`.
+    `y = x * cos + rotate_half(x) * sin` with `rotate_half(x) = cat(-x2, x1)`.
+    With `inverse` it applies the transpose of that linear map,
+    `y = x * cos - rotate_half(x * sin)`, which is rope's gradient.
+    ```mlir
+    %y = weft.rope %x, %cos, %sin : (tensor<1x4x16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<1x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, Weft_FloatTensor:$cos,
+                       Weft_FloatTensor:$sin, UnitAttr:$inverse);
+  let results = (outs Weft_FloatTensor:$y);
+}
+
+def Weft_AdamWOp : Weft_Op<"adamw"> {
+  let summary = "one AdamW update of a parameter and its two moments";
+  let description = [{
+    As `torch.optim.AdamW` (not amsgrad): with `t = step` (0-d i64, from 1),
+    `p -= lr * weight_decay * p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+    p -= lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)`.
+    Results are the new parameter, m and v with their operands' types.
+    ```mlir
+    %p1, %m1, %v1 = weft.adamw %p, %g, %m, %v, %t {lr = 1.0e-03 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, weight_decay = 0.01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<i64>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$param, Weft_FloatTensor:$grad,
+                       Weft_FloatTensor:$m, Weft_FloatTensor:$v,
+                       Weft_ScalarI64:$step,
+                       F64Attr:$lr, DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs Weft_FloatTensor:$new_param, Weft_FloatTensor:$new_m,
+                      Weft_FloatTensor:$new_v);
+}
+
+#endif // WEFT_OPS_TD

@@ -1,0 +1,34 @@
+// A tensor as the reference interpreter and the tools exchange it: a shape, an
+// element type and float64 storage (integers and i1 stored exactly as doubles).
+#ifndef WEFT_REFERENCE_TENSOR_H
+#define WEFT_REFERENCE_TENSOR_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+enum class DType { F64, F32, F16, BF16, I64, I1 };
+
+/// "f64", "f32", "f16", "bf16", "i64", "i1".
+const char *dtypeName(DType dtype);
+std::optional<DType> parseDType(const std::string &name);
+
+struct Tensor {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F64;
+  std::vector<double> data; // row-major, size == numElements()
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+} // namespace weft
+
+#endif // WEFT_REFERENCE_TENSOR_H

@@ -1,0 +1,31 @@
+// The dialects and passes every Weft tool registers: weft, shard and the
+// upstream dialects Weft's IR and pipelines use (not registerAllPasses).
+#ifndef WEFT_REGISTERWEFTDIALECTS_H
+#define WEFT_REGISTERWEFTDIALECTS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "weft/Dialect/WeftDialect.h"
+
+namespace weft {
+
+inline void registerWeftDialects(mlir::DialectRegistry &registry) {
+  registry.insert<WeftDialect, mlir::func::FuncDialect, mlir::shard::ShardDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+}
+
+/// Upstream passes weft-opt offers alongside Weft's own.
+inline void registerWeftPasses() {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  mlir::registerInlinerPass();
+}
+
+} // namespace weft
+
+#endif // WEFT_REGISTERWEFTDIALECTS_H
