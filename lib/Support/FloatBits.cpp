@@ -1,0 +1,108 @@
+// float64 <-> f16 / bf16 bit conversions, written out rather than taken from
+// compiler extensions (_Float16, __bf16) so they behave the same everywhere.
+#include "weft/Support/FloatBits.h"
+
+#include "llvm/ADT/bit.h"
+
+#include <cmath>
+
+namespace weft {
+namespace {
+
+/// Encodes `value` in an IEEE-style binary format with `expBits` exponent and
+/// `mantBits` stored mantissa bits, rounding to nearest even.
+uint32_t encodeBinary(double value, unsigned expBits, unsigned mantBits) {
+  uint64_t bits = llvm::bit_cast<uint64_t>(value);
+  uint32_t sign = static_cast<uint32_t>(bits >> 63) << (expBits + mantBits);
+  uint32_t expMax = (1u << expBits) - 1;
+  int64_t exp64 = static_cast<int64_t>((bits >> 52) & 0x7ff);
+  uint64_t mant64 = bits & ((uint64_t(1) << 52) - 1);
+  if (exp64 == 0x7ff) {
+    if (mant64 == 0)
+      return sign | (expMax << mantBits);
+    // Keep the top payload bits and force the quiet bit so a NaN never turns
+    // into an infinity.
+    uint32_t payload = static_cast<uint32_t>(mant64 >> (52 - mantBits));
+    return sign | (expMax << mantBits) | (1u << (mantBits - 1)) | payload;
+  }
+  if (exp64 == 0 && mant64 == 0)
+    return sign;
+
+  // value = significand * 2^(exponent - 52) with the implicit bit in place.
+  uint64_t significand = exp64 == 0 ? mant64 : (mant64 | (uint64_t(1) << 52));
+  int64_t exponent = (exp64 == 0 ? 1 : exp64) - 1023;
+  int64_t bias = (int64_t(1) << (expBits - 1)) - 1;
+  int64_t targetExp = exponent + bias;
+  int64_t shift = 52 - static_cast<int64_t>(mantBits);
+  if (targetExp <= 0) {
+    // Subnormal in the target: the significand loses 1 - targetExp more bits.
+    shift += 1 - targetExp;
+    targetExp = 0;
+  }
+  if (shift >= 64)
+    return sign; // below half the smallest subnormal
+
+  uint64_t rounded = significand >> shift;
+  uint64_t rest = significand & ((uint64_t(1) << shift) - 1);
+  uint64_t half = uint64_t(1) << (shift - 1);
+  if (rest > half || (rest == half && (rounded & 1)))
+    ++rounded;
+  // For normals `rounded` still carries the implicit bit, so adding it onto
+  // (targetExp - 1) sets the exponent; a carry out of the mantissa (and a
+  // subnormal rounding up to the smallest normal) bumps the exponent for free.
+  uint64_t magnitude =
+      (static_cast<uint64_t>(targetExp > 0 ? targetExp - 1 : 0) << mantBits) +
+      rounded;
+  if (magnitude >= (uint64_t(expMax) << mantBits))
+    return sign | (expMax << mantBits);
+  return sign | static_cast<uint32_t>(magnitude);
+}
+
+double decodeBinary(uint32_t bits, unsigned expBits, unsigned mantBits) {
+  bool negative = (bits >> (expBits + mantBits)) & 1;
+  uint32_t expMax = (1u << expBits) - 1;
+  uint32_t exp = (bits >> mantBits) & expMax;
+  uint32_t mant = bits & ((1u << mantBits) - 1);
+  int bias = (1 << (expBits - 1)) - 1;
+  double magnitude;
+  if (exp == expMax)
+    magnitude = mant == 0 ? INFINITY : NAN;
+  else if (exp == 0)
+    magnitude = std::ldexp(static_cast<double>(mant), 1 - bias - int(mantBits));
+  else
+    magnitude = std::ldexp(static_cast<double>(mant | (1u << mantBits)),
+                           int(exp) - bias - int(mantBits));
+  return negative ? -magnitude : magnitude;
+}
+
+} // namespace
+
+uint16_t f16Bits(double value) {
+  return static_cast<uint16_t>(encodeBinary(value, 5, 10));
+}
+double f16Value(uint16_t bits) { return decodeBinary(bits, 5, 10); }
+
+uint16_t bf16Bits(double value) {
+  return static_cast<uint16_t>(encodeBinary(value, 8, 7));
+}
+double bf16Value(uint16_t bits) { return decodeBinary(bits, 8, 7); }
+
+double roundToDType(double value, DType dtype) {
+  switch (dtype) {
+  case DType::F64:
+    return value;
+  case DType::F32:
+    return static_cast<double>(static_cast<float>(value));
+  case DType::F16:
+    return f16Value(f16Bits(value));
+  case DType::BF16:
+    return bf16Value(bf16Bits(value));
+  case DType::I64:
+    return std::round(value);
+  case DType::I1:
+    return value != 0 ? 1.0 : 0.0;
+  }
+  return value;
+}
+
+} // namespace weft
