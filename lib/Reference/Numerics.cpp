@@ -3,7 +3,6 @@
 #include "weft/Reference/Numerics.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 namespace weft {
@@ -27,18 +26,6 @@ double roundToFormat(double value, int precision, int minExp, int maxExp) {
   return rounded;
 }
 
-uint32_t floatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-float floatFromBits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
 constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
 constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
 
@@ -48,7 +35,7 @@ double roundToBF16(double value) { return roundToFormat(value, 8, -126, 127); }
 double roundToF16(double value) { return roundToFormat(value, 11, -14, 15); }
 double roundToF32(double value) { return static_cast<float>(value); }
 
-double roundToDType(double value, DType dtype) {
+double roundValue(double value, DType dtype) {
   switch (dtype) {
   case DType::F64:
     return value;
@@ -79,47 +66,7 @@ void roundTensor(Tensor &tensor) {
   if (tensor.dtype == DType::F64)
     return;
   for (double &value : tensor.data)
-    value = roundToDType(value, tensor.dtype);
-}
-
-uint16_t bf16Bits(double value) {
-  double rounded = roundToBF16(value);
-  if (std::isnan(rounded))
-    return std::signbit(rounded) ? 0xFFC0 : 0x7FC0;
-  // Every bf16 value is an f32 whose low 16 bits are zero.
-  return static_cast<uint16_t>(floatBits(static_cast<float>(rounded)) >> 16);
-}
-
-double bf16FromBits(uint16_t bits) {
-  return floatFromBits(static_cast<uint32_t>(bits) << 16);
-}
-
-uint16_t f16Bits(double value) {
-  double rounded = roundToF16(value);
-  uint16_t sign = std::signbit(rounded) ? 0x8000 : 0;
-  double magnitude = std::fabs(rounded);
-  if (std::isnan(rounded))
-    return sign | 0x7E00;
-  if (std::isinf(magnitude))
-    return sign | 0x7C00;
-  if (magnitude < std::ldexp(1.0, -14)) // subnormal: multiples of 2^-24
-    return sign | static_cast<uint16_t>(std::ldexp(magnitude, 24));
-  int exponent = std::ilogb(magnitude);
-  auto fraction =
-      static_cast<uint16_t>(std::ldexp(magnitude, 10 - exponent) - 1024.0);
-  return sign | static_cast<uint16_t>((exponent + 15) << 10) | fraction;
-}
-
-double f16FromBits(uint16_t bits) {
-  double sign = (bits & 0x8000) ? -1.0 : 1.0;
-  int exponentField = (bits >> 10) & 0x1F;
-  int fraction = bits & 0x3FF;
-  if (exponentField == 0x1F)
-    return fraction ? std::numeric_limits<double>::quiet_NaN()
-                    : sign * std::numeric_limits<double>::infinity();
-  if (exponentField == 0)
-    return sign * std::ldexp(fraction, -24);
-  return sign * std::ldexp(1024 + fraction, exponentField - 25);
+    value = roundValue(value, tensor.dtype);
 }
 
 PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {

@@ -37,16 +37,10 @@ double roundToF16(double value);
 double roundToF32(double value);
 /// `value` as the element type `dtype` holds it: floats rounded as above, i64
 /// truncated toward zero (saturated at the i64 range), i1 as 0 or 1.
-double roundToDType(double value, DType dtype);
+/// (Bit patterns for .npz I/O live in weft/Support/FloatBits.h.)
+double roundValue(double value, DType dtype);
 /// Rounds every element of `tensor` to its own dtype.
 void roundTensor(Tensor &tensor);
-
-/// Bit patterns of bf16 / f16 values (as .npz files store bf16), and back.
-/// The encoders round `value` first, as above.
-uint16_t bf16Bits(double value);
-double bf16FromBits(uint16_t bits);
-uint16_t f16Bits(double value);
-double f16FromBits(uint16_t bits);
 
 //===----------------------------------------------------------------------===//
 // Philox4x32-10 (Salmon et al., SC'11; the Random123 reference constants)

@@ -1,0 +1,194 @@
+// Reference kernels for attention and attention_grad: exact SDPA (GQA/MQA,
+// top-left causal mask, Philox dropout on the probabilities) in float64.
+#include "Kernels.h"
+
+#include "weft/Reference/Numerics.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace weft::reference::detail {
+
+namespace {
+
+/// What both attention kernels need: the operands, their sizes, the softmax
+/// scale, masking and dropout parameters.
+struct AttentionProblem {
+  const Tensor *q, *k, *v;
+  int64_t batch, qHeads, kvHeads, qLen, kLen, headDim, valueDim;
+  double scale;
+  bool causal;
+  double dropoutP;
+  int64_t seed = 0, rngId = 0;
+
+  int64_t kvHeadOf(int64_t qHead) const {
+    return qHead / (qHeads / kvHeads);
+  }
+  const double *qRow(int64_t b, int64_t h, int64_t i) const {
+    return q->data.data() + ((b * qHeads + h) * qLen + i) * headDim;
+  }
+  const double *kRow(int64_t b, int64_t g, int64_t j) const {
+    return k->data.data() + ((b * kvHeads + g) * kLen + j) * headDim;
+  }
+  const double *vRow(int64_t b, int64_t g, int64_t j) const {
+    return v->data.data() + ((b * kvHeads + g) * kLen + j) * valueDim;
+  }
+};
+
+template <typename OpTy>
+AttentionProblem makeProblem(OpTy op, const Tensor &q, const Tensor &k,
+                             const Tensor &v, const Tensor *seed) {
+  AttentionProblem problem{&q,          &k,          &v,
+                           q.shape[0],  q.shape[1],  k.shape[1],
+                           q.shape[2],  k.shape[2],  q.shape[3],
+                           v.shape[3],  op.getScaleValue(), op.getCausal(),
+                           op.getDropoutP().convertToDouble()};
+  if (problem.dropoutP > 0.0) {
+    problem.seed = static_cast<int64_t>(seed->data[0]);
+    problem.rngId = rngIdOf(op);
+  }
+  return problem;
+}
+
+/// One query row's softmax: probabilities P (0 where masked), the dropout
+/// factors (0, or 1/(1-p) where kept; 1 without dropout) and the row
+/// log-sum-exp of the scaled, masked scores.
+struct AttentionRow {
+  std::vector<double> probability, dropoutFactor;
+  double logSumExp;
+};
+
+void computeRow(const AttentionProblem &problem, int64_t b, int64_t h,
+                int64_t i, AttentionRow &row) {
+  int64_t g = problem.kvHeadOf(h);
+  const double *query = problem.qRow(b, h, i);
+  row.probability.assign(problem.kLen, 0.0);
+  row.dropoutFactor.assign(problem.kLen, 1.0);
+  // Top-left causal: query i sees keys 0..i.
+  int64_t visible = problem.causal ? std::min(problem.kLen, i + 1) : problem.kLen;
+  double maxScore = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < visible; ++j) {
+    const double *key = problem.kRow(b, g, j);
+    double dot = 0.0;
+    for (int64_t t = 0; t < problem.headDim; ++t)
+      dot += query[t] * key[t];
+    row.probability[j] = problem.scale * dot;
+    maxScore = std::max(maxScore, row.probability[j]);
+  }
+  if (visible == 0) {
+    // A fully masked row attends to nothing: zero output, lse -inf.
+    row.logSumExp = -std::numeric_limits<double>::infinity();
+  } else {
+    double sum = 0.0;
+    for (int64_t j = 0; j < visible; ++j) {
+      row.probability[j] = std::exp(row.probability[j] - maxScore);
+      sum += row.probability[j];
+    }
+    for (int64_t j = 0; j < visible; ++j)
+      row.probability[j] /= sum;
+    row.logSumExp = maxScore + std::log(sum);
+  }
+  if (problem.dropoutP > 0.0) {
+    uint64_t rowStart =
+        ((b * problem.qHeads + h) * problem.qLen + i) * problem.kLen;
+    double keptScale = 1.0 / (1.0 - problem.dropoutP);
+    for (int64_t j = 0; j < problem.kLen; ++j)
+      row.dropoutFactor[j] = dropoutKeeps(problem.seed, problem.rngId,
+                                          rowStart + j, problem.dropoutP)
+                                 ? keptScale
+                                 : 0.0;
+  }
+}
+
+} // namespace
+
+LogicalResult runAttention(AttentionOp op, Operands in, Results out) {
+  const Tensor *seed = in.size() > 3 ? in[3] : nullptr;
+  AttentionProblem problem = makeProblem(op, *in[0], *in[1], *in[2], seed);
+  Tensor &result = out[0];
+  Tensor *lse = out.size() > 1 ? &out[1] : nullptr;
+  AttentionRow row;
+  for (int64_t b = 0; b < problem.batch; ++b)
+    for (int64_t h = 0; h < problem.qHeads; ++h) {
+      int64_t g = problem.kvHeadOf(h);
+      for (int64_t i = 0; i < problem.qLen; ++i) {
+        computeRow(problem, b, h, i, row);
+        int64_t rowIndex = (b * problem.qHeads + h) * problem.qLen + i;
+        double *output = result.data.data() + rowIndex * problem.valueDim;
+        for (int64_t j = 0; j < problem.kLen; ++j) {
+          double weight = row.probability[j] * row.dropoutFactor[j];
+          if (weight == 0.0)
+            continue;
+          const double *value = problem.vRow(b, g, j);
+          for (int64_t t = 0; t < problem.valueDim; ++t)
+            output[t] += weight * value[t];
+        }
+        if (lse)
+          lse->data[rowIndex] = row.logSumExp;
+      }
+    }
+  return success();
+}
+
+// With A = P * F (F the dropout factors) and O = A V:
+//   dV = A^T dO,  dP = (dO V^T) * F,  dS = P * (dP - D) with
+//   D = rowsum(P * dP) = rowsum(dO * O),  dQ = scale dS K,  dK = scale dS^T Q.
+// P and D are recomputed in float64 from q, k, v and dout rather than read
+// from the `lse` (f32) and `out` operands, so the gradient is exact for the
+// given inputs: those operands only carry values the recomputation reproduces.
+LogicalResult runAttentionGrad(AttentionGradOp op, Operands in, Results out) {
+  const Tensor &dout = *in[0];
+  const Tensor *seed = in.size() > 6 ? in[6] : nullptr;
+  AttentionProblem problem = makeProblem(op, *in[1], *in[2], *in[3], seed);
+  Tensor &dq = out[0], &dk = out[1], &dv = out[2];
+  AttentionRow row;
+  std::vector<double> dProbability(problem.kLen);
+  for (int64_t b = 0; b < problem.batch; ++b)
+    for (int64_t h = 0; h < problem.qHeads; ++h) {
+      int64_t g = problem.kvHeadOf(h);
+      for (int64_t i = 0; i < problem.qLen; ++i) {
+        computeRow(problem, b, h, i, row);
+        int64_t rowIndex = (b * problem.qHeads + h) * problem.qLen + i;
+        const double *dOut = dout.data.data() + rowIndex * problem.valueDim;
+        double rowDot = 0.0; // D
+        for (int64_t j = 0; j < problem.kLen; ++j) {
+          dProbability[j] = 0.0;
+          if (row.probability[j] == 0.0)
+            continue;
+          const double *value = problem.vRow(b, g, j);
+          double dot = 0.0;
+          for (int64_t t = 0; t < problem.valueDim; ++t)
+            dot += dOut[t] * value[t];
+          dProbability[j] = dot * row.dropoutFactor[j];
+          rowDot += row.probability[j] * dProbability[j];
+          double weight = row.probability[j] * row.dropoutFactor[j];
+          double *dValue =
+              dv.data.data() + ((b * problem.kvHeads + g) * problem.kLen + j) *
+                                   problem.valueDim;
+          for (int64_t t = 0; t < problem.valueDim; ++t)
+            dValue[t] += weight * dOut[t];
+        }
+        const double *query = problem.qRow(b, h, i);
+        double *dQuery = dq.data.data() + rowIndex * problem.headDim;
+        for (int64_t j = 0; j < problem.kLen; ++j) {
+          if (row.probability[j] == 0.0)
+            continue;
+          double dScore = problem.scale * row.probability[j] *
+                          (dProbability[j] - rowDot);
+          const double *key = problem.kRow(b, g, j);
+          double *dKey =
+              dk.data.data() + ((b * problem.kvHeads + g) * problem.kLen + j) *
+                                   problem.headDim;
+          for (int64_t t = 0; t < problem.headDim; ++t) {
+            dQuery[t] += dScore * key[t];
+            dKey[t] += dScore * query[t];
+          }
+        }
+      }
+    }
+  return success();
+}
+
+} // namespace weft::reference::detail
