@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "weft/Analysis/Passes.h"
 #include "weft/Dialect/WeftDialect.h"
 
 namespace weft {
@@ -24,6 +25,7 @@ inline void registerWeftPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
+  registerWeftAnalysisPasses();
 }
 
 } // namespace weft

@@ -3,6 +3,8 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace weft;
@@ -57,15 +59,38 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
   return op->emitOpError("has unknown weft attribute '") << name << "'";
 }
 
+/// The type of argument `argIndex` of region `regionIndex`: from the function
+/// type where `op` is a function (a declaration has no entry block), else from
+/// the region's entry block; null when there is no such argument.
+static Type regionArgumentType(Operation *op, unsigned regionIndex,
+                               unsigned argIndex) {
+  if (auto function = dyn_cast<FunctionOpInterface>(op)) {
+    ArrayRef<Type> types = function.getArgumentTypes();
+    return argIndex < types.size() ? types[argIndex] : Type();
+  }
+  if (regionIndex >= op->getNumRegions() || op->getRegion(regionIndex).empty())
+    return {};
+  Block &entry = op->getRegion(regionIndex).front();
+  return argIndex < entry.getNumArguments() ? entry.getArgument(argIndex).getType()
+                                            : Type();
+}
+
 LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  Type type = regionArgumentType(op, regionIndex, argIndex);
   if (name == kParamAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("expects '")
              << name << "' on argument " << argIndex << " to be a unit attribute";
+    // A parameter is trained: a floating-point tensor.
+    auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+    if (!tensor || !isa<FloatType>(tensor.getElementType()))
+      return op->emitOpError("expects '")
+             << name << "' on argument " << argIndex
+             << " of floating-point tensor type, got " << type;
     return success();
   }
   if (name == kRangeAttr) {
@@ -74,8 +99,22 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitOpError("expects '")
              << name << "' on argument " << argIndex
              << " to be array<i64: lo, hi> with lo < hi, got " << attr.getValue();
+    // Token ids, labels, seeds and steps: integers or tensors of integers.
+    Type element = type ? getElementTypeOrSelf(type) : Type();
+    if (!element || !element.isSignlessInteger() || element.isInteger(1))
+      return op->emitOpError("expects '")
+             << name << "' on argument " << argIndex
+             << " of integer (or integer tensor) type, got " << type;
     return success();
   }
   return op->emitOpError("has unknown weft argument attribute '")
          << name << "' on argument " << argIndex;
+}
+
+LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  return op->emitOpError("has unknown weft result attribute '")
+         << attr.getName().getValue() << "' on result " << resultIndex;
 }

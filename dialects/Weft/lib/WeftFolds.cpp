@@ -31,7 +31,8 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
 
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
   ArrayRef<int64_t> perm = getPerm();
-  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())) &&
+      getX().getType() == getType())
     return getX();
   // transpose(transpose(x, p1), p2) -> transpose(x, p1 o p2).
   if (auto inner = getX().getDefiningOp<TransposeOp>()) {

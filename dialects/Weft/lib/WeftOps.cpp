@@ -6,6 +6,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -31,16 +32,39 @@ std::string shapeString(ArrayRef<int64_t> shape) {
   return text + "]";
 }
 
-/// Weft works on static shapes only: every operand and result.
+/// The most elements a weft tensor may have: its size in bytes (at most 8 per
+/// element) and the sums of sizes that verifiers and cost models form stay
+/// far from int64 overflow.
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
+/// Weft works on static shapes only; tensors carry no encoding (no pass would
+/// honour one, and folders would drop it) and have at most kMaxElements.
+LogicalResult verifyTensorType(Operation *op, StringRef kind, size_t index,
+                               Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  if (!tensor.hasStaticShape())
+    return op->emitOpError("expects static shapes, ")
+           << kind << " #" << index << " is " << type;
+  if (tensor.getEncoding())
+    return op->emitOpError("expects tensors without an encoding, ")
+           << kind << " #" << index << " is " << type;
+  int64_t count = 1;
+  for (int64_t dim : tensor.getShape())
+    if (dim > kMaxElements || llvm::MulOverflow(count, dim, count) ||
+        count > kMaxElements)
+      return op->emitOpError("expects at most 2^48 elements, ")
+             << kind << " #" << index << " is " << type;
+  return success();
+}
+
+/// Every operand and result (all ranked tensors by the ODS constraints).
 LogicalResult verifyStaticShapes(Operation *op) {
   for (auto [i, type] : llvm::enumerate(op->getOperandTypes()))
-    if (!cast<RankedTensorType>(type).hasStaticShape())
-      return op->emitOpError("expects static shapes, operand #")
-             << i << " is " << type;
+    if (failed(verifyTensorType(op, "operand", i, type)))
+      return failure();
   for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
-    if (!cast<RankedTensorType>(type).hasStaticShape())
-      return op->emitOpError("expects static shapes, result #")
-             << i << " is " << type;
+    if (failed(verifyTensorType(op, "result", i, type)))
+      return failure();
   return success();
 }
 
@@ -173,6 +197,10 @@ verifyAttentionOperands(Operation *op, Value q, Value k, Value v, Value seed,
   if (ks[1] == 0 || qs[1] % ks[1] != 0)
     return op->emitOpError("expects kv heads (")
            << ks[1] << ") to divide q heads (" << qs[1] << ")";
+  // The default scale 1/sqrt(head_dim) would be infinite.
+  if (!scaleAttr && qs[3] == 0)
+    return op->emitOpError("expects a scale attribute when head_dim is 0, got q ")
+           << q.getType();
   if (failed(verifySameElementType(op, {{"q", q}, {"k", k}, {"v", v}})))
     return failure();
   if (scale && (std::isnan(*scale) || std::isinf(*scale) || *scale == 0.0f))
@@ -292,6 +320,8 @@ LogicalResult AttentionGradOp::verify() {
   SmallVector<int64_t> rows(ArrayRef<int64_t>(*shape).drop_back());
   if (failed(verifyShape(*this, "lse", getLse(), rows)))
     return failure();
+  if (!getLse().getType().getElementType().isF32())
+    return emitOpError("expects lse to be f32, got ") << getLse().getType();
   if (failed(verifyShape(*this, "dq", getDq(), getQ().getType().getShape())) ||
       failed(verifyShape(*this, "dk", getDk(), getK().getType().getShape())) ||
       failed(verifyShape(*this, "dv", getDv(), getV().getType().getShape())))
@@ -564,16 +594,21 @@ LogicalResult SplitOp::verify() {
     return emitOpError("expects one result per size: ")
            << sizes.size() << " sizes " << shapeString(sizes) << ", "
            << getPieces().size() << " results";
+  if (llvm::any_of(sizes, [](int64_t size) { return size < 0; }))
+    return emitOpError("expects non-negative sizes, got ") << shapeString(sizes);
   int64_t total = 0;
-  for (auto [size, piece] : llvm::zip(sizes, getPieces())) {
-    if (size < 0)
-      return emitOpError("expects non-negative sizes, got ") << shapeString(sizes);
+  for (auto [i, size, piece] : llvm::enumerate(sizes, getPieces())) {
     SmallVector<int64_t> expected(shape);
     expected[*dim] = size;
-    if (failed(verifyShape(*this, "piece", piece, expected)) ||
-        failed(verifySameElementType(*this, {{"x", getX()}, {"piece", piece}})))
+    std::string name = "piece #" + std::to_string(i);
+    if (failed(verifyShape(*this, name, piece, expected)) ||
+        failed(verifySameElementType(*this, {{"x", getX()}, {name, piece}})))
       return failure();
+    // Each size is a piece's dim (at most 2^48), so the sum cannot overflow
+    // before it passes the input's dim.
     total += size;
+    if (total > shape[*dim])
+      break;
   }
   if (total != shape[*dim])
     return emitOpError("expects sizes ")
@@ -605,7 +640,12 @@ LogicalResult ConcatOp::verify() {
     if (failed(verifySameElementType(*this, {{"first operand", getPieces().front()},
                                              {"operand", piece}})))
       return failure();
+    // Pieces' dims are at most 2^48 each; stop before the sum could overflow.
     expected[*dim] += shape[*dim];
+    if (expected[*dim] > kMaxElements)
+      return emitOpError("expects the concatenated dim ")
+             << *dim << " to have at most 2^48 elements, got more than "
+             << kMaxElements;
   }
   if (failed(verifyShape(*this, "result", getY(), expected)))
     return failure();
@@ -625,6 +665,9 @@ LogicalResult EmbeddingOp::verify() {
   expected.push_back(getTable().getType().getShape()[1]);
   if (failed(verifyShape(*this, "result", getY(), expected)))
     return failure();
+  // Every id would index out of range of an empty table.
+  if (getTable().getType().getShape()[0] < 1)
+    return emitOpError("expects at least one table row, got ") << getTable().getType();
   return verifySameElementType(*this, {{"table", getTable()}, {"result", getY()}});
 }
 
@@ -644,6 +687,10 @@ LogicalResult EmbeddingGradOp::verify() {
 static LogicalResult verifyLabels(Operation *op, Value logits, Value labels) {
   if (failed(verifyMinRank(op, "logits", logits, 1)))
     return failure();
+  // No label is valid with zero classes, and the log-sum-exp is -inf.
+  if (tensorOf(logits).getShape().back() < 1)
+    return op->emitOpError("expects at least one class in logits, got ")
+           << logits.getType();
   return verifyShape(op, "labels", labels, tensorOf(logits).getShape().drop_back());
 }
 
@@ -657,6 +704,8 @@ LogicalResult CrossEntropyOp::verify() {
 LogicalResult CrossEntropyGradOp::verify() {
   if (failed(verifyStaticShapes(*this)) ||
       failed(verifyLabels(*this, getLogits(), getLabels())))
+    return failure();
+  if (failed(verifySameElementType(*this, {{"logits", getLogits()}, {"dloss", getDloss()}})))
     return failure();
   return verifySameTypes(*this, {{"logits", getLogits()}, {"dlogits", getDlogits()}});
 }

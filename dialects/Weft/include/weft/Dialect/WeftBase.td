@@ -17,12 +17,16 @@ def Weft_Dialect : Dialect {
     Discardable attributes the dialect owns:
     - `weft.rng_id` (i64) on every random op: the Philox key's second word.
     - `weft.layer` (i64) on ops: the transformer layer an op belongs to.
-    - `weft.param` (unit) on function arguments: a trainable parameter.
-    - `weft.range` (array<i64: lo, hi>) on integer function arguments: the
-      half-open range of valid values (token ids, labels, seeds, steps).
+    - `weft.param` (unit) on function arguments of floating-point tensor
+      type: a trainable parameter.
+    - `weft.range` (array<i64: lo, hi>) on integer function arguments (an
+      integer or a tensor of integers): the half-open range of valid values
+      (token ids, labels, seeds, steps).
+    No `weft.` attribute is defined on function results.
   }];
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     static constexpr llvm::StringLiteral kRngIdAttr = "weft.rng_id";
     static constexpr llvm::StringLiteral kLayerAttr = "weft.layer";
