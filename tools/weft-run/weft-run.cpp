@@ -1,0 +1,418 @@
+// weft-run: runs a weft function in the reference interpreter on tensors from
+// an .npz file (or reproducible random ones), prints a checksum line per
+// result, and can write the results and compare them with a reference .npz.
+// Exit codes: 0 ok, 1 a check failed or the run failed, 2 usage or input error.
+#include "RandomInputs.h"
+
+#include "weft/Reference/Interpreter.h"
+#include "weft/RegisterWeftDialects.h"
+#include "weft/Support/Npz.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace mlir;
+using weft::DType;
+using weft::NpzArchive;
+using weft::Tensor;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum ExitCode { kExitOk = 0, kExitFailed = 1, kExitUsage = 2 };
+
+cl::OptionCategory runCategory("weft-run options");
+
+cl::opt<std::string> inputFilename(cl::Positional,
+                                   cl::desc("<input .mlir file>"),
+                                   cl::init("-"), cl::cat(runCategory));
+cl::opt<std::string> entryName("entry", cl::desc("Function to run"),
+                               cl::value_desc("name"), cl::cat(runCategory));
+cl::opt<std::string>
+    inputsFile("inputs",
+               cl::desc("Arguments from an .npz (keys arg<i>; rank<r>/arg<i> "
+                        "for SPMD functions, arg<i> meaning every rank)"),
+               cl::value_desc("file.npz"), cl::cat(runCategory));
+cl::opt<bool> randomInputs(
+    "random-inputs",
+    cl::desc("Draw arguments from --seed: floats standard normal, integers "
+             "uniform over their valid range; every rank gets the same values"),
+    cl::cat(runCategory));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of --random-inputs"),
+                       cl::init(0), cl::cat(runCategory));
+cl::opt<std::string>
+    saveInputsFile("save-inputs", cl::desc("Write the arguments used to .npz"),
+                   cl::value_desc("file.npz"), cl::cat(runCategory));
+cl::opt<std::string>
+    outputsFile("outputs",
+                cl::desc("Write the results (res<i>, rank<r>/res<i>) to .npz"),
+                cl::value_desc("file.npz"), cl::cat(runCategory));
+cl::opt<std::string> expectFile(
+    "expect",
+    cl::desc("Compare the results with res<i> of a reference .npz; pass when "
+             "|got - expected| <= atol + rtol * |expected| everywhere"),
+    cl::value_desc("file.npz"), cl::cat(runCategory));
+cl::opt<double> relTolerance("rtol", cl::desc("Relative tolerance of --expect"),
+                     cl::init(1e-5), cl::cat(runCategory));
+cl::opt<double> absTolerance("atol", cl::desc("Absolute tolerance of --expect"),
+                     cl::init(1e-8), cl::cat(runCategory));
+
+int fail(ExitCode code, const llvm::Twine &message) {
+  // Keep the order of result lines and errors when both go to one terminal.
+  llvm::outs().flush();
+  llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+  return code;
+}
+
+/// "tensor<2x3xf32>", the form the IR and the messages use.
+std::string describe(llvm::ArrayRef<int64_t> shape, DType dtype) {
+  std::string text = "tensor<";
+  for (int64_t dim : shape)
+    text += std::to_string(dim) + "x";
+  return text + weft::dtypeName(dtype) + ">";
+}
+
+std::string typeString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+/// The key of argument/result `index` ("arg"/"res") of `rank`: unprefixed when
+/// the function runs on one rank.
+std::string tensorKey(llvm::StringRef kind, int64_t rank, int64_t numRanks,
+                      size_t index) {
+  std::string key = kind.str() + std::to_string(index);
+  return numRanks > 1 ? "rank" + std::to_string(rank) + "/" + key : key;
+}
+
+/// Parses "arg3" or "rank1/arg3" (for kind "arg"); rank is nullopt when the
+/// key has no prefix. Returns false for keys of other forms.
+bool parseTensorKey(llvm::StringRef key, llvm::StringRef kind,
+                    std::optional<uint64_t> &rank, uint64_t &index) {
+  rank.reset();
+  if (key.consume_front("rank")) {
+    auto [rankText, rest] = key.split('/');
+    uint64_t value;
+    if (rest.empty() || rankText.getAsInteger(10, value))
+      return false;
+    rank = value;
+    key = rest;
+  }
+  return key.consume_front(kind) && !key.empty() &&
+         !key.getAsInteger(10, index);
+}
+
+/// A tensor for each (rank, argument) from the archive, checked against the
+/// signature.
+llvm::Expected<std::vector<std::vector<Tensor>>>
+argsFromArchive(func::FuncOp func, int64_t numRanks, const NpzArchive &archive,
+                llvm::StringRef file) {
+  auto error = [&](const llvm::Twine &what) {
+    return llvm::createStringError(file + ": " + what);
+  };
+  size_t numArgs = func.getNumArguments();
+  for (const auto &entry : archive.entries()) {
+    std::optional<uint64_t> rank;
+    uint64_t index;
+    if (!parseTensorKey(entry.first, "arg", rank, index))
+      continue; // results or other data kept next to the inputs
+    if (index >= numArgs)
+      return error("'" + entry.first + "' names no argument: @" +
+                   func.getSymName() + " takes " + llvm::Twine(numArgs));
+    if (rank && *rank >= static_cast<uint64_t>(numRanks))
+      return error("'" + entry.first + "' names no rank: @" +
+                   func.getSymName() + " runs on " + llvm::Twine(numRanks));
+  }
+
+  std::vector<std::vector<Tensor>> perRank(numRanks);
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+      std::string key = tensorKey("arg", rank, numRanks, index);
+      const Tensor *tensor = archive.lookup(key);
+      if (!tensor && numRanks > 1)
+        tensor = archive.lookup("arg" + std::to_string(index));
+      if (!tensor)
+        return error("no '" + key + "' for argument #" + llvm::Twine(index) +
+                     " (" + typeString(type) + ") of @" + func.getSymName());
+      auto tensorType = dyn_cast<RankedTensorType>(type);
+      std::optional<DType> dtype =
+          tensorType ? weft::reference::dtypeOf(tensorType.getElementType())
+                     : std::nullopt;
+      if (!dtype || tensorType.getShape() != llvm::ArrayRef(tensor->shape) ||
+          *dtype != tensor->dtype)
+        return error("'" + key + "' is " +
+                     describe(tensor->shape, tensor->dtype) +
+                     " but argument #" + llvm::Twine(index) + " of @" +
+                     func.getSymName() + " is " + typeString(type));
+      perRank[rank].push_back(*tensor);
+    }
+  }
+  return perRank;
+}
+
+NpzArchive archiveOf(const std::vector<std::vector<Tensor>> &perRank,
+                     llvm::StringRef kind) {
+  NpzArchive archive;
+  int64_t numRanks = perRank.size();
+  for (int64_t rank = 0; rank < numRanks; ++rank)
+    for (auto [index, tensor] : llvm::enumerate(perRank[rank]))
+      archive.set(tensorKey(kind, rank, numRanks, index), tensor);
+  return archive;
+}
+
+void printResults(const std::vector<std::vector<Tensor>> &perRank) {
+  int64_t numRanks = perRank.size();
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    for (auto [index, tensor] : llvm::enumerate(perRank[rank])) {
+      double sum = 0, squares = 0;
+      for (double value : tensor.data) {
+        sum += value;
+        squares += value * value;
+      }
+      if (numRanks > 1)
+        llvm::outs() << "rank" << rank << " ";
+      llvm::outs() << "res" << index << ": "
+                   << describe(tensor.shape, tensor.dtype)
+                   << llvm::format(" sum=%.17g l2=%.17g\n", sum,
+                                   std::sqrt(squares));
+    }
+  }
+}
+
+std::string formatDouble(const char *format, double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format(format, value);
+  return text;
+}
+
+std::string multiIndex(llvm::ArrayRef<int64_t> shape, int64_t flat) {
+  llvm::SmallVector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return "[" + llvm::join(llvm::map_range(index, [](int64_t i) {
+                            return std::to_string(i);
+                          }),
+                          ", ") +
+         "]";
+}
+
+/// Compares every result with the reference; prints what differs. Returns
+/// whether all passed.
+bool compareResults(const std::vector<std::vector<Tensor>> &perRank,
+                    const NpzArchive &reference, llvm::StringRef file) {
+  int64_t numRanks = perRank.size();
+  size_t numResults = perRank.front().size();
+  bool ok = true;
+  for (const auto &entry : reference.entries()) {
+    std::optional<uint64_t> rank;
+    uint64_t index;
+    if (parseTensorKey(entry.first, "res", rank, index) &&
+        (index >= numResults ||
+         (rank && *rank >= static_cast<uint64_t>(numRanks)))) {
+      fail(kExitFailed, file + ": '" + entry.first +
+                            "' has no counterpart: the function returns " +
+                            llvm::Twine(numResults) + " result(s) on " +
+                            llvm::Twine(numRanks) + " rank(s)");
+      ok = false;
+    }
+  }
+
+  double maxAbs = 0, maxRel = 0;
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    for (auto [index, got] : llvm::enumerate(perRank[rank])) {
+      std::string key = tensorKey("res", rank, numRanks, index);
+      const Tensor *expected = reference.lookup(key);
+      if (!expected && numRanks > 1)
+        expected = reference.lookup("res" + std::to_string(index));
+      if (!expected) {
+        fail(kExitFailed, file + " has no '" + key + "'");
+        ok = false;
+        continue;
+      }
+      if (expected->shape != got.shape) {
+        fail(kExitFailed, key + " is " + describe(got.shape, got.dtype) +
+                              " but " + file + " holds " +
+                              describe(expected->shape, expected->dtype));
+        ok = false;
+        continue;
+      }
+      // The worst element is the one furthest past its tolerance.
+      int64_t failures = 0, worst = -1;
+      double worstExcess = -1;
+      for (size_t i = 0; i < got.data.size(); ++i) {
+        double a = got.data[i], b = expected->data[i];
+        if (a == b || (std::isnan(a) && std::isnan(b)))
+          continue; // equal, including matching infinities and NaNs
+        double err = std::fabs(a - b);
+        double bound = absTolerance + relTolerance * std::fabs(b);
+        if (std::isfinite(err)) {
+          maxAbs = std::max(maxAbs, err);
+          if (b != 0)
+            maxRel = std::max(maxRel, err / std::fabs(b));
+        }
+        if (err <= bound)
+          continue;
+        ++failures;
+        double excess = std::isnan(err) || std::isinf(err)
+                            ? INFINITY
+                            : (bound > 0 ? err / bound : INFINITY);
+        if (worst < 0 || excess > worstExcess) {
+          worst = static_cast<int64_t>(i);
+          worstExcess = excess;
+        }
+      }
+      if (failures == 0)
+        continue;
+      ok = false;
+      double a = got.data[worst], b = expected->data[worst];
+      double err = std::fabs(a - b);
+      fail(kExitFailed,
+           key + " differs from " + file + ": " + llvm::Twine(failures) +
+               " of " + llvm::Twine(got.data.size()) +
+               " elements exceed atol + rtol*|expected| (atol=" +
+               formatDouble("%g", absTolerance.getValue()) +
+               ", rtol=" + formatDouble("%g", relTolerance.getValue()) +
+               "); worst at " + multiIndex(got.shape, worst) + ": got " +
+               formatDouble("%.17g", a) + " expected " +
+               formatDouble("%.17g", b) + " (abs err " +
+               formatDouble("%.6g", err) + ", rel err " +
+               formatDouble("%.6g", err / std::fabs(b)) + ")");
+    }
+  }
+  if (ok)
+    llvm::outs() << "expect: all results match " << file
+                 << llvm::format(" (max abs err=%.6g, max rel err=%.6g)\n",
+                                 maxAbs, maxRel);
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(runCategory);
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "weft-run: run a weft function in the reference interpreter\n",
+          &llvm::errs()))
+    return kExitUsage;
+
+  if (!inputsFile.empty() && randomInputs)
+    return fail(kExitUsage, "--inputs and --random-inputs exclude each other");
+  if (seed.getNumOccurrences() && !randomInputs)
+    return fail(kExitUsage, "--seed needs --random-inputs");
+  if ((relTolerance.getNumOccurrences() || absTolerance.getNumOccurrences()) &&
+      expectFile.empty())
+    return fail(kExitUsage, "--rtol and --atol need --expect");
+  if (!(relTolerance >= 0) || !(absTolerance >= 0))
+    return fail(kExitUsage, "--rtol and --atol must be non-negative");
+
+  mlir::DialectRegistry registry;
+  weft::registerWeftDialects(registry);
+  MLIRContext context(registry);
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &errorMessage);
+  if (!file)
+    return fail(kExitUsage, errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // Parsing verifies the module; the handler has printed why if it fails.
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return kExitUsage;
+
+  auto available = [&] {
+    llvm::SmallVector<std::string> names;
+    for (auto f : module->getOps<func::FuncOp>())
+      if (!f.isExternal())
+        names.push_back(("@" + f.getSymName()).str());
+    return names.empty() ? std::string("none") : llvm::join(names, ", ");
+  };
+  if (entryName.empty())
+    return fail(kExitUsage, "--entry NAME is required; functions in " +
+                                inputFilename + ": " + available());
+  auto func = module->lookupSymbol<func::FuncOp>(entryName);
+  if (!func || func.isExternal())
+    return fail(kExitUsage, "no function @" + entryName + " in " +
+                                inputFilename + "; available: " + available());
+
+  FailureOr<int64_t> numRanks = weft::reference::numRanks(func);
+  if (failed(numRanks))
+    return kExitUsage;
+
+  std::vector<std::vector<Tensor>> args;
+  if (randomInputs) {
+    llvm::Expected<std::vector<Tensor>> drawn =
+        weft::run::drawRandomArgs(func, seed);
+    if (!drawn)
+      return fail(kExitUsage, llvm::toString(drawn.takeError()));
+    args.assign(*numRanks, *drawn);
+  } else if (!inputsFile.empty()) {
+    llvm::Expected<NpzArchive> archive = weft::readNpz(inputsFile);
+    if (!archive)
+      return fail(kExitUsage, llvm::toString(archive.takeError()));
+    llvm::Expected<std::vector<std::vector<Tensor>>> fromFile =
+        argsFromArchive(func, *numRanks, *archive, inputsFile);
+    if (!fromFile)
+      return fail(kExitUsage, llvm::toString(fromFile.takeError()));
+    args = std::move(*fromFile);
+  } else if (func.getNumArguments() != 0) {
+    return fail(kExitUsage, "@" + entryName + " takes " +
+                                llvm::Twine(func.getNumArguments()) +
+                                " arguments: give --inputs or --random-inputs");
+  } else {
+    args.assign(*numRanks, {});
+  }
+
+  // Saved before running, so a failing run can be reproduced from the file.
+  if (!saveInputsFile.empty())
+    if (llvm::Error err = weft::writeNpz(saveInputsFile, archiveOf(args, "arg")))
+      return fail(kExitFailed, llvm::toString(std::move(err)));
+
+  std::vector<std::vector<Tensor>> results;
+  if (*numRanks == 1) {
+    FailureOr<std::vector<Tensor>> single = weft::reference::run(func, args[0]);
+    if (failed(single))
+      return kExitFailed;
+    results.push_back(std::move(*single));
+  } else {
+    FailureOr<std::vector<std::vector<Tensor>>> spmd =
+        weft::reference::runSpmd(func, args);
+    if (failed(spmd))
+      return kExitFailed;
+    results = std::move(*spmd);
+  }
+  printResults(results);
+
+  if (!outputsFile.empty())
+    if (llvm::Error err = weft::writeNpz(outputsFile, archiveOf(results, "res")))
+      return fail(kExitFailed, llvm::toString(std::move(err)));
+
+  if (!expectFile.empty()) {
+    llvm::Expected<NpzArchive> reference = weft::readNpz(expectFile);
+    if (!reference)
+      return fail(kExitUsage, llvm::toString(reference.takeError()));
+    if (!compareResults(results, *reference, expectFile))
+      return kExitFailed;
+  }
+  return kExitOk;
+}
