@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
@@ -275,8 +276,9 @@ LogicalResult LockstepExecutor::compute(Operation *op, PerRank<Frame> &frames,
   }
   if (isa<shard::ShardingOp, shard::GetShardingOp>(op))
     return success(); // A sharding is metadata: nothing to compute.
-  if (isa<shard::ShardOp>(op)) {
-    // An annotation: each rank's local tensor passes through unchanged.
+  if (isa<shard::ShardOp, tensor::CastOp>(op)) {
+    // An annotation, or a cast between static shapes (which upstream's
+    // shard-partition emits): each rank's tensor passes through unchanged.
     for (int64_t rank = 0; rank < ranks; ++rank)
       results[rank][0] = *operands[rank][0];
     return success();
