@@ -303,6 +303,19 @@ TEST(NpzTest, RejectsInvalidTensorsOnWrite) {
   EXPECT_EQ(llvm::toString(std::move(err)),
             "'arg0': shape holds 4 elements but data 3");
 
+  NpzArchive fractional;
+  fractional.set("ids", makeTensor({2}, DType::I64, {1, 2.5}));
+  err = writeNpz(os, fractional);
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(llvm::toString(std::move(err)),
+            "'ids': i64 element 1 is 2.5, not an integer in range");
+
+  NpzArchive nonAscii;
+  nonAscii.set("caf\xc3\xa9", makeTensor({}, DType::F64, {0}));
+  err = writeNpz(os, nonAscii);
+  ASSERT_TRUE(static_cast<bool>(err));
+  llvm::consumeError(std::move(err));
+
   NpzArchive reserved;
   reserved.set(kNpzDTypesKey, makeTensor({}, DType::F64, {0}));
   err = writeNpz(os, reserved);

@@ -10,9 +10,11 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
 #include <optional>
 
 using namespace weft;
@@ -539,6 +541,11 @@ Error checkWritable(const NpzArchive &archive) {
     if (key.size() + 4 > 0xffff)
       return makeError("cannot write an .npz entry with a " +
                        Twine(key.size()) + "-character name");
+    // Printable ASCII keeps zip names and the '<U' dtype list one byte per
+    // character, as every reader expects without the zip UTF-8 flag.
+    if (!llvm::all_of(key, [](char c) { return c >= 0x20 && c < 0x7f; }))
+      return makeError("cannot write an .npz entry named '" + key +
+                       "': keys must be printable ASCII");
     for (int64_t dim : tensor.shape)
       if (dim < 0)
         return makeError("'" + key + "': negative dimension " + Twine(dim));
@@ -546,6 +553,14 @@ Error checkWritable(const NpzArchive &archive) {
       return makeError("'" + key + "': shape holds " +
                        Twine(tensor.numElements()) + " elements but data " +
                        Twine(tensor.data.size()));
+    if (tensor.dtype == DType::I64)
+      for (auto [i, value] : llvm::enumerate(tensor.data))
+        if (!(std::trunc(value) == value && std::fabs(value) < 0x1p63)) {
+          std::string text;
+          llvm::raw_string_ostream(text) << llvm::format("%.17g", value);
+          return makeError("'" + key + "': i64 element " + Twine(i) + " is " +
+                           text + ", not an integer in range");
+        }
   }
   return Error::success();
 }
