@@ -1,0 +1,25 @@
+// Weft's graph passes (declarations and registration from Passes.td).
+#ifndef WEFT_TRANSFORMS_PASSES_H
+#define WEFT_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "weft/Dialect/WeftDialect.h"
+
+namespace weft {
+
+#define GEN_PASS_DECL
+#include "weft/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "weft/Transforms/Passes.h.inc"
+
+} // namespace weft
+
+#endif // WEFT_TRANSFORMS_PASSES_H

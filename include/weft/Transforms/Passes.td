@@ -1,0 +1,144 @@
+// Weft's graph passes: training-step construction, rematerialization, memory
+// planning and the attention rewrites. One pass per file in lib/Transforms.
+#ifndef WEFT_TRANSFORMS_PASSES_TD
+#define WEFT_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
+  let summary = "Build the training step of a forward function that returns a scalar loss";
+  let description = [{
+    For `func.func @<entry>` whose only result is a 0-d loss, adds
+    `func.func @<entry>_step` (the forward is kept). Parameters are the
+    entry's arguments marked `{weft.param}`.
+
+    With `optimizer=none` the step is `(args of the entry, unchanged) ->
+    (loss, one gradient per weft.param argument, in argument order)`.
+
+    With `optimizer=adamw` the step is
+    `(params, m..., v..., batch..., step, seed) -> (loss, params', m'..., v'...)`:
+    params are the entry's parameters in f32 (f64 when the entry's parameter is
+    f64; master weights converted to the parameter's type for the forward), m
+    and v their moments of the same type, batch the entry's other arguments
+    except its seed, `step` a `tensor<i64>` (the AdamW step number, from 1) and
+    `seed` a `tensor<i64>` (the entry's seed argument, if it has one). Each
+    updated result carries `weft.alias = <argument index>`: the planner updates
+    it in place.
+
+    Values the backward needs are the saved activations; nothing else of the
+    forward stays live. Random ops keep their `weft.rng_id`; attention_grad
+    shares its attention's. Explicit collectives (shard ops) are refused.
+
+    ```mlir
+    func.func @forward(%w: tensor<4x4xf32> {weft.param}, %x: tensor<2x4xf32>, %y: tensor<2xi64>) -> tensor<f32>
+    // weft-opt --weft-autodiff="optimizer=none" adds:
+    func.func @forward_step(%w: tensor<4x4xf32> {weft.param}, %x: tensor<2x4xf32>, %y: tensor<2xi64>) -> (tensor<f32>, tensor<4x4xf32>)
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"forward\"", "Forward function to differentiate">,
+    Option<"optimizer", "optimizer", "std::string", "\"none\"", "none | adamw">,
+    Option<"lr", "lr", "double", "1.0e-3", "AdamW learning rate">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1.0e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.01", "AdamW weight decay">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
+def RematPass : Pass<"weft-remat", "mlir::ModuleOp"> {
+  let summary = "Recompute activations in the backward to trade time for memory";
+  let description = [{
+    Works on training steps made by `weft-autodiff` (functions named
+    `*_step`, or the one named by `entry`). Policies, as NeMo's
+    `activations_checkpoint_granularity`/`_method`/`_num_layers`; layers come
+    from `weft.layer`:
+    - `none`: unchanged.
+    - `full`: keep each layer's input, recompute the layer in the backward.
+    - `block`: fully recompute the first `num-layers` layers.
+    - `uniform`: checkpoint the input of every chunk of `num-layers` layers.
+    - `selective`: recompute core attention only (QK^T, softmax, dropout,
+      attention over V when unfused; flash attention recomputes inside
+      attention_grad).
+    - `budget`: choose what to save and recompute so that the planned peak of
+      the whole step is at most `budget` bytes (suffixes KiB, MiB, GiB) at the
+      least roofline recompute time; isomorphic layers share one decision. An
+      infeasible budget is an error naming the smallest reachable peak.
+    Recomputed ops are clones placed before their first backward use; they
+    keep `weft.rng_id` and carry `weft.recompute`.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"\"", "Step function (default: every *_step)">,
+    Option<"policy", "policy", "std::string", "\"none\"",
+           "none | full | selective | block | uniform | budget">,
+    Option<"numLayers", "num-layers", "int64_t", "1", "Layers for block/uniform">,
+    Option<"budget", "budget", "std::string", "\"\"", "Memory budget, e.g. 512MiB">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def PlanMemoryPass : Pass<"weft-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Assign every tensor of a scheduled step an offset in one arena";
+  let description = [{
+    On the op order of each function (the schedule), assigns arena offsets to
+    every tensor: arguments (parameters, optimizer state, batch), results,
+    saved activations, temporaries and op workspaces. Results tied with
+    `weft.alias` reuse their argument's bytes. Attaches `weft.offsets` (one
+    offset per result, then `weft.workspace_offset`) to ops, `weft.offset` to
+    arguments, and `weft.memory_plan` (peak, lower bound, fragmentation, bytes
+    by category) to the function; `report=FILE` also writes it as JSON.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"\"", "Function to plan (default: all)">,
+    Option<"report", "report", "std::string", "\"\"", "Write the plan report as JSON here">,
+    Option<"alignment", "alignment", "int64_t", "256", "Byte alignment of every buffer">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def FuseAttentionPass : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Replace the unfused attention chain with weft.attention";
+  let description = [{
+    Recognises matmul(Q, K^T) -> scale -> optional causal_mask -> softmax(last
+    dim) -> optional dropout -> matmul(P, V) on [b, h, s, d] operands, GQA by
+    repeated kv heads included, and replaces it with `weft.attention` carrying
+    the dropout's `weft.rng_id`. Chains that differ in scale, mask, softmax
+    dimension or order, or whose intermediate values have other users, stay.
+
+    ```mlir
+    %s = weft.matmul %q, %k {transpose_b} : (...) -> tensor<1x4x16x16xf32>
+    %t = weft.scale %s {value = 0.35355339059327373 : f64} : ...
+    %m = weft.causal_mask %t : ...
+    %p = weft.softmax %m {dim = -1 : i64} : ...
+    %o = weft.matmul %p, %v : ...
+    // becomes
+    %o = weft.attention %q, %k, %v {causal, scale = 0.353553385 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def TileAttentionPass : Pass<"weft-tile-attention", "mlir::ModuleOp"> {
+  let summary = "Rewrite attention and attention_grad into the FlashAttention-2 tiled nest";
+  let description = [{
+    Target-neutral: `weft.attention` and `weft.attention_grad` become loop
+    nests (scf, tensor, linalg, arith, math) over query and key blocks with an
+    online softmax (running max and sum in f32), causal block skipping and
+    diagonal masking, GQA/MQA by mapping each q head to its kv head, Philox
+    dropout by the rule, the forward saving the row log-sum-exp and the
+    backward recomputing P and producing dQ, dK, dV. Any sequence length; the
+    tile sizes are options and are recorded on the outer loops as
+    `weft.tile = {block_q, block_k, kind}`, the configuration GPU kernel
+    builders read.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", "64", "Query rows per tile">,
+    Option<"blockK", "block-k", "int64_t", "64", "Key rows per tile">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+#endif // WEFT_TRANSFORMS_PASSES_TD
