@@ -112,6 +112,10 @@ LogicalResult runScale(ScaleOp op, Operands in, Results out) {
   return success();
 }
 
+// The index is the row-major index into this op's own operand: the global
+// index of ARCHITECTURE.md's rule for unsharded IR. A dropout that partitioning
+// has sharded would need its shard's global offset, which the op does not
+// carry yet, so per-rank masks of sharded dropout are not the global ones.
 LogicalResult runDropout(DropoutOp op, Operands in, Results out) {
   const Tensor &x = *in[0];
   double p = op.getP().convertToDouble();
