@@ -11,6 +11,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "weft/Analysis/Passes.h"
 #include "weft/Dialect/WeftDialect.h"
+#include "weft/Transforms/Passes.h"
 
 namespace weft {
 
@@ -26,6 +27,7 @@ inline void registerWeftPasses() {
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
   registerWeftAnalysisPasses();
+  registerFuseAttentionPass();
 }
 
 } // namespace weft
