@@ -106,14 +106,24 @@ def FuseAttentionPass : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
     the dropout's `weft.rng_id`. Chains that differ in scale, mask, softmax
     dimension or order, or whose intermediate values have other users, stay.
 
+    K^T is `transpose_b` or a `weft.transpose` of K's last two dims. K and V
+    built by reshape/concat from `[b, hkv, s, d]` so that q head `i` reads kv
+    head `i / (hq / hkv)` (torch's repeat_interleave) become GQA/MQA operands;
+    a repetition in another order stays unfused. The mask must fill with
+    -inf. The scale keeps results equal (FuseAttention.h): a factor exact in
+    f32 becomes `scale`; one within an f64 ulp of 1/sqrt(head_dim) becomes
+    the op's default (no attribute); in f32/f16/bf16 IR another factor is
+    rounded to f32; in f64 IR such a chain stays.
+
     ```mlir
+    // head_dim 8: the factor is 1/sqrt(8), the op's default scale
     %s = weft.matmul %q, %k {transpose_b} : (...) -> tensor<1x4x16x16xf32>
     %t = weft.scale %s {value = 0.35355339059327373 : f64} : ...
     %m = weft.causal_mask %t : ...
     %p = weft.softmax %m {dim = -1 : i64} : ...
     %o = weft.matmul %p, %v : ...
     // becomes
-    %o = weft.attention %q, %k, %v {causal, scale = 0.353553385 : f32} : ...
+    %o = weft.attention %q, %k, %v {causal} : ...
     ```
   }];
   let dependentDialects = ["::weft::WeftDialect"];
