@@ -28,6 +28,7 @@ inline void registerWeftPasses() {
   mlir::registerInlinerPass();
   registerWeftAnalysisPasses();
   registerFuseAttentionPass();
+  registerAutodiffPass();
 }
 
 } // namespace weft

@@ -115,6 +115,40 @@ LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned regionIndex,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kAliasAttr) {
+    // The result reuses the bytes of an argument of its type.
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || !index.getType().isInteger(64))
+      return op->emitOpError("expects '")
+             << name << "' on result " << resultIndex
+             << " to be an i64 argument index, got " << attr.getValue();
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!function)
+      return op->emitOpError("expects '")
+             << name << "' on result " << resultIndex << " of a function";
+    ArrayRef<Type> arguments = function.getArgumentTypes();
+    int64_t argIndex = index.getInt();
+    if (argIndex < 0 || argIndex >= int64_t(arguments.size()))
+      return op->emitOpError("expects '")
+             << name << "' on result " << resultIndex << " to name one of the "
+             << arguments.size() << " arguments, got " << argIndex;
+    ArrayRef<Type> results = function.getResultTypes();
+    Type resultType = resultIndex < results.size() ? results[resultIndex] : Type();
+    if (resultType != arguments[argIndex])
+      return op->emitOpError("expects result ")
+             << resultIndex << " (" << resultType << ") aliased by '" << name
+             << "' to have the type of argument " << argIndex << " ("
+             << arguments[argIndex] << ")";
+    // Two results updating one argument in place would overwrite each other.
+    for (unsigned other = 0; other < resultIndex; ++other)
+      if (auto earlier = function.getResultAttrOfType<IntegerAttr>(other, name);
+          earlier && earlier.getInt() == argIndex)
+        return op->emitOpError("expects one result per argument aliased by '")
+               << name << "', results " << other << " and " << resultIndex
+               << " both alias argument " << argIndex;
+    return success();
+  }
   return op->emitOpError("has unknown weft result attribute '")
          << attr.getName().getValue() << "' on result " << resultIndex;
 }

@@ -44,7 +44,8 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
     Option<"eps", "eps", "double", "1.0e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.01", "AdamW weight decay">,
   ];
-  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def RematPass : Pass<"weft-remat", "mlir::ModuleOp"> {

@@ -1517,3 +1517,40 @@ func.func @unknown_arg_attr(%w: tensor<8xf32> {weft.params}) {
 func.func @result_attr(%w: tensor<8xf32>) -> (tensor<8xf32> {weft.param}) {
   return %w : tensor<8xf32>
 }
+
+// -----
+
+// weft.alias (a step result updated in place) names an argument of its type.
+// expected-error @+1 {{'func.func' op expects 'weft.alias' on result 0 to be an i64 argument index, got 0 : i32}}
+func.func @alias_not_i64(%w: tensor<8xf32>) -> (tensor<8xf32> {weft.alias = 0 : i32}) {
+  return %w : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.alias' on result 1 to name one of the 2 arguments, got 2}}
+func.func @alias_out_of_range(%w: tensor<8xf32>, %m: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32> {weft.alias = 2 : i64}) {
+  return %w, %m : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.alias' on result 0 to name one of the 1 arguments, got -1}}
+func.func @alias_negative(%w: tensor<8xf32>) -> (tensor<8xf32> {weft.alias = -1 : i64}) {
+  return %w : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects result 0 ('tensor<8xbf16>') aliased by 'weft.alias' to have the type of argument 0 ('tensor<8xf32>')}}
+func.func @alias_type_mismatch(%w: tensor<8xf32>) -> (tensor<8xbf16> {weft.alias = 0 : i64}) {
+  %0 = weft.convert %w : (tensor<8xf32>) -> tensor<8xbf16>
+  return %0 : tensor<8xbf16>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects one result per argument aliased by 'weft.alias', results 0 and 1 both alias argument 0}}
+func.func @alias_twice(%w: tensor<8xf32>) -> (tensor<8xf32> {weft.alias = 0 : i64}, tensor<8xf32> {weft.alias = 0 : i64}) {
+  return %w, %w : tensor<8xf32>, tensor<8xf32>
+}

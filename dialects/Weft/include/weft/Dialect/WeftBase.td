@@ -22,7 +22,9 @@ def Weft_Dialect : Dialect {
     - `weft.range` (array<i64: lo, hi>) on integer function arguments (an
       integer or a tensor of integers): the half-open range of valid values
       (token ids, labels, seeds, steps).
-    No `weft.` attribute is defined on function results.
+    - `weft.alias` (i64) on function results: the index of the argument,
+      of the same type, that the result updates in place (a training step's
+      new parameters and optimizer state; XLA's input_output_alias).
   }];
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
@@ -32,6 +34,7 @@ def Weft_Dialect : Dialect {
     static constexpr llvm::StringLiteral kLayerAttr = "weft.layer";
     static constexpr llvm::StringLiteral kParamAttr = "weft.param";
     static constexpr llvm::StringLiteral kRangeAttr = "weft.range";
+    static constexpr llvm::StringLiteral kAliasAttr = "weft.alias";
   }];
 }
 

@@ -1,0 +1,332 @@
+// weft-autodiff: builds @<entry>_step, the training step of a forward
+// function that returns a 0-d loss: the forward, its backward (the reverse
+// sweep over GradientOpInterface rules) and, with optimizer=adamw, one AdamW
+// update per parameter with f32 master weights and moments.
+#include "weft/Dialect/WeftDialect.h"
+#include "weft/Transforms/GradientOpInterface.h"
+#include "weft/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+namespace weft {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+enum class Optimizer { None, AdamW };
+
+/// How the step's arguments come from the entry's: indices into the entry's
+/// arguments.
+struct StepArguments {
+  SmallVector<unsigned> params; // marked weft.param, in order
+  SmallVector<unsigned> batch;  // every other argument except the seed
+  std::optional<unsigned> seed; // the seed of the entry's random ops
+};
+
+struct AdamWSettings {
+  double lr, beta1, beta2, eps, weightDecay;
+};
+
+bool isScalarI64(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getRank() == 0 && tensor.getElementType().isInteger(64);
+}
+
+/// The entry is a single-block function returning one 0-d floating-point
+/// loss, without explicit collectives.
+LogicalResult verifyEntry(func::FuncOp entry) {
+  if (entry.isExternal())
+    return entry.emitOpError("is a declaration; weft-autodiff needs the "
+                             "forward's body");
+  if (!entry.getBody().hasOneBlock())
+    return entry.emitOpError("has ")
+           << entry.getBody().getBlocks().size()
+           << " blocks; weft-autodiff differentiates a single-block forward";
+  if (entry.getNumResults() != 1)
+    return entry.emitOpError("expects a single 0-d loss result to "
+                             "differentiate, got ")
+           << entry.getNumResults() << " results " << entry.getResultTypes();
+  auto loss = dyn_cast<RankedTensorType>(entry.getResultTypes()[0]);
+  if (!loss || loss.getRank() != 0 || !isa<FloatType>(loss.getElementType()))
+    return entry.emitOpError("expects the loss to be a 0-d floating-point "
+                             "tensor, got ")
+           << entry.getResultTypes()[0];
+  WalkResult walk = entry.walk([](Operation *op) {
+    if (!isa<shard::ShardDialect>(op->getDialect()))
+      return WalkResult::advance();
+    op->emitOpError("is an explicit collective; weft-autodiff differentiates "
+                    "the global (unsharded) graph, and partitioning the step "
+                    "afterwards places the collectives and their adjoints");
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+/// The seed is the tensor<i64> argument the entry's random ops (those with a
+/// weft.rng_id) read; without random ops, the one tensor<i64> argument
+/// nothing reads (a model built with dropout 0 keeps its seed argument).
+FailureOr<std::optional<unsigned>> findSeed(func::FuncOp entry) {
+  std::optional<unsigned> seed, unused;
+  unsigned unusedCount = 0;
+  for (BlockArgument arg : entry.getArguments()) {
+    if (!isScalarI64(arg.getType()))
+      continue;
+    if (arg.use_empty()) {
+      unused = arg.getArgNumber();
+      ++unusedCount;
+    }
+    bool seedsRandomOp = llvm::any_of(arg.getUses(), [](OpOperand &use) {
+      return use.getOwner()->hasAttr(WeftDialect::kRngIdAttr);
+    });
+    if (!seedsRandomOp)
+      continue;
+    if (seed)
+      return entry.emitOpError("expects one seed argument for its random ops, "
+                               "got arguments #")
+             << *seed << " and #" << arg.getArgNumber();
+    seed = arg.getArgNumber();
+  }
+  if (!seed && unusedCount == 1)
+    seed = unused;
+  return seed;
+}
+
+StepArguments classifyArguments(func::FuncOp entry, std::optional<unsigned> seed) {
+  StepArguments args;
+  args.seed = seed;
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    if (entry.getArgAttr(i, WeftDialect::kParamAttr))
+      args.params.push_back(i);
+    else if (i != seed)
+      args.batch.push_back(i);
+  }
+  return args;
+}
+
+/// Master weights and moments: f32, or f64 for an f64 parameter.
+RankedTensorType masterType(Type paramType) {
+  auto tensor = cast<RankedTensorType>(paramType);
+  if (tensor.getElementType().isF64())
+    return tensor;
+  return RankedTensorType::get(tensor.getShape(),
+                               Float32Type::get(tensor.getContext()));
+}
+
+/// Erases the forward ops of the step nothing reads any more (the values
+/// neither the loss nor a gradient rule needs).
+void eraseDeadOps(Block &body) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  // Users first, so a chain of dead ops goes in one sweep.
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+/// Builds @<entry>_step after `entry`; on failure nothing is left behind.
+FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
+                                  const StepArguments &args, Optimizer optimizer,
+                                  const AdamWSettings &adamw) {
+  MLIRContext *context = entry.getContext();
+  OpBuilder builder(context);
+  builder.setInsertionPointAfter(entry);
+  Location loc = entry.getLoc();
+  ArrayRef<Type> entryTypes = entry.getArgumentTypes();
+  Type lossType = entry.getResultTypes()[0];
+  auto attrsOf = [&](unsigned i) -> DictionaryAttr {
+    DictionaryAttr attrs = entry.getArgAttrDict(i);
+    return attrs ? attrs : builder.getDictionaryAttr({});
+  };
+  auto scalarI64 = RankedTensorType::get({}, builder.getI64Type());
+  unsigned numParams = args.params.size();
+
+  // The signature.
+  SmallVector<Type> inputs, results{lossType};
+  SmallVector<DictionaryAttr> inputAttrs;
+  if (optimizer == Optimizer::None) {
+    inputs.assign(entryTypes.begin(), entryTypes.end());
+    for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+      inputAttrs.push_back(attrsOf(i));
+    for (unsigned p : args.params)
+      results.push_back(entryTypes[p]);
+  } else {
+    auto param = builder.getDictionaryAttr(
+        builder.getNamedAttr(WeftDialect::kParamAttr, builder.getUnitAttr()));
+    for (unsigned role = 0; role < 3; ++role)
+      for (unsigned p : args.params) {
+        inputs.push_back(masterType(entryTypes[p]));
+        inputAttrs.push_back(role == 0 ? param : builder.getDictionaryAttr({}));
+      }
+    for (unsigned b : args.batch) {
+      inputs.push_back(entryTypes[b]);
+      inputAttrs.push_back(attrsOf(b));
+    }
+    // The AdamW step number counts from 1.
+    inputs.push_back(scalarI64);
+    inputAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        WeftDialect::kRangeAttr,
+        builder.getDenseI64ArrayAttr({1, int64_t(1) << 31}))));
+    inputs.push_back(scalarI64);
+    inputAttrs.push_back(args.seed ? attrsOf(*args.seed)
+                                   : builder.getDictionaryAttr({}));
+    results.append(inputs.begin(), inputs.begin() + 3 * numParams);
+  }
+  auto step = func::FuncOp::create(builder, loc, name,
+                                   builder.getFunctionType(inputs, results));
+  step.setAllArgAttrs(inputAttrs);
+  Block *body = step.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+
+  // The forward, cloned; a parameter enters it converted from its master.
+  IRMapping mapping;
+  SmallVector<Value> wrt;
+  if (optimizer == Optimizer::None) {
+    mapping.map(entry.getArguments(), body->getArguments());
+    for (unsigned p : args.params)
+      wrt.push_back(body->getArgument(p));
+  } else {
+    for (auto [k, p] : llvm::enumerate(args.params)) {
+      Value master = body->getArgument(k);
+      wrt.push_back(master);
+      Value forward = master;
+      if (master.getType() != entryTypes[p])
+        forward = ConvertOp::create(builder, entry.getArgument(p).getLoc(),
+                                    entryTypes[p], master);
+      mapping.map(entry.getArgument(p), forward);
+    }
+    for (auto [j, b] : llvm::enumerate(args.batch))
+      mapping.map(entry.getArgument(b), body->getArgument(3 * numParams + j));
+    if (args.seed)
+      mapping.map(entry.getArgument(*args.seed), body->getArguments().back());
+  }
+  for (Operation &op : entry.front().without_terminator())
+    builder.clone(op, mapping);
+  Operation *entryReturn = entry.front().getTerminator();
+  Value loss = mapping.lookupOrDefault(entryReturn->getOperand(0));
+  auto ret = func::ReturnOp::create(builder, entryReturn->getLoc(), loss);
+
+  // The backward.
+  FailureOr<SmallVector<Value>> gradients =
+      GradientState::buildGradients(*body, loss, wrt);
+  if (failed(gradients)) {
+    step.erase();
+    return failure();
+  }
+  SmallVector<Value> stepResults{loss};
+  if (optimizer == Optimizer::None) {
+    stepResults.append(gradients->begin(), gradients->end());
+  } else {
+    builder.setInsertionPoint(ret);
+    Value stepNumber = body->getArgument(body->getNumArguments() - 2);
+    SmallVector<Value> newParams, newM, newV;
+    for (unsigned k = 0; k < numParams; ++k) {
+      Value master = body->getArgument(k);
+      Type type = master.getType();
+      auto update = AdamWOp::create(
+          builder, master.getLoc(), type, type, type, master, (*gradients)[k],
+          body->getArgument(numParams + k), body->getArgument(2 * numParams + k),
+          stepNumber, builder.getF64FloatAttr(adamw.lr),
+          builder.getF64FloatAttr(adamw.beta1), builder.getF64FloatAttr(adamw.beta2),
+          builder.getF64FloatAttr(adamw.eps),
+          builder.getF64FloatAttr(adamw.weightDecay));
+      newParams.push_back(update.getNewParam());
+      newM.push_back(update.getNewM());
+      newV.push_back(update.getNewV());
+    }
+    llvm::append_range(stepResults, newParams);
+    llvm::append_range(stepResults, newM);
+    llvm::append_range(stepResults, newV);
+    // Result 1 + i updates argument i (params, then m, then v).
+    for (unsigned i = 0; i < 3 * numParams; ++i)
+      step.setResultAttr(1 + i, WeftDialect::kAliasAttr, builder.getI64IntegerAttr(i));
+  }
+  ret->setOperands(stepResults);
+  eraseDeadOps(*body);
+  return step;
+}
+
+struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
+  using Base::Base;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerGradientOpModels(registry);
+  }
+
+  /// The AdamW options, checked as the adamw verifier would.
+  LogicalResult checkAdamW(ModuleOp module) {
+    auto finiteAtLeastZero = [](double x) { return x >= 0.0 && std::isfinite(x); };
+    auto fail = [&](StringRef name, double value, StringRef expected) {
+      return module.emitError("weft-autodiff: option ")
+             << name << " = " << value << " must be " << expected;
+    };
+    if (!finiteAtLeastZero(lr))
+      return fail("lr", lr, "finite and >= 0");
+    if (!finiteAtLeastZero(weightDecay))
+      return fail("weight-decay", weightDecay, "finite and >= 0");
+    if (!(beta1 >= 0.0 && beta1 < 1.0))
+      return fail("beta1", beta1, "in [0, 1)");
+    if (!(beta2 >= 0.0 && beta2 < 1.0))
+      return fail("beta2", beta2, "in [0, 1)");
+    if (!(eps > 0.0 && std::isfinite(eps)))
+      return fail("eps", eps, "positive and finite");
+    return success();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Optimizer kind;
+    if (optimizer == "none") {
+      kind = Optimizer::None;
+    } else if (optimizer == "adamw") {
+      kind = Optimizer::AdamW;
+      if (failed(checkAdamW(module)))
+        return signalPassFailure();
+    } else {
+      module.emitError("weft-autodiff: unknown optimizer '")
+          << optimizer << "' (expected none or adamw)";
+      return signalPassFailure();
+    }
+    auto entryFn = module.lookupSymbol<func::FuncOp>(entry);
+    if (!entryFn) {
+      module.emitError("weft-autodiff: no function @")
+          << entry << " to differentiate (set the entry option)";
+      return signalPassFailure();
+    }
+    std::string stepName = entry + "_step";
+    if (Operation *existing = module.lookupSymbol(stepName)) {
+      existing->emitOpError("is named @")
+          << stepName << ", the name weft-autodiff gives the step of @" << entry;
+      return signalPassFailure();
+    }
+    if (failed(verifyEntry(entryFn)))
+      return signalPassFailure();
+    // Only the optimizer's signature separates the seed from the batch.
+    std::optional<unsigned> seed;
+    if (kind == Optimizer::AdamW) {
+      FailureOr<std::optional<unsigned>> found = findSeed(entryFn);
+      if (failed(found))
+        return signalPassFailure();
+      seed = *found;
+    }
+    StepArguments args = classifyArguments(entryFn, seed);
+    AdamWSettings adamw{lr, beta1, beta2, eps, weightDecay};
+    if (failed(buildStep(entryFn, stepName, args, kind, adamw)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,208 @@
+// Gradient rules of the pointwise and row-wise ops: add/sub/mul with
+// broadcasting, scale, dropout (same mask), causal_mask, where, convert,
+// gelu, silu, softmax, layer_norm and rms_norm.
+#include "AutodiffRules.h"
+
+#include "weft/Dialect/WeftDialect.h"
+#include "weft/Transforms/GradientOpInterface.h"
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+Value scaled(GradientState &state, Value value, double factor) {
+  OpBuilder &builder = state.getBuilder();
+  return ScaleOp::create(builder, state.getLoc(), value.getType(), value,
+                         builder.getF64FloatAttr(factor));
+}
+
+/// Declares a model of op `OpTy` whose buildGradient is `Derived::build`.
+template <typename Derived, typename OpTy>
+struct Rule : GradientOpInterface::ExternalModel<Derived, OpTy> {
+  LogicalResult buildGradient(Operation *op, GradientState &state) const {
+    return Derived::build(cast<OpTy>(op), state);
+  }
+};
+
+/// z = x + y: each operand's gradient is dz summed over its broadcast dims.
+struct AddGradient : Rule<AddGradient, AddOp> {
+  static LogicalResult build(AddOp op, GradientState &state) {
+    Value dz = state.getGradient(op.getResult());
+    for (Value operand : {op.getLhs(), op.getRhs()})
+      if (state.needsGradient(operand))
+        state.accumulate(operand, state.unbroadcast(dz, operand.getType()));
+    return success();
+  }
+};
+
+struct SubGradient : Rule<SubGradient, SubOp> {
+  static LogicalResult build(SubOp op, GradientState &state) {
+    Value dz = state.getGradient(op.getResult());
+    if (state.needsGradient(op.getLhs()))
+      state.accumulate(op.getLhs(), state.unbroadcast(dz, op.getLhs().getType()));
+    if (state.needsGradient(op.getRhs()))
+      state.accumulate(op.getRhs(),
+                       scaled(state, state.unbroadcast(dz, op.getRhs().getType()), -1.0));
+    return success();
+  }
+};
+
+/// z = x * y: dx = dz * y, dy = dz * x (each summed over its broadcast dims).
+struct MulGradient : Rule<MulGradient, MulOp> {
+  static LogicalResult build(MulOp op, GradientState &state) {
+    Value dz = state.getGradient(op.getResult());
+    auto product = [&](Value other) {
+      return MulOp::create(state.getBuilder(), state.getLoc(), dz.getType(), dz, other);
+    };
+    if (state.needsGradient(op.getLhs()))
+      state.accumulate(op.getLhs(),
+                       state.unbroadcast(product(op.getRhs()), op.getLhs().getType()));
+    if (state.needsGradient(op.getRhs()))
+      state.accumulate(op.getRhs(),
+                       state.unbroadcast(product(op.getLhs()), op.getRhs().getType()));
+    return success();
+  }
+};
+
+struct ScaleGradient : Rule<ScaleGradient, ScaleOp> {
+  static LogicalResult build(ScaleOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    state.accumulate(op.getX(), ScaleOp::create(state.getBuilder(), state.getLoc(),
+                                                dy.getType(), dy, op.getValueAttr()));
+    return success();
+  }
+};
+
+/// The gradient of dropout is dropout of dy with the same seed, p and
+/// weft.rng_id: the same mask and the same 1/(1-p).
+struct DropoutGradient : Rule<DropoutGradient, DropoutOp> {
+  static LogicalResult build(DropoutOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    auto dx = DropoutOp::create(state.getBuilder(), state.getLoc(), dy.getType(),
+                                dy, op.getSeed(), op.getPAttr());
+    dx->setAttr(WeftDialect::kRngIdAttr, op->getAttr(WeftDialect::kRngIdAttr));
+    state.accumulate(op.getX(), dx);
+    return success();
+  }
+};
+
+/// Masked entries are constants: their gradient is zero (fill = 0.0).
+struct CausalMaskGradient : Rule<CausalMaskGradient, CausalMaskOp> {
+  static LogicalResult build(CausalMaskOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    OpBuilder &builder = state.getBuilder();
+    state.accumulate(op.getX(),
+                     CausalMaskOp::create(builder, state.getLoc(), dy.getType(), dy,
+                                          builder.getF64FloatAttr(0.0)));
+    return success();
+  }
+};
+
+/// z = where(c, x, y): dx = where(c, dz, 0), dy = where(c, 0, dz), each
+/// summed over its broadcast dims.
+struct WhereGradient : Rule<WhereGradient, WhereOp> {
+  static LogicalResult build(WhereOp op, GradientState &state) {
+    Value dz = state.getGradient(op.getResult());
+    Value zero = state.scalar(cast<RankedTensorType>(dz.getType()).getElementType(), 0.0);
+    auto select = [&](Value onTrue, Value onFalse) {
+      return WhereOp::create(state.getBuilder(), state.getLoc(), dz.getType(),
+                             op.getCond(), onTrue, onFalse);
+    };
+    if (state.needsGradient(op.getLhs()))
+      state.accumulate(op.getLhs(),
+                       state.unbroadcast(select(dz, zero), op.getLhs().getType()));
+    if (state.needsGradient(op.getRhs()))
+      state.accumulate(op.getRhs(),
+                       state.unbroadcast(select(zero, dz), op.getRhs().getType()));
+    return success();
+  }
+};
+
+struct ConvertGradient : Rule<ConvertGradient, ConvertOp> {
+  static LogicalResult build(ConvertOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    state.accumulate(op.getX(), ConvertOp::create(state.getBuilder(), state.getLoc(),
+                                                  op.getX().getType(), dy));
+    return success();
+  }
+};
+
+struct GeluGradient : Rule<GeluGradient, GeluOp> {
+  static LogicalResult build(GeluOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    state.accumulate(op.getX(),
+                     GeluGradOp::create(state.getBuilder(), state.getLoc(),
+                                        op.getX().getType(), dy, op.getX(),
+                                        op.getApproximateAttr()));
+    return success();
+  }
+};
+
+struct SiluGradient : Rule<SiluGradient, SiluOp> {
+  static LogicalResult build(SiluOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    state.accumulate(op.getX(), SiluGradOp::create(state.getBuilder(), state.getLoc(),
+                                                   op.getX().getType(), dy, op.getX()));
+    return success();
+  }
+};
+
+/// softmax_grad reads the forward's output, not its input.
+struct SoftmaxGradient : Rule<SoftmaxGradient, SoftmaxOp> {
+  static LogicalResult build(SoftmaxOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    state.accumulate(op.getX(),
+                     SoftmaxGradOp::create(state.getBuilder(), state.getLoc(),
+                                           op.getX().getType(), dy, op.getY(),
+                                           op.getDimAttr()));
+    return success();
+  }
+};
+
+/// layer_norm_grad recomputes the row statistics from x.
+struct LayerNormGradient : Rule<LayerNormGradient, LayerNormOp> {
+  static LogicalResult build(LayerNormOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    auto grad = LayerNormGradOp::create(
+        state.getBuilder(), state.getLoc(), op.getX().getType(),
+        op.getGamma().getType(), op.getBeta().getType(), dy, op.getX(),
+        op.getGamma(), op.getEpsAttr());
+    state.accumulate(op.getX(), grad.getDx());
+    state.accumulate(op.getGamma(), grad.getDgamma());
+    state.accumulate(op.getBeta(), grad.getDbeta());
+    return success();
+  }
+};
+
+struct RmsNormGradient : Rule<RmsNormGradient, RmsNormOp> {
+  static LogicalResult build(RmsNormOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    auto grad = RmsNormGradOp::create(state.getBuilder(), state.getLoc(),
+                                      op.getX().getType(), op.getGamma().getType(),
+                                      dy, op.getX(), op.getGamma(), op.getEpsAttr());
+    state.accumulate(op.getX(), grad.getDx());
+    state.accumulate(op.getGamma(), grad.getDgamma());
+    return success();
+  }
+};
+
+} // namespace
+
+void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, WeftDialect *) {
+    AddOp::attachInterface<AddGradient>(*context);
+    SubOp::attachInterface<SubGradient>(*context);
+    MulOp::attachInterface<MulGradient>(*context);
+    ScaleOp::attachInterface<ScaleGradient>(*context);
+    DropoutOp::attachInterface<DropoutGradient>(*context);
+    CausalMaskOp::attachInterface<CausalMaskGradient>(*context);
+    WhereOp::attachInterface<WhereGradient>(*context);
+    ConvertOp::attachInterface<ConvertGradient>(*context);
+    GeluOp::attachInterface<GeluGradient>(*context);
+    SiluOp::attachInterface<SiluGradient>(*context);
+    SoftmaxOp::attachInterface<SoftmaxGradient>(*context);
+    LayerNormOp::attachInterface<LayerNormGradient>(*context);
+    RmsNormOp::attachInterface<RmsNormGradient>(*context);
+  });
+}
