@@ -63,6 +63,16 @@ LogicalResult verifyEntry(func::FuncOp entry) {
     return entry.emitOpError("expects the loss to be a 0-d floating-point "
                              "tensor, got ")
            << entry.getResultTypes()[0];
+  // A parameter's gradient (zeros when the loss ignores it) and its
+  // optimizer state need a static shape, as every weft tensor has.
+  for (BlockArgument arg : entry.getArguments()) {
+    auto tensor = dyn_cast<RankedTensorType>(arg.getType());
+    if (entry.getArgAttr(arg.getArgNumber(), WeftDialect::kParamAttr) &&
+        (!tensor || !tensor.hasStaticShape()))
+      return entry.emitOpError("expects parameter #")
+             << arg.getArgNumber() << " to have a static shape, got "
+             << arg.getType();
+  }
   WalkResult walk = entry.walk([](Operation *op) {
     if (!isa<shard::ShardDialect>(op->getDialect()))
       return WalkResult::advance();

@@ -120,3 +120,11 @@ func.func @forward(%w: tensor<4x8xf32> {weft.param}, %x: tensor<4x8xf32>, %dy: t
   %l = weft.reduce_sum %p {dims = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects parameter #1 to have a static shape, got 'tensor<?xf32>'}}
+func.func @forward(%x: tensor<4xf32> {weft.param}, %y: tensor<?xf32> {weft.param}) -> tensor<f32> {
+  %l = weft.reduce_sum %x {dims = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
