@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from harness import check, dtype_name, randint, randn, run_ir, weft_run_path
-from weft import npz, philox
+from weft import philox
 from weft.models.arguments import argument_specs, argument_values
 from weft.models.config import PRESETS
 from weft.models.emitter import emit_module
