@@ -2,9 +2,27 @@
 #ifndef WEFT_LIB_TRANSFORMS_AUTODIFFRULES_H
 #define WEFT_LIB_TRANSFORMS_AUTODIFFRULES_H
 
+#include "weft/Transforms/GradientOpInterface.h"
+
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
 
 namespace weft {
+
+/// A GradientOpInterface model of `OpTy` whose rule is `Derived::build(op,
+/// state)`.
+template <typename Derived, typename OpTy>
+struct GradientRule : GradientOpInterface::ExternalModel<Derived, OpTy> {
+  mlir::LogicalResult buildGradient(mlir::Operation *op,
+                                    GradientState &state) const {
+    return Derived::build(mlir::cast<OpTy>(op), state);
+  }
+};
+
+inline mlir::RankedTensorType tensorType(mlir::Value value) {
+  return mlir::cast<mlir::RankedTensorType>(value.getType());
+}
+
 /// linear, matmul, attention (AutodiffRulesLinalg.cpp).
 void registerLinalgGradientModels(mlir::DialectRegistry &registry);
 /// Norms, activations, softmax, elementwise, dropout, masks, convert

@@ -10,10 +10,6 @@ using namespace weft;
 
 namespace {
 
-RankedTensorType tensorType(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
-
 RankedTensorType withShape(RankedTensorType type, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, type.getElementType());
 }

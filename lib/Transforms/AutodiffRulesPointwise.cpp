@@ -17,16 +17,8 @@ Value scaled(GradientState &state, Value value, double factor) {
                          builder.getF64FloatAttr(factor));
 }
 
-/// Declares a model of op `OpTy` whose buildGradient is `Derived::build`.
-template <typename Derived, typename OpTy>
-struct Rule : GradientOpInterface::ExternalModel<Derived, OpTy> {
-  LogicalResult buildGradient(Operation *op, GradientState &state) const {
-    return Derived::build(cast<OpTy>(op), state);
-  }
-};
-
 /// z = x + y: each operand's gradient is dz summed over its broadcast dims.
-struct AddGradient : Rule<AddGradient, AddOp> {
+struct AddGradient : GradientRule<AddGradient, AddOp> {
   static LogicalResult build(AddOp op, GradientState &state) {
     Value dz = state.getGradient(op.getResult());
     for (Value operand : {op.getLhs(), op.getRhs()})
@@ -36,7 +28,7 @@ struct AddGradient : Rule<AddGradient, AddOp> {
   }
 };
 
-struct SubGradient : Rule<SubGradient, SubOp> {
+struct SubGradient : GradientRule<SubGradient, SubOp> {
   static LogicalResult build(SubOp op, GradientState &state) {
     Value dz = state.getGradient(op.getResult());
     if (state.needsGradient(op.getLhs()))
@@ -49,7 +41,7 @@ struct SubGradient : Rule<SubGradient, SubOp> {
 };
 
 /// z = x * y: dx = dz * y, dy = dz * x (each summed over its broadcast dims).
-struct MulGradient : Rule<MulGradient, MulOp> {
+struct MulGradient : GradientRule<MulGradient, MulOp> {
   static LogicalResult build(MulOp op, GradientState &state) {
     Value dz = state.getGradient(op.getResult());
     auto product = [&](Value other) {
@@ -65,7 +57,7 @@ struct MulGradient : Rule<MulGradient, MulOp> {
   }
 };
 
-struct ScaleGradient : Rule<ScaleGradient, ScaleOp> {
+struct ScaleGradient : GradientRule<ScaleGradient, ScaleOp> {
   static LogicalResult build(ScaleOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     state.accumulate(op.getX(), ScaleOp::create(state.getBuilder(), state.getLoc(),
@@ -76,7 +68,7 @@ struct ScaleGradient : Rule<ScaleGradient, ScaleOp> {
 
 /// The gradient of dropout is dropout of dy with the same seed, p and
 /// weft.rng_id: the same mask and the same 1/(1-p).
-struct DropoutGradient : Rule<DropoutGradient, DropoutOp> {
+struct DropoutGradient : GradientRule<DropoutGradient, DropoutOp> {
   static LogicalResult build(DropoutOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     auto dx = DropoutOp::create(state.getBuilder(), state.getLoc(), dy.getType(),
@@ -88,7 +80,7 @@ struct DropoutGradient : Rule<DropoutGradient, DropoutOp> {
 };
 
 /// Masked entries are constants: their gradient is zero (fill = 0.0).
-struct CausalMaskGradient : Rule<CausalMaskGradient, CausalMaskOp> {
+struct CausalMaskGradient : GradientRule<CausalMaskGradient, CausalMaskOp> {
   static LogicalResult build(CausalMaskOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     OpBuilder &builder = state.getBuilder();
@@ -101,7 +93,7 @@ struct CausalMaskGradient : Rule<CausalMaskGradient, CausalMaskOp> {
 
 /// z = where(c, x, y): dx = where(c, dz, 0), dy = where(c, 0, dz), each
 /// summed over its broadcast dims.
-struct WhereGradient : Rule<WhereGradient, WhereOp> {
+struct WhereGradient : GradientRule<WhereGradient, WhereOp> {
   static LogicalResult build(WhereOp op, GradientState &state) {
     Value dz = state.getGradient(op.getResult());
     Value zero = state.scalar(cast<RankedTensorType>(dz.getType()).getElementType(), 0.0);
@@ -119,7 +111,7 @@ struct WhereGradient : Rule<WhereGradient, WhereOp> {
   }
 };
 
-struct ConvertGradient : Rule<ConvertGradient, ConvertOp> {
+struct ConvertGradient : GradientRule<ConvertGradient, ConvertOp> {
   static LogicalResult build(ConvertOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     state.accumulate(op.getX(), ConvertOp::create(state.getBuilder(), state.getLoc(),
@@ -128,7 +120,7 @@ struct ConvertGradient : Rule<ConvertGradient, ConvertOp> {
   }
 };
 
-struct GeluGradient : Rule<GeluGradient, GeluOp> {
+struct GeluGradient : GradientRule<GeluGradient, GeluOp> {
   static LogicalResult build(GeluOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     state.accumulate(op.getX(),
@@ -139,7 +131,7 @@ struct GeluGradient : Rule<GeluGradient, GeluOp> {
   }
 };
 
-struct SiluGradient : Rule<SiluGradient, SiluOp> {
+struct SiluGradient : GradientRule<SiluGradient, SiluOp> {
   static LogicalResult build(SiluOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     state.accumulate(op.getX(), SiluGradOp::create(state.getBuilder(), state.getLoc(),
@@ -149,7 +141,7 @@ struct SiluGradient : Rule<SiluGradient, SiluOp> {
 };
 
 /// softmax_grad reads the forward's output, not its input.
-struct SoftmaxGradient : Rule<SoftmaxGradient, SoftmaxOp> {
+struct SoftmaxGradient : GradientRule<SoftmaxGradient, SoftmaxOp> {
   static LogicalResult build(SoftmaxOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     state.accumulate(op.getX(),
@@ -161,7 +153,7 @@ struct SoftmaxGradient : Rule<SoftmaxGradient, SoftmaxOp> {
 };
 
 /// layer_norm_grad recomputes the row statistics from x.
-struct LayerNormGradient : Rule<LayerNormGradient, LayerNormOp> {
+struct LayerNormGradient : GradientRule<LayerNormGradient, LayerNormOp> {
   static LogicalResult build(LayerNormOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     auto grad = LayerNormGradOp::create(
@@ -175,7 +167,7 @@ struct LayerNormGradient : Rule<LayerNormGradient, LayerNormOp> {
   }
 };
 
-struct RmsNormGradient : Rule<RmsNormGradient, RmsNormOp> {
+struct RmsNormGradient : GradientRule<RmsNormGradient, RmsNormOp> {
   static LogicalResult build(RmsNormOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     auto grad = RmsNormGradOp::create(state.getBuilder(), state.getLoc(),

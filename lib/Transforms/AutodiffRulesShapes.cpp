@@ -9,17 +9,6 @@ using namespace weft;
 
 namespace {
 
-RankedTensorType tensorType(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
-
-template <typename Derived, typename OpTy>
-struct Rule : GradientOpInterface::ExternalModel<Derived, OpTy> {
-  LogicalResult buildGradient(Operation *op, GradientState &state) const {
-    return Derived::build(cast<OpTy>(op), state);
-  }
-};
-
 /// dx of a reduction: dy with the reduced dims restored as size 1 (when the
 /// op dropped them), scaled by 1/count for a mean, broadcast to x's shape.
 LogicalResult reduceGradient(Value x, Value y,
@@ -49,19 +38,19 @@ LogicalResult reduceGradient(Value x, Value y,
   return success();
 }
 
-struct ReduceSumGradient : Rule<ReduceSumGradient, ReduceSumOp> {
+struct ReduceSumGradient : GradientRule<ReduceSumGradient, ReduceSumOp> {
   static LogicalResult build(ReduceSumOp op, GradientState &state) {
     return reduceGradient(op.getX(), op.getY(), op.getDims(), false, state);
   }
 };
 
-struct ReduceMeanGradient : Rule<ReduceMeanGradient, ReduceMeanOp> {
+struct ReduceMeanGradient : GradientRule<ReduceMeanGradient, ReduceMeanOp> {
   static LogicalResult build(ReduceMeanOp op, GradientState &state) {
     return reduceGradient(op.getX(), op.getY(), op.getDims(), true, state);
   }
 };
 
-struct ReshapeGradient : Rule<ReshapeGradient, ReshapeOp> {
+struct ReshapeGradient : GradientRule<ReshapeGradient, ReshapeOp> {
   static LogicalResult build(ReshapeOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     state.accumulate(op.getX(), state.reshape(dy, op.getX().getType()));
@@ -70,7 +59,7 @@ struct ReshapeGradient : Rule<ReshapeGradient, ReshapeOp> {
 };
 
 /// Transposed back by the inverse permutation.
-struct TransposeGradient : Rule<TransposeGradient, TransposeOp> {
+struct TransposeGradient : GradientRule<TransposeGradient, TransposeOp> {
   static LogicalResult build(TransposeOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     ArrayRef<int64_t> perm = op.getPerm();
@@ -86,7 +75,7 @@ struct TransposeGradient : Rule<TransposeGradient, TransposeOp> {
 };
 
 /// The pieces' gradients concatenated (zeros for a piece the loss ignores).
-struct SplitGradient : Rule<SplitGradient, SplitOp> {
+struct SplitGradient : GradientRule<SplitGradient, SplitOp> {
   static LogicalResult build(SplitOp op, GradientState &state) {
     SmallVector<Value> pieces;
     for (Value piece : op.getPieces()) {
@@ -104,7 +93,7 @@ struct SplitGradient : Rule<SplitGradient, SplitOp> {
 };
 
 /// dy split back into the operands' sizes along the concatenated dim.
-struct ConcatGradient : Rule<ConcatGradient, ConcatOp> {
+struct ConcatGradient : GradientRule<ConcatGradient, ConcatOp> {
   static LogicalResult build(ConcatOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     int64_t rank = tensorType(dy).getRank();
@@ -131,7 +120,7 @@ struct ConcatGradient : Rule<ConcatGradient, ConcatOp> {
 };
 
 /// Rows of dy scatter-added into the table by id.
-struct EmbeddingGradient : Rule<EmbeddingGradient, EmbeddingOp> {
+struct EmbeddingGradient : GradientRule<EmbeddingGradient, EmbeddingOp> {
   static LogicalResult build(EmbeddingOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     state.accumulate(op.getTable(),
@@ -141,7 +130,7 @@ struct EmbeddingGradient : Rule<EmbeddingGradient, EmbeddingOp> {
   }
 };
 
-struct CrossEntropyGradient : Rule<CrossEntropyGradient, CrossEntropyOp> {
+struct CrossEntropyGradient : GradientRule<CrossEntropyGradient, CrossEntropyOp> {
   static LogicalResult build(CrossEntropyOp op, GradientState &state) {
     Value dloss = state.getGradient(op.getLoss());
     state.accumulate(op.getLogits(),
@@ -176,7 +165,7 @@ Value rotateHalf(GradientState &state, Value t) {
 /// y = x cos + rh(x) sin, dcos = sum(dy x) and dsin = sum(dy rh(x)); for the
 /// inverse y = x cos - rh(x sin), dcos = sum(dy x) and dsin = sum(x rh(dy))
 /// (rh^T = -rh), each summed over the broadcast batch dims.
-struct RopeGradient : Rule<RopeGradient, RopeOp> {
+struct RopeGradient : GradientRule<RopeGradient, RopeOp> {
   static LogicalResult build(RopeOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     Value x = op.getX(), cos = op.getCos(), sin = op.getSin();
