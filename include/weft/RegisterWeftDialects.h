@@ -5,6 +5,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -18,6 +21,9 @@ namespace weft {
 inline void registerWeftDialects(mlir::DialectRegistry &registry) {
   registry.insert<WeftDialect, mlir::func::FuncDialect, mlir::shard::ShardDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+  // What weft-tile-attention's nests are made of.
+  registry.insert<mlir::scf::SCFDialect, mlir::linalg::LinalgDialect,
+                  mlir::math::MathDialect>();
 }
 
 /// Upstream passes weft-opt offers alongside Weft's own.
@@ -29,6 +35,7 @@ inline void registerWeftPasses() {
   registerWeftAnalysisPasses();
   registerFuseAttentionPass();
   registerAutodiffPass();
+  registerTileAttentionPass();
 }
 
 } // namespace weft

@@ -56,6 +56,24 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << name << "' to be non-negative, got " << value.getInt();
     return success();
   }
+  if (name == "weft.tile") {
+    // weft-tile-attention's record of a tiled nest's configuration, on the
+    // nest's outer loop (what the GPU kernel builders read).
+    auto tile = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto positive = [&](StringRef key) {
+      auto value = tile ? tile.getAs<IntegerAttr>(key) : IntegerAttr();
+      return value && value.getType().isInteger(64) && value.getInt() > 0;
+    };
+    auto kind = tile ? tile.getAs<StringAttr>("kind") : StringAttr();
+    if (!tile || tile.size() != 3 || !positive("block_q") ||
+        !positive("block_k") || !kind ||
+        (kind.getValue() != "forward" && kind.getValue() != "backward"))
+      return op->emitOpError("expects 'weft.tile' to be {block_q = <positive "
+                             "i64>, block_k = <positive i64>, kind = "
+                             "\"forward\" | \"backward\"}, got ")
+             << attr.getValue();
+    return success();
+  }
   return op->emitOpError("has unknown weft attribute '") << name << "'";
 }
 

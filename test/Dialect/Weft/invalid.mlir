@@ -1554,3 +1554,25 @@ func.func @alias_type_mismatch(%w: tensor<8xf32>) -> (tensor<8xbf16> {weft.alias
 func.func @alias_twice(%w: tensor<8xf32>) -> (tensor<8xf32> {weft.alias = 0 : i64}, tensor<8xf32> {weft.alias = 0 : i64}) {
   return %w, %w : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// weft.tile, weft-tile-attention's record of a nest's tile configuration.
+func.func @tile_attr_kind() {
+  // expected-error @+1 {{'func.return' op expects 'weft.tile' to be {block_q = <positive i64>, block_k = <positive i64>, kind = "forward" | "backward"}, got}}
+  return {weft.tile = {block_q = 4 : i64, block_k = 8 : i64, kind = "sideways"}}
+}
+
+// -----
+
+func.func @tile_attr_block() {
+  // expected-error @+1 {{'func.return' op expects 'weft.tile' to be {block_q = <positive i64>, block_k = <positive i64>, kind = "forward" | "backward"}, got}}
+  return {weft.tile = {block_q = 0 : i64, block_k = 8 : i64, kind = "forward"}}
+}
+
+// -----
+
+func.func @tile_attr_not_dict() {
+  // expected-error @+1 {{'func.return' op expects 'weft.tile' to be {block_q = <positive i64>, block_k = <positive i64>, kind = "forward" | "backward"}, got 64 : i64}}
+  return {weft.tile = 64 : i64}
+}

@@ -1,0 +1,83 @@
+// Philox4x32-10 (Salmon et al., SC'11) as arith ops: each round is two
+// 32x32->64 multiplications (arith.mului_extended gives the low and high
+// halves), xors with the counter and the key, and a key bump.
+#include "PhiloxBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <array>
+#include <cmath>
+
+using namespace mlir;
+
+namespace weft::tiling {
+
+namespace {
+// Random123's constants, as in lib/Reference/Numerics.cpp.
+constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
+} // namespace
+
+static Value constantI32(ImplicitLocOpBuilder &b, uint32_t value) {
+  return arith::ConstantOp::create(
+      b, b.getI32Type(), b.getI32IntegerAttr(static_cast<int32_t>(value)));
+}
+
+Value buildPhiloxDraw(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
+                      Value index) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value block = b.createOrFold<arith::ShRUIOp>(
+      index, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(2)));
+  Value blockHigh = b.createOrFold<arith::ShRUIOp>(
+      block, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(32)));
+  Value zero = constantI32(b, 0);
+  std::array<Value, 4> counter = {b.createOrFold<arith::TruncIOp>(i32, block),
+                                  b.createOrFold<arith::TruncIOp>(i32, blockHigh),
+                                  zero, zero};
+  Value seedLow = b.createOrFold<arith::TruncIOp>(i32, seed);
+  uint32_t rngLow = static_cast<uint32_t>(static_cast<uint64_t>(rngId));
+  Value multiplier0 = constantI32(b, kPhiloxM0);
+  Value multiplier1 = constantI32(b, kPhiloxM1);
+  for (uint32_t round = 0; round < 10; ++round) {
+    // The key of round r is the initial key plus r bumps (mod 2^32); the
+    // rng_id half is a compile-time constant.
+    Value key0 = b.createOrFold<arith::AddIOp>(
+        seedLow, constantI32(b, round * kPhiloxW0));
+    Value key1 = constantI32(b, rngLow + round * kPhiloxW1);
+    auto product0 =
+        arith::MulUIExtendedOp::create(b, multiplier0, counter[0]);
+    auto product1 =
+        arith::MulUIExtendedOp::create(b, multiplier1, counter[2]);
+    Value lane0 = b.createOrFold<arith::XOrIOp>(
+        b.createOrFold<arith::XOrIOp>(product1.getHigh(), counter[1]), key0);
+    Value lane2 = b.createOrFold<arith::XOrIOp>(
+        b.createOrFold<arith::XOrIOp>(product0.getHigh(), counter[3]), key1);
+    counter = {lane0, product1.getLow(), lane2, product0.getLow()};
+  }
+  // Lane index % 4 of the block's four draws.
+  Value lane = b.createOrFold<arith::TruncIOp>(
+      i32, b.createOrFold<arith::AndIOp>(
+               index, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(3))));
+  Value draw = counter[3];
+  for (int which = 2; which >= 0; --which) {
+    Value isLane = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                                         constantI32(b, which));
+    draw = arith::SelectOp::create(b, isLane, counter[which], draw);
+  }
+  return draw;
+}
+
+Value buildDropoutKeep(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
+                       Value index, double p) {
+  Type i64 = b.getI64Type();
+  Value draw = buildPhiloxDraw(b, seed, rngId, index);
+  // uint64(ldexp(p, 32)) <= 2^32 fits an i64; compare unsigned in 64 bits.
+  auto threshold = static_cast<uint64_t>(std::ldexp(p, 32));
+  Value wideDraw = arith::ExtUIOp::create(b, i64, draw);
+  return arith::CmpIOp::create(
+      b, arith::CmpIPredicate::uge, wideDraw,
+      arith::ConstantOp::create(
+          b, i64, b.getI64IntegerAttr(static_cast<int64_t>(threshold))));
+}
+
+} // namespace weft::tiling
