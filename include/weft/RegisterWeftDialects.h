@@ -34,6 +34,7 @@ inline void registerWeftPasses() {
   mlir::registerInlinerPass();
   registerWeftAnalysisPasses();
   registerFuseAttentionPass();
+  registerPlanMemoryPass();
   registerAutodiffPass();
   registerTileAttentionPass();
 }

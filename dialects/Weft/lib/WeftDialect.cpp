@@ -42,6 +42,71 @@ int64_t weft::defaultBytesMoved(Operation *op) {
   return bytes;
 }
 
+/// weft-plan-memory's attributes: `weft.offsets` (one offset per result, -1
+/// only for a non-tensor result), `weft.workspace_offset` (on an op with a
+/// workspace) and `weft.memory_plan` (on a function).
+static LogicalResult verifyMemoryPlanAttribute(Operation *op,
+                                               NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == WeftDialect::kOffsetsAttr) {
+    auto offsets = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!offsets || offsets.size() != int64_t(op->getNumResults()))
+      return op->emitOpError("expects '")
+             << name << "' to be array<i64> with one offset per result ("
+             << op->getNumResults() << "), got " << value;
+    for (auto [i, offset] : llvm::enumerate(offsets.asArrayRef()))
+      if (offset < -1 ||
+          (offset == -1 && isa<TensorType>(op->getResult(i).getType())))
+        return op->emitOpError("expects '")
+               << name << "' entry " << i
+               << " to be a non-negative offset (-1 only for a non-tensor "
+                  "result), got "
+               << offset;
+    return success();
+  }
+  if (name == WeftDialect::kWorkspaceOffsetAttr) {
+    auto offset = dyn_cast<IntegerAttr>(value);
+    if (!offset || !offset.getType().isInteger(64) || offset.getInt() < 0)
+      return op->emitOpError("expects '")
+             << name << "' to be a non-negative i64 offset, got " << value;
+    auto memory = dyn_cast<MemoryOpInterface>(op);
+    if (!memory || memory.getWorkspaceBytes() <= 0)
+      return op->emitOpError("has '") << name << "' but no workspace";
+    return success();
+  }
+  // weft.memory_plan
+  if (!isa<FunctionOpInterface>(op))
+    return op->emitOpError("expects '") << name << "' on a function only";
+  auto plan = dyn_cast<DictionaryAttr>(value);
+  if (!plan)
+    return op->emitOpError("expects '")
+           << name << "' to be a dictionary, got " << value;
+  auto bytes = [&](StringRef key) -> int64_t {
+    auto entry = plan.getAs<IntegerAttr>(key);
+    return entry && entry.getType().isInteger(64) ? entry.getInt() : -1;
+  };
+  for (StringRef key : {"alignment", "peak_bytes", "lower_bound_bytes"})
+    if (bytes(key) < 0)
+      return op->emitOpError("expects '")
+             << name << "' to have a non-negative i64 '" << key << "', got "
+             << value;
+  if (bytes("lower_bound_bytes") > bytes("peak_bytes"))
+    return op->emitOpError("expects '")
+           << name << "' lower_bound_bytes (" << bytes("lower_bound_bytes")
+           << ") to be at most peak_bytes (" << bytes("peak_bytes") << ")";
+  auto fragmentation = plan.getAs<FloatAttr>("fragmentation");
+  if (!fragmentation || !(fragmentation.getValueAsDouble() >= 0.0) ||
+      fragmentation.getValueAsDouble() >= 1.0)
+    return op->emitOpError("expects '")
+           << name << "' to have a 'fragmentation' float in [0, 1), got "
+           << value;
+  if (!plan.getAs<DictionaryAttr>("categories"))
+    return op->emitOpError("expects '")
+           << name << "' to have a 'categories' dictionary, got " << value;
+  return success();
+}
+
 LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -74,6 +139,9 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == kOffsetsAttr || name == kWorkspaceOffsetAttr ||
+      name == kMemoryPlanAttr)
+    return verifyMemoryPlanAttribute(op, attr);
   return op->emitOpError("has unknown weft attribute '") << name << "'";
 }
 
@@ -123,6 +191,19 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitOpError("expects '")
              << name << "' on argument " << argIndex
              << " of integer (or integer tensor) type, got " << type;
+    return success();
+  }
+  if (name == kOffsetAttr) {
+    // weft-plan-memory's arena offset of a tensor argument.
+    auto offset = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!offset || !offset.getType().isInteger(64) || offset.getInt() < 0)
+      return op->emitOpError("expects '")
+             << name << "' on argument " << argIndex
+             << " to be a non-negative i64 offset, got " << attr.getValue();
+    if (!isa_and_nonnull<RankedTensorType>(type))
+      return op->emitOpError("expects '")
+             << name << "' on argument " << argIndex
+             << " of ranked tensor type, got " << type;
     return success();
   }
   return op->emitOpError("has unknown weft argument attribute '")

@@ -1576,3 +1576,94 @@ func.func @tile_attr_not_dict() {
   // expected-error @+1 {{'func.return' op expects 'weft.tile' to be {block_q = <positive i64>, block_k = <positive i64>, kind = "forward" | "backward"}, got 64 : i64}}
   return {weft.tile = 64 : i64}
 }
+
+// -----
+
+// weft-plan-memory's attributes (weft.offsets, weft.workspace_offset,
+// weft.offset, weft.memory_plan).
+func.func @offsets_count(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'weft.gelu' op expects 'weft.offsets' to be array<i64> with one offset per result (1), got array<i64: 0, 64>}}
+  %0 = weft.gelu %x {weft.offsets = array<i64: 0, 64>} : (tensor<16xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @offsets_negative(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'weft.gelu' op expects 'weft.offsets' entry 0 to be a non-negative offset (-1 only for a non-tensor result), got -1}}
+  %0 = weft.gelu %x {weft.offsets = array<i64: -1>} : (tensor<16xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @workspace_offset_negative(%do: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op expects 'weft.workspace_offset' to be a non-negative i64 offset, got -256 : i64}}
+  %dq, %dk, %dv = weft.attention_grad %do, %do, %do, %do, %do, %lse {weft.workspace_offset = -256 : i64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @workspace_offset_without_workspace(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'weft.gelu' op has 'weft.workspace_offset' but no workspace}}
+  %0 = weft.gelu %x {weft.workspace_offset = 0 : i64} : (tensor<16xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @memory_plan_on_op(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'weft.gelu' op expects 'weft.memory_plan' on a function only}}
+  %0 = weft.gelu %x {weft.memory_plan = {}} : (tensor<16xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.memory_plan' to be a dictionary, got 1 : i64}}
+func.func @memory_plan_not_dictionary() attributes {weft.memory_plan = 1 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.memory_plan' to have a non-negative i64 'peak_bytes', got {alignment = 256 : i64}}}
+func.func @memory_plan_missing_peak() attributes {weft.memory_plan = {alignment = 256 : i64}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.memory_plan' lower_bound_bytes (512) to be at most peak_bytes (256)}}
+func.func @memory_plan_bound_above_peak() attributes {weft.memory_plan = {alignment = 256 : i64, peak_bytes = 256 : i64, lower_bound_bytes = 512 : i64, fragmentation = 0.0 : f64, categories = {}}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.memory_plan' to have a 'fragmentation' float in [0, 1)}}
+func.func @memory_plan_fragmentation() attributes {weft.memory_plan = {alignment = 256 : i64, peak_bytes = 256 : i64, lower_bound_bytes = 0 : i64, fragmentation = 1.5 : f64, categories = {}}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.memory_plan' to have a 'categories' dictionary}}
+func.func @memory_plan_categories() attributes {weft.memory_plan = {alignment = 256 : i64, peak_bytes = 256 : i64, lower_bound_bytes = 256 : i64, fragmentation = 0.0 : f64}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.offset' on argument 0 to be a non-negative i64 offset, got -1 : i64}}
+func.func @arg_offset_negative(%x: tensor<16xf32> {weft.offset = -1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.offset' on argument 0 of ranked tensor type, got 'i64'}}
+func.func @arg_offset_not_tensor(%x: i64 {weft.offset = 0 : i64}) {
+  return
+}

@@ -25,6 +25,12 @@ def Weft_Dialect : Dialect {
     - `weft.alias` (i64) on function results: the index of the argument,
       of the same type, that the result updates in place (a training step's
       new parameters and optimizer state; XLA's input_output_alias).
+    - weft-plan-memory's arena plan: `weft.offsets` (array<i64>, one byte
+      offset per result, -1 for a non-tensor result) and
+      `weft.workspace_offset` (i64) on ops, `weft.offset` (i64) on tensor
+      function arguments, `weft.memory_plan` (a dictionary: alignment,
+      peak_bytes, lower_bound_bytes, fragmentation, categories, ...) on
+      functions.
   }];
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
@@ -35,6 +41,10 @@ def Weft_Dialect : Dialect {
     static constexpr llvm::StringLiteral kParamAttr = "weft.param";
     static constexpr llvm::StringLiteral kRangeAttr = "weft.range";
     static constexpr llvm::StringLiteral kAliasAttr = "weft.alias";
+    static constexpr llvm::StringLiteral kOffsetsAttr = "weft.offsets";
+    static constexpr llvm::StringLiteral kWorkspaceOffsetAttr = "weft.workspace_offset";
+    static constexpr llvm::StringLiteral kOffsetAttr = "weft.offset";
+    static constexpr llvm::StringLiteral kMemoryPlanAttr = "weft.memory_plan";
   }];
 }
 
