@@ -36,6 +36,7 @@ inline void registerWeftPasses() {
   registerFuseAttentionPass();
   registerPlanMemoryPass();
   registerAutodiffPass();
+  registerRematPass();
   registerTileAttentionPass();
 }
 

@@ -121,6 +121,13 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << name << "' to be non-negative, got " << value.getInt();
     return success();
   }
+  if (name == kRecomputeAttr) {
+    // weft-remat's mark on a forward op cloned into the backward.
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("expects '")
+             << name << "' to be a unit attribute, got " << attr.getValue();
+    return success();
+  }
   if (name == "weft.tile") {
     // weft-tile-attention's record of a tiled nest's configuration, on the
     // nest's outer loop (what the GPU kernel builders read).

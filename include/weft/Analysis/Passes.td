@@ -33,4 +33,22 @@ def PrintCostPass : Pass<"weft-print-cost"> {
   ];
 }
 
+def PrintSavedPass : Pass<"weft-print-saved", "mlir::ModuleOp"> {
+  let summary = "Print each function's saved activations by layer (test pass)";
+  let description = [{
+    For every function with a body, runs the schedule/liveness analysis and
+    prints, to stdout, one line per buffer in the `saved_activations`
+    category (written before the backward starts, read after it): its root
+    value, the op that writes it, its bytes, and the `weft.layer` of the
+    backward ops that read it (`-` when they carry none). Then one total per
+    reading layer, and the function's total. The IR is unchanged.
+
+    ```
+    saved @forward_step %3 weft.layer_norm bytes=512 read_by_layer=0
+    layer 0: saved_bytes=7680 tensors=11
+    total @forward_step: saved_bytes=8192 tensors=12
+    ```
+  }];
+}
+
 #endif // WEFT_ANALYSIS_PASSES_TD

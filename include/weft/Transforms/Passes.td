@@ -67,7 +67,18 @@ def RematPass : Pass<"weft-remat", "mlir::ModuleOp"> {
       least roofline recompute time; isomorphic layers share one decision. An
       infeasible budget is an error naming the smallest reachable peak.
     Recomputed ops are clones placed before their first backward use; they
-    keep `weft.rng_id` and carry `weft.recompute`.
+    keep `weft.rng_id` and carry `weft.recompute`. With a `budget` and a
+    fixed policy, a planned peak over the budget is an error.
+
+    ```mlir
+    // weft-opt --weft-autodiff --weft-remat="policy=selective": in the
+    // backward of each layer, before softmax_grad reads the probabilities,
+    %s = weft.matmul %q, %k {transpose_b, weft.layer = 0 : i64, weft.recompute} : ...
+    %t = weft.scale %s {value = 0.35355339059327379 : f64, weft.layer = 0 : i64, weft.recompute} : ...
+    %m = weft.causal_mask %t {weft.layer = 0 : i64, weft.recompute} : ...
+    %p = weft.softmax %m {weft.layer = 0 : i64, weft.recompute} : ...
+    %d = weft.dropout %p, %seed {p = 1.000000e-01 : f64, weft.layer = 0 : i64, weft.recompute, weft.rng_id = 1 : i64} : ...
+    ```
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"\"", "Step function (default: every *_step)">,
@@ -75,6 +86,10 @@ def RematPass : Pass<"weft-remat", "mlir::ModuleOp"> {
            "none | full | selective | block | uniform | budget">,
     Option<"numLayers", "num-layers", "int64_t", "1", "Layers for block/uniform">,
     Option<"budget", "budget", "std::string", "\"\"", "Memory budget, e.g. 512MiB">,
+    Option<"alignment", "alignment", "int64_t", "256",
+           "Byte alignment of every buffer when planning (as weft-plan-memory)">,
+    Option<"report", "report", "std::string", "\"\"",
+           "Write what was recomputed and the planned peaks as JSON here">,
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

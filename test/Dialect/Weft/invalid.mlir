@@ -1667,3 +1667,12 @@ func.func @arg_offset_negative(%x: tensor<16xf32> {weft.offset = -1 : i64}) {
 func.func @arg_offset_not_tensor(%x: i64 {weft.offset = 0 : i64}) {
   return
 }
+
+// -----
+
+// weft.recompute (weft-remat's mark on a recomputed clone) is a unit attribute.
+func.func @recompute_not_unit(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'weft.gelu' op expects 'weft.recompute' to be a unit attribute, got 1 : i64}}
+  %0 = weft.gelu %x {weft.recompute = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}

@@ -17,6 +17,8 @@ def Weft_Dialect : Dialect {
     Discardable attributes the dialect owns:
     - `weft.rng_id` (i64) on every random op: the Philox key's second word.
     - `weft.layer` (i64) on ops: the transformer layer an op belongs to.
+    - `weft.recompute` (unit) on ops: a clone of a forward op that
+      `weft-remat` placed in the backward to recompute an activation.
     - `weft.param` (unit) on function arguments of floating-point tensor
       type: a trainable parameter.
     - `weft.range` (array<i64: lo, hi>) on integer function arguments (an
@@ -38,6 +40,7 @@ def Weft_Dialect : Dialect {
   let extraClassDeclaration = [{
     static constexpr llvm::StringLiteral kRngIdAttr = "weft.rng_id";
     static constexpr llvm::StringLiteral kLayerAttr = "weft.layer";
+    static constexpr llvm::StringLiteral kRecomputeAttr = "weft.recompute";
     static constexpr llvm::StringLiteral kParamAttr = "weft.param";
     static constexpr llvm::StringLiteral kRangeAttr = "weft.range";
     static constexpr llvm::StringLiteral kAliasAttr = "weft.alias";

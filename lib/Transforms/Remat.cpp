@@ -1,0 +1,519 @@
+// weft-remat: recompute forward activations in the backward of a training
+// step. Fixed policies (NeMo's full, block, uniform, selective) pick the
+// scopes; the budget policy solves for the fastest recompute whose planned
+// peak fits (per-class Pareto sets, merged exactly, checked with the planner).
+#include "RematStep.h"
+
+#include "weft/Transforms/Passes.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <map>
+
+namespace weft {
+#define GEN_PASS_DEF_REMATPASS
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+using namespace weft::remat;
+
+namespace {
+
+enum class Policy { None, Full, Selective, Block, Uniform, Budget };
+
+std::optional<Policy> parsePolicy(StringRef name) {
+  return llvm::StringSwitch<std::optional<Policy>>(name)
+      .Case("none", Policy::None)
+      .Case("full", Policy::Full)
+      .Case("selective", Policy::Selective)
+      .Case("block", Policy::Block)
+      .Case("uniform", Policy::Uniform)
+      .Case("budget", Policy::Budget)
+      .Default(std::nullopt);
+}
+
+/// "123", "1.5GiB", "512MiB", "64KiB", "2TiB", "100B": bytes (rounded down),
+/// at least 1 and below 2^62.
+std::optional<int64_t> parseBytes(StringRef text) {
+  StringRef number = text.take_while(
+      [](char c) { return llvm::isDigit(c) || c == '.'; });
+  StringRef suffix = text.drop_front(number.size());
+  std::optional<double> scale =
+      llvm::StringSwitch<std::optional<double>>(suffix)
+          .Cases("", "B", 1.0)
+          .Case("KiB", 1024.0)
+          .Case("MiB", 1024.0 * 1024.0)
+          .Case("GiB", 1024.0 * 1024.0 * 1024.0)
+          .Case("TiB", 1024.0 * 1024.0 * 1024.0 * 1024.0)
+          .Default(std::nullopt);
+  double value;
+  if (!scale || number.empty() || number.count('.') > 1 ||
+      number == "." || number.getAsDouble(value))
+    return std::nullopt;
+  double bytes = std::floor(value * *scale);
+  if (!(bytes >= 1.0) || bytes >= 4.6e18)
+    return std::nullopt;
+  return int64_t(bytes);
+}
+
+/// "1234567 bytes (1.18 MiB)".
+std::string describeBytes(int64_t bytes) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << bytes << " bytes";
+  const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = -1;
+  while (value >= 1024.0 && unit < 3) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (unit >= 0)
+    os << " (" << llvm::format("%.2f", value) << " " << units[unit] << ")";
+  return text;
+}
+
+/// Selective recompute's target (Korthikanti et al.'s "core attention"):
+/// per softmax, the ops from the QK^T matmul through the softmax and what
+/// follows it with the same shape (dropout) up to the matmul with V: the
+/// b*a*s*s activations. The matmul with V is not re-run: its output reaches
+/// the backward as the output projection's saved input.
+llvm::DenseSet<Operation *> findCoreAttention(const ForwardLayer &layer) {
+  llvm::DenseSet<Operation *> inLayer(layer.ops.begin(), layer.ops.end());
+  llvm::DenseSet<Operation *> core;
+  auto sameShape = [](Value a, Value b) {
+    auto ta = dyn_cast<RankedTensorType>(a.getType());
+    auto tb = dyn_cast<RankedTensorType>(b.getType());
+    return ta && tb && ta.getShape() == tb.getShape();
+  };
+  for (Operation *op : layer.ops) {
+    auto softmax = dyn_cast<SoftmaxOp>(op);
+    if (!softmax)
+      continue;
+    Value probs = softmax.getResult();
+    core.insert(op);
+    for (Operation *cur = op;;) {
+      Operation *def = cur->getOperand(0).getDefiningOp();
+      if (!def || !inLayer.contains(def) || def->getNumResults() != 1 ||
+          !sameShape(def->getResult(0), probs))
+        break;
+      core.insert(def);
+      if (isa<MatmulOp>(def))
+        break;
+      cur = def;
+    }
+    for (Operation *cur = op;;) {
+      Operation *next = nullptr;
+      unsigned count = 0;
+      for (Operation *user : cur->getResult(0).getUsers())
+        if (inLayer.contains(user) && !isa<MatmulOp>(user) &&
+            user->getNumResults() == 1 && sameShape(user->getResult(0), probs)) {
+          next = user;
+          ++count;
+        }
+      if (count != 1)
+        break;
+      core.insert(next);
+      cur = next;
+    }
+  }
+  return core;
+}
+
+/// A scope of whole layers: everything the backward reads that may be
+/// recomputed is.
+RecomputeScope wholeScope(const StepStructure &step,
+                          ArrayRef<ForwardLayer> layers) {
+  RecomputeScope scope;
+  for (const ForwardLayer &layer : layers)
+    llvm::append_range(scope.ops, layer.ops);
+  scope.recompute = classifyScope(step, scope.ops).candidates;
+  return scope;
+}
+
+/// The scopes of a fixed policy.
+SmallVector<RecomputeScope> fixedPolicyScopes(const StepStructure &step,
+                                              Policy policy, int64_t numLayers) {
+  SmallVector<RecomputeScope> scopes;
+  ArrayRef<ForwardLayer> layers = step.getLayers();
+  switch (policy) {
+  case Policy::Full:
+    for (const ForwardLayer &layer : layers)
+      scopes.push_back(wholeScope(step, layer));
+    break;
+  case Policy::Block:
+    for (const ForwardLayer &layer :
+         layers.take_front(std::min<int64_t>(numLayers, layers.size())))
+      scopes.push_back(wholeScope(step, layer));
+    break;
+  case Policy::Uniform:
+    for (size_t first = 0; first < layers.size(); first += numLayers)
+      scopes.push_back(wholeScope(
+          step, layers.slice(first, std::min<size_t>(numLayers, layers.size() - first))));
+    break;
+  case Policy::Selective:
+    for (const ForwardLayer &layer : layers) {
+      llvm::DenseSet<Operation *> core = findCoreAttention(layer);
+      RecomputeScope scope;
+      scope.ops = layer.ops;
+      for (Value value : classifyScope(step, layer.ops).candidates)
+        if (core.contains(value.getDefiningOp()))
+          scope.recompute.push_back(value);
+      if (!scope.recompute.empty())
+        scopes.push_back(std::move(scope));
+    }
+    break;
+  case Policy::None:
+  case Policy::Budget:
+    break;
+  }
+  return scopes;
+}
+
+/// The planner's view of a function: max-live and the arena peak.
+struct PlannedPeak {
+  int64_t maxLive = 0;
+  int64_t peak = 0;
+};
+
+FailureOr<PlannedPeak> planPeak(func::FuncOp func, int64_t alignment) {
+  FailureOr<ScheduleLiveness> liveness = ScheduleLiveness::compute(func);
+  if (failed(liveness))
+    return failure();
+  ArenaOptions options;
+  options.alignment = alignment;
+  MemoryPlan plan = planMemory(*liveness, options);
+  return PlannedPeak{plan.arena.lowerBound.bytes, plan.arena.peakBytes};
+}
+
+/// The budget policy's search space: layers grouped into classes of
+/// isomorphic layers, each class's Pareto set, and their exact combination.
+struct BudgetProblem {
+  SmallVector<unsigned> classOfLayer;
+  SmallVector<RematClass> classes;
+  SmallVector<CombinedChoice> frontier;
+};
+
+BudgetProblem buildBudgetProblem(const StepStructure &step, int64_t alignment,
+                                 SymbolTableCollection &symbols) {
+  BudgetProblem problem;
+  std::map<std::string, unsigned> classOfSignature;
+  for (const ForwardLayer &layer : step.getLayers()) {
+    ScopeActivations activations = classifyScope(step, layer.ops);
+    auto [it, inserted] = classOfSignature.try_emplace(
+        getLayerSignature(layer, activations), problem.classes.size());
+    problem.classOfLayer.push_back(it->second);
+    if (!inserted) {
+      ++problem.classes[it->second].multiplicity;
+      continue;
+    }
+    ScopeModel model = buildScopeModel(step, activations, alignment, symbols);
+    RematClass layerClass;
+    layerClass.choices = enumerateLayerChoices(model.model);
+    problem.classes.push_back(std::move(layerClass));
+  }
+  problem.frontier = combineClasses(problem.classes);
+  return problem;
+}
+
+/// The scopes realising one combination: per layer, the candidates of the
+/// units its class's choice does not keep.
+SmallVector<RecomputeScope> budgetScopes(const StepStructure &step,
+                                         const BudgetProblem &problem,
+                                         const CombinedChoice &combined,
+                                         int64_t alignment,
+                                         SymbolTableCollection &symbols) {
+  SmallVector<RecomputeScope> scopes;
+  for (auto [index, layer] : llvm::enumerate(step.getLayers())) {
+    unsigned c = problem.classOfLayer[index];
+    uint64_t kept =
+        problem.classes[c].choices[combined.choiceOfClass[c]].keptUnits;
+    ScopeActivations activations = classifyScope(step, layer.ops);
+    ScopeModel model = buildScopeModel(step, activations, alignment, symbols);
+    RecomputeScope scope;
+    scope.ops = layer.ops;
+    for (auto [u, values] : llvm::enumerate(model.unitValues))
+      if (!((kept >> u) & 1))
+        llvm::append_range(scope.recompute, values);
+    if (!scope.recompute.empty())
+      scopes.push_back(std::move(scope));
+  }
+  return scopes;
+}
+
+/// What one function got, for the report.
+struct FunctionResult {
+  std::string name;
+  StringRef policy;
+  int64_t peakBefore = 0, peakAfter = 0, maxLiveAfter = 0;
+  std::optional<int64_t> budget, smallestPeak;
+  RecomputeStats stats;
+  int64_t layers = 0, classes = 0, frontierSize = 0, evaluated = 0;
+};
+
+struct RematPass : weft::impl::RematPassBase<RematPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+  LogicalResult runOnFunction(func::FuncOp func, Policy policy,
+                              std::optional<int64_t> budgetBytes,
+                              FunctionResult &result,
+                              SymbolTableCollection &symbols);
+  LogicalResult solveBudget(func::FuncOp func, const StepStructure &step,
+                            int64_t budgetBytes, FunctionResult &result,
+                            SymbolTableCollection &symbols);
+  LogicalResult writeReport(ArrayRef<FunctionResult> results);
+};
+
+void RematPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  std::optional<Policy> policyKind = parsePolicy(policy);
+  if (!policyKind) {
+    emitError(module.getLoc(), "weft-remat: unknown policy '")
+        << policy << "' (expected none, full, selective, block, uniform or "
+        << "budget)";
+    return signalPassFailure();
+  }
+  if ((*policyKind == Policy::Block && numLayers < 0) ||
+      (*policyKind == Policy::Uniform && numLayers < 1)) {
+    emitError(module.getLoc(), "weft-remat: num-layers must be at least ")
+        << (*policyKind == Policy::Block ? 0 : 1) << " for policy=" << policy
+        << ", got " << int64_t(numLayers);
+    return signalPassFailure();
+  }
+  if (alignment < 1 || (alignment & (alignment - 1)) != 0) {
+    emitError(module.getLoc(), "weft-remat: alignment must be a power of two, got ")
+        << int64_t(alignment);
+    return signalPassFailure();
+  }
+  std::optional<int64_t> budgetBytes;
+  if (!budget.empty()) {
+    budgetBytes = parseBytes(budget);
+    if (!budgetBytes) {
+      emitError(module.getLoc(), "weft-remat: cannot parse budget '")
+          << budget << "': expected a positive byte count with an optional "
+          << "suffix B, KiB, MiB, GiB or TiB (e.g. 512MiB)";
+      return signalPassFailure();
+    }
+  } else if (*policyKind == Policy::Budget) {
+    emitError(module.getLoc(), "weft-remat: policy=budget needs budget=BYTES "
+                     "(e.g. budget=512MiB)");
+    return signalPassFailure();
+  }
+
+  SmallVector<func::FuncOp> targets;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() &&
+        (entry.empty() ? func.getSymName().ends_with("_step")
+                       : func.getSymName() == entry))
+      targets.push_back(func);
+  if (!entry.empty() && targets.empty()) {
+    emitError(module.getLoc(), "weft-remat: no function with a body named '")
+        << entry << "'";
+    return signalPassFailure();
+  }
+  SmallVector<FunctionResult> results;
+  SymbolTableCollection symbols;
+  for (func::FuncOp func : targets) {
+    FunctionResult result;
+    result.name = func.getSymName().str();
+    result.policy = policy;
+    result.budget = budgetBytes;
+    if (failed(runOnFunction(func, *policyKind, budgetBytes, result, symbols)))
+      return signalPassFailure();
+    results.push_back(std::move(result));
+  }
+  if (!report.empty() && failed(writeReport(results)))
+    return signalPassFailure();
+}
+
+LogicalResult RematPass::runOnFunction(func::FuncOp func, Policy policy,
+                                       std::optional<int64_t> budgetBytes,
+                                       FunctionResult &result,
+                                       SymbolTableCollection &symbols) {
+  FailureOr<StepStructure> step = StepStructure::analyze(func);
+  if (failed(step))
+    return failure();
+  result.layers = step->getLayers().size();
+  bool needPeaks = budgetBytes || !report.empty();
+  if (needPeaks) {
+    FailureOr<PlannedPeak> before = planPeak(func, alignment);
+    if (failed(before))
+      return failure();
+    result.peakBefore = before->peak;
+  }
+  if (policy == Policy::Budget) {
+    if (failed(solveBudget(func, *step, *budgetBytes, result, symbols)))
+      return failure();
+  } else if (policy != Policy::None && step->hasBackward()) {
+    result.stats = applyRecompute(
+        *step, fixedPolicyScopes(*step, policy, numLayers), symbols);
+  }
+  if (!needPeaks)
+    return success();
+  FailureOr<PlannedPeak> after = planPeak(func, alignment);
+  if (failed(after))
+    return failure();
+  result.peakAfter = after->peak;
+  result.maxLiveAfter = after->maxLive;
+  if (budgetBytes && after->peak > *budgetBytes)
+    return emitError(func.getLoc(), "weft-remat: policy '")
+           << result.policy << "' gives @" << func.getSymName()
+           << " a planned peak of " << describeBytes(after->peak)
+           << ", over the budget of " << describeBytes(*budgetBytes)
+           << "; policy=budget chooses what to recompute to fit";
+  return success();
+}
+
+LogicalResult RematPass::solveBudget(func::FuncOp func,
+                                     const StepStructure &step,
+                                     int64_t budgetBytes,
+                                     FunctionResult &result,
+                                     SymbolTableCollection &symbols) {
+  BudgetProblem problem = buildBudgetProblem(step, alignment, symbols);
+  result.classes = problem.classes.size();
+  result.frontierSize = problem.frontier.size();
+
+  // Evaluates a combination on a copy of the function: max-live (a lower
+  // bound on the peak) and the greedy planners' peak (an upper bound: the
+  // planner's search only improves on it) always, the planner's peak when
+  // asked.
+  struct Evaluation {
+    int64_t maxLive = -1;
+    int64_t greedyPeak = -1;
+    std::optional<int64_t> peak;
+  };
+  SmallVector<Evaluation> evaluations(problem.frontier.size());
+  auto evaluate = [&](unsigned index, bool withPeak) -> LogicalResult {
+    Evaluation &eval = evaluations[index];
+    if (eval.maxLive >= 0 && (eval.peak || !withPeak))
+      return success();
+    ++result.evaluated;
+    auto copy = cast<func::FuncOp>(func->clone());
+    auto erase = llvm::make_scope_exit([&] { copy->erase(); });
+    FailureOr<StepStructure> copyStep = StepStructure::analyze(copy);
+    if (failed(copyStep))
+      return failure();
+    applyRecompute(*copyStep,
+                   budgetScopes(*copyStep, problem, problem.frontier[index],
+                                alignment, symbols),
+                   symbols);
+    FailureOr<ScheduleLiveness> liveness = ScheduleLiveness::compute(copy);
+    if (failed(liveness))
+      return failure();
+    ArenaOptions options;
+    options.alignment = alignment;
+    eval.maxLive = liveness->getMaxLive(alignment).bytes;
+    ArenaOptions greedy = options;
+    greedy.searchIterations = 0;
+    eval.greedyPeak = planMemory(*liveness, greedy).arena.peakBytes;
+    if (eval.greedyPeak == eval.maxLive)
+      eval.peak = eval.maxLive;
+    if (withPeak && !eval.peak)
+      eval.peak = planMemory(*liveness, options).arena.peakBytes;
+    return success();
+  };
+
+  // The fastest combination whose planned peak fits: the frontier is sorted
+  // by decreasing seconds, so walk it from the back.
+  std::optional<unsigned> chosen;
+  for (unsigned index = problem.frontier.size(); index-- > 0;) {
+    if (failed(evaluate(index, /*withPeak=*/false)))
+      return failure();
+    if (evaluations[index].maxLive > budgetBytes)
+      continue;
+    if (evaluations[index].greedyPeak <= budgetBytes) {
+      chosen = index;
+      break;
+    }
+    if (failed(evaluate(index, /*withPeak=*/true)))
+      return failure();
+    if (*evaluations[index].peak <= budgetBytes) {
+      chosen = index;
+      break;
+    }
+  }
+  if (!chosen) {
+    // The smallest reachable peak: plan in order of max-live (a lower bound
+    // on the peak) until no unplanned combination can beat the best.
+    SmallVector<unsigned> order;
+    for (unsigned index = 0; index < problem.frontier.size(); ++index)
+      order.push_back(index);
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+      return evaluations[a].maxLive < evaluations[b].maxLive;
+    });
+    std::optional<int64_t> best;
+    for (unsigned index : order) {
+      if (best && evaluations[index].maxLive >= *best)
+        break;
+      if (failed(evaluate(index, /*withPeak=*/true)))
+        return failure();
+      if (!best || *evaluations[index].peak < *best)
+        best = evaluations[index].peak;
+    }
+    result.smallestPeak = best;
+    // At the function's location, without the op dump a diagnostic on the
+    // op would carry.
+    InFlightDiagnostic diag = emitError(func.getLoc(), "weft-remat: the budget of ")
+                              << describeBytes(budgetBytes) << " is infeasible for @"
+                              << func.getSymName();
+    if (best)
+      diag << ": the smallest peak Weft can reach is " << describeBytes(*best);
+    diag << " (" << problem.frontier.size() << " recompute choices over "
+         << step.getLayers().size() << " layers, " << problem.classes.size()
+         << (problem.classes.size() == 1 ? " class" : " classes")
+         << " of isomorphic layers)";
+    return diag;
+  }
+  result.stats = applyRecompute(
+      step,
+      budgetScopes(step, problem, problem.frontier[*chosen], alignment, symbols),
+      symbols);
+  return success();
+}
+
+LogicalResult RematPass::writeReport(ArrayRef<FunctionResult> results) {
+  std::error_code error;
+  llvm::raw_fd_ostream file(report, error, llvm::sys::fs::OF_Text);
+  if (error)
+    return emitError(getOperation().getLoc(), "weft-remat: cannot write report '")
+           << report << "': " << error.message();
+  {
+    llvm::json::OStream json(file, /*IndentSize=*/1);
+    json.object([&] {
+      json.attributeObject("functions", [&] {
+        for (const FunctionResult &r : results)
+          json.attributeObject(r.name, [&] {
+            json.attribute("policy", r.policy);
+            if (r.budget)
+              json.attribute("budget_bytes", *r.budget);
+            json.attribute("peak_before_bytes", r.peakBefore);
+            json.attribute("planned_peak_bytes", r.peakAfter);
+            json.attribute("max_live_bytes", r.maxLiveAfter);
+            json.attribute("recompute_seconds", r.stats.seconds);
+            json.attribute("recompute_flops", r.stats.flops);
+            json.attribute("cloned_ops", r.stats.clonedOps);
+            json.attribute("segments", r.stats.segments);
+            json.attribute("layers", r.layers);
+            json.attribute("classes", r.classes);
+            json.attribute("frontier_size", r.frontierSize);
+            json.attribute("evaluated", r.evaluated);
+          });
+      });
+    });
+  }
+  file << "\n";
+  return success();
+}
+
+} // namespace
