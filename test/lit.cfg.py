@@ -17,4 +17,4 @@ config.substitutions.append(("%weft_src", config.weft_src_root))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["weft-opt", "weft-run", "weft-cpu-run"], [config.weft_tools_dir])
+    ["weft-opt", "weft-run", "weft-compile", "weft-cpu-run"], [config.weft_tools_dir])

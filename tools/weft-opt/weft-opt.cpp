@@ -1,11 +1,16 @@
-// weft-opt: mlir-opt with the weft dialect, shard and Weft's passes.
+// weft-opt: mlir-opt with the weft dialect, shard, Weft's passes and named
+// pipelines, the test passes, and --weft-diff-each-pass.
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "weft/Pipelines.h"
 #include "weft/RegisterWeftDialects.h"
+#include "weft/Transforms/TestPasses.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   weft::registerWeftDialects(registry);
   weft::registerWeftPasses();
+  weft::registerWeftPipelines();
+  weft::registerWeftTestPasses();
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Weft optimizer driver\n", registry));
+      weft::weftOptMain(argc, argv, "Weft optimizer driver\n", registry));
 }

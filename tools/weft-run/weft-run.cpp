@@ -2,9 +2,8 @@
 // an .npz file (or reproducible random ones), prints a checksum line per
 // result, and can write the results and compare them with a reference .npz.
 // Exit codes: 0 ok, 1 a check failed or the run failed, 2 usage or input error.
-#include "RandomInputs.h"
-
 #include "weft/Reference/Interpreter.h"
+#include "weft/Reference/RandomInputs.h"
 #include "weft/RegisterWeftDialects.h"
 #include "weft/Support/Npz.h"
 
@@ -362,7 +361,7 @@ int main(int argc, char **argv) {
   std::vector<std::vector<Tensor>> args;
   if (randomInputs) {
     llvm::Expected<std::vector<Tensor>> drawn =
-        weft::run::drawRandomArgs(func, seed);
+        weft::reference::drawRandomArgs(func, seed);
     if (!drawn)
       return fail(kExitUsage, llvm::toString(drawn.takeError()));
     args.assign(*numRanks, *drawn);

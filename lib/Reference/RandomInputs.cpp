@@ -1,8 +1,8 @@
-// Random arguments for weft-run. The transforms from mt19937_64's bits to
-// normal and uniform values are written out here because the std::
-// distributions' outputs are implementation-defined, and --seed must give the
-// same inputs with every standard library.
-#include "RandomInputs.h"
+// Random arguments for weft-run and --weft-diff-each-pass. The transforms
+// from mt19937_64's bits to normal and uniform values are written out here
+// because the std:: distributions' outputs are implementation-defined, and a
+// seed must give the same inputs with every standard library.
+#include "weft/Reference/RandomInputs.h"
 
 #include "weft/Dialect/WeftDialect.h"
 #include "weft/Reference/Interpreter.h"
@@ -20,7 +20,7 @@
 #include <random>
 
 using namespace mlir;
-using weft::run::IntRange;
+using weft::reference::IntRange;
 
 namespace {
 
@@ -153,7 +153,7 @@ void fillNormal(std::mt19937_64 &gen, weft::Tensor &tensor) {
 
 } // namespace
 
-llvm::Expected<IntRange> weft::run::integerArgRange(func::FuncOp func,
+llvm::Expected<IntRange> weft::reference::integerArgRange(func::FuncOp func,
                                                     unsigned index) {
   if (Attribute attr = func.getArgAttr(index, kRangeAttrName)) {
     auto bounds = dyn_cast<DenseI64ArrayAttr>(attr);
@@ -164,6 +164,11 @@ llvm::Expected<IntRange> weft::run::integerArgRange(func::FuncOp func,
                           attrString(attr));
     return IntRange{bounds[0], bounds[1]};
   }
+
+  // Nothing reads it (a training step's seed when the model has no dropout):
+  // any value is valid; draw it as a seed would be.
+  if (func.getArgument(index).use_empty())
+    return IntRange{0, kSeedLimit};
 
   std::optional<IntRange> range;
   std::string consumers;
@@ -208,7 +213,7 @@ llvm::Expected<IntRange> weft::run::integerArgRange(func::FuncOp func,
 }
 
 llvm::Expected<std::vector<weft::Tensor>>
-weft::run::drawRandomArgs(func::FuncOp func, uint64_t seed) {
+weft::reference::drawRandomArgs(func::FuncOp func, uint64_t seed) {
   std::vector<Tensor> args;
   for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
     auto tensorType = dyn_cast<RankedTensorType>(type);
@@ -217,7 +222,7 @@ weft::run::drawRandomArgs(func::FuncOp func, uint64_t seed) {
                    : std::nullopt;
     if (!dtype || !tensorType.hasStaticShape())
       return argError(func, index,
-                      "weft-run fills only statically shaped tensors of f64, "
+                      "random inputs fill only statically shaped tensors of f64, "
                       "f32, f16, bf16, i64 or i1");
     Tensor tensor;
     tensor.shape.assign(tensorType.getShape().begin(),

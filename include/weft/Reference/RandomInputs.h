@@ -1,8 +1,9 @@
-// Reproducible random arguments for weft-run: floats drawn standard normal and
-// rounded to the element type, integers uniform over the range the IR states
-// (a `weft.range` argument attribute, or what the consuming ops accept).
-#ifndef WEFT_TOOLS_WEFT_RUN_RANDOMINPUTS_H
-#define WEFT_TOOLS_WEFT_RUN_RANDOMINPUTS_H
+// Reproducible random arguments (weft-run --random-inputs, weft-opt and
+// weft-compile --weft-diff-each-pass): floats drawn standard normal and rounded
+// to the element type, integers uniform over the range the IR states (a
+// `weft.range` argument attribute, or what the consuming ops accept).
+#ifndef WEFT_REFERENCE_RANDOMINPUTS_H
+#define WEFT_REFERENCE_RANDOMINPUTS_H
 
 #include "weft/Reference/Tensor.h"
 
@@ -12,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace weft::run {
+namespace weft::reference {
 
 /// A half-open range [lo, hi) of integer values.
 struct IntRange {
@@ -26,7 +27,8 @@ struct IntRange {
 /// weft.cross_entropy(_grad) -> [0, vocab), seeds of dropout/attention(_grad)
 /// -> [0, 2^31), the step of weft.adamw -> [1, 1000]), following the value
 /// through ops that pass i64 tensors on (reshape, transpose, collectives...).
-/// Fails naming the argument when neither says.
+/// An argument nothing reads may hold anything: [0, 2^31). Fails naming the
+/// argument when its uses say nothing.
 llvm::Expected<IntRange> integerArgRange(mlir::func::FuncOp func,
                                          unsigned index);
 
@@ -34,10 +36,10 @@ llvm::Expected<IntRange> integerArgRange(mlir::func::FuncOp func,
 /// moment drawn as |normal|), the same for every seed on every
 /// platform with the same libm: argument i draws from an std::mt19937_64 of
 /// its own, seeded from (seed, i), so adding an argument leaves the others'
-/// values unchanged. Fails for an argument type weft-run cannot fill.
+/// values unchanged. Fails for an argument type that cannot be filled.
 llvm::Expected<std::vector<Tensor>> drawRandomArgs(mlir::func::FuncOp func,
                                                    uint64_t seed);
 
-} // namespace weft::run
+} // namespace weft::reference
 
-#endif // WEFT_TOOLS_WEFT_RUN_RANDOMINPUTS_H
+#endif // WEFT_REFERENCE_RANDOMINPUTS_H

@@ -1,0 +1,164 @@
+// Named pipelines shared by weft-opt and weft-compile, and
+// --weft-diff-each-pass, the instrumentation that runs the reference
+// interpreter after every pass of a pipeline and names the first pass that
+// changed a result.
+#ifndef WEFT_PIPELINES_H
+#define WEFT_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class DialectRegistry;
+class PassInstrumentation;
+} // namespace mlir
+
+namespace weft {
+
+//===----------------------------------------------------------------------===//
+// weft-train-pipeline
+//===----------------------------------------------------------------------===//
+
+/// Options of the training pipeline: weft-autodiff -> weft-remat ->
+/// weft-plan-memory -> weft-training-report. weft-compile's flags of the same
+/// names fill the same struct.
+struct TrainingPipelineOptions
+    : public mlir::PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> entry{
+      *this, "entry", llvm::cl::desc("Forward function returning the loss"),
+      llvm::cl::init("forward")};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("none | adamw"),
+                                llvm::cl::init("none")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("AdamW learning rate"),
+                    llvm::cl::init(1.0e-3)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("AdamW weight decay"),
+                             llvm::cl::init(0.01)};
+  Option<std::string> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("Bytes the planned step may use (e.g. 96MiB, 1.5GB, "
+                     "4096); with remat=budget weft-remat meets it, otherwise "
+                     "a planned peak above it is an error")};
+  Option<std::string> remat{
+      *this, "remat",
+      llvm::cl::desc("none | full | selective | block | uniform | budget"),
+      llvm::cl::init("none")};
+  Option<int64_t> rematLayers{*this, "remat-layers",
+                              llvm::cl::desc("Layers for remat=block/uniform"),
+                              llvm::cl::init(1)};
+  Option<std::string> memoryReport{
+      *this, "memory-report",
+      llvm::cl::desc("Write the step's memory and FLOP report as JSON here")};
+};
+
+/// The name of the step function the pipeline builds from `entry`.
+std::string getStepFunctionName(llvm::StringRef entry);
+
+/// "96MiB" -> 100663296. Accepts a non-negative decimal number with an
+/// optional unit: B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB (powers
+/// of 1024); the result is rounded down to whole bytes. nullopt on anything
+/// else or on a value past 2^63 - 1.
+std::optional<int64_t> parseByteSize(llvm::StringRef text);
+
+/// "100663296 bytes (96.0 MiB)".
+std::string formatBytes(int64_t bytes);
+
+/// Appends the pipeline to `pm` (anchored on builtin.module). Checks every
+/// option first and reports a bad one through `emitError`, adding nothing.
+mlir::LogicalResult buildTrainingPipeline(
+    mlir::OpPassManager &pm, const TrainingPipelineOptions &options,
+    llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> emitError);
+
+/// Registers "weft-train-pipeline" and the weft-training-report pass for
+/// weft-opt's --pass-pipeline and --<name> flags.
+void registerWeftPipelines();
+
+//===----------------------------------------------------------------------===//
+// --weft-diff-each-pass
+//===----------------------------------------------------------------------===//
+
+struct DiffEachPassOptions {
+  /// Functions to compare. Empty: the first function with a body, and every
+  /// function a pass adds later (compared from the pass that created it on).
+  std::vector<std::string> entries;
+  /// Arguments of the first compared function (keys arg<i>, as weft-run
+  /// reads them); the other functions get seeded random arguments.
+  std::string inputsFile;
+  uint64_t seed = 0;
+  /// Tolerance of f64 results on the normwise relative error
+  /// max_i |got_i - ref_i| / max_i |ref_i|. Narrower float results use
+  /// max(rtol, 16 * unit roundoff of their type): f32 9.5e-7, f16 7.8e-3,
+  /// bf16 6.3e-2 (moving one rounding of an intermediate of that type moves
+  /// a result by a few units). Integer and i1 results compare exactly.
+  double rtol = 1e-12;
+};
+
+/// What the instrumentation found, shared with the tool that runs the pass
+/// manager (instrumentation hooks cannot fail a pass).
+class DiffEachPassStatus {
+public:
+  /// A pass changed a result, or a compared function could not be run.
+  bool failed() const { return hasFailed.load(); }
+  void setFailed() { hasFailed.store(true); }
+  /// Names in `entries` that no IR in any run contained.
+  std::vector<std::string>
+  getUnseenEntries(const std::vector<std::string> &entries) const;
+  void markSeen(llvm::StringRef name);
+
+private:
+  std::atomic<bool> hasFailed{false};
+  mutable std::mutex mutex;
+  std::set<std::string> seen;
+};
+
+/// The instrumentation itself. It disables the context's multithreading
+/// (nested passes then run one function at a time, and it may run the
+/// interpreter between them).
+std::unique_ptr<mlir::PassInstrumentation>
+createDiffEachPassInstrumentation(DiffEachPassOptions options,
+                                  std::shared_ptr<DiffEachPassStatus> status);
+
+/// Registers --weft-diff-each-pass, --weft-diff-entry, --weft-diff-inputs,
+/// --weft-diff-seed and --weft-diff-rtol (call before parsing the command
+/// line, as registerPassManagerCLOptions).
+void registerDiffEachPassCLOptions();
+/// Whether --weft-diff-each-pass was given.
+bool isDiffEachPassRequested();
+/// The options the command line gave; fails with a message on a bad value.
+mlir::FailureOr<DiffEachPassOptions>
+getDiffEachPassCLOptions(std::string &errorMessage);
+/// Adds the instrumentation to `pm` when --weft-diff-each-pass was given.
+mlir::LogicalResult
+applyDiffEachPassCLOptions(mlir::PassManager &pm,
+                           std::shared_ptr<DiffEachPassStatus> status);
+/// After the pass manager ran: an error for each --weft-diff-entry that never
+/// appeared; returns whether all went well.
+bool finishDiffEachPass(const DiffEachPassStatus &status);
+
+/// weft-opt's main after registration: MlirOptMain with
+/// --weft-diff-each-pass hooked into its pass pipeline setup. Exits non-zero
+/// when a pass changed a result (unless --verify-diagnostics judges).
+mlir::LogicalResult weftOptMain(int argc, char **argv, llvm::StringRef toolName,
+                                mlir::DialectRegistry &registry);
+
+/// weft-compile's main after registration (see tools/weft-compile): parses
+/// the command line, runs weft-train-pipeline, writes the step IR. Returns
+/// the exit code: 0 done, 1 the compilation failed (a pass, the budget, a
+/// --weft-diff-each-pass difference), 2 bad usage or unreadable input.
+int weftCompileMain(int argc, char **argv, mlir::DialectRegistry &registry);
+
+} // namespace weft
+
+#endif // WEFT_PIPELINES_H

@@ -1,0 +1,161 @@
+// weft-compile, first form: a forward graph in, the planned training step and
+// its memory report out, through weft-train-pipeline (the pipeline weft-opt
+// offers under the same name).
+#include "weft/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum ExitCode { kExitOk = 0, kExitFailed = 1, kExitUsage = 2 };
+
+struct CompileOptions {
+  cl::OptionCategory category{"weft-compile options"};
+  cl::opt<std::string> input{cl::Positional, cl::desc("<input .mlir file>"),
+                             cl::init("-"), cl::cat(category)};
+  cl::opt<std::string> output{"o", cl::desc("Write the step IR here"),
+                              cl::value_desc("file.mlir"), cl::init("-"),
+                              cl::cat(category)};
+  cl::opt<std::string> entry{"entry",
+                             cl::desc("Forward function returning the loss"),
+                             cl::value_desc("name"), cl::cat(category)};
+  cl::opt<bool> train{"train", cl::desc("Build the training step of --entry"),
+                      cl::cat(category)};
+  cl::opt<std::string> optimizer{"optimizer", cl::desc("none | adamw"),
+                                 cl::init("none"), cl::cat(category)};
+  cl::opt<double> lr{"lr", cl::desc("AdamW learning rate"), cl::init(1.0e-3),
+                     cl::cat(category)};
+  cl::opt<double> weightDecay{"weight-decay", cl::desc("AdamW weight decay"),
+                              cl::init(0.01), cl::cat(category)};
+  cl::opt<std::string> memoryBudget{
+      "memory-budget",
+      cl::desc("Bytes the planned step may use (96MiB, 1.5GB, 4096...): met "
+               "by --remat=budget, checked after planning otherwise"),
+      cl::value_desc("size"), cl::cat(category)};
+  cl::opt<std::string> remat{
+      "remat", cl::desc("none | full | selective | block | uniform | budget"),
+      cl::init("none"), cl::cat(category)};
+  cl::opt<int64_t> rematLayers{"remat-layers",
+                               cl::desc("Layers for --remat=block/uniform"),
+                               cl::init(1), cl::cat(category)};
+  cl::opt<std::string> memoryReport{
+      "memory-report", cl::desc("Write the memory and FLOP report as JSON"),
+      cl::value_desc("file.json"), cl::cat(category)};
+};
+
+int usageError(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "weft-compile") << message << "\n";
+  return kExitUsage;
+}
+
+std::string functionList(ModuleOp module) {
+  llvm::SmallVector<std::string> names;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      names.push_back(("@" + func.getSymName()).str());
+  return names.empty() ? std::string("none") : llvm::join(names, ", ");
+}
+
+} // namespace
+
+int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  CompileOptions cli;
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDiffEachPassCLOptions();
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "weft-compile: build the training step of a forward graph\n\n"
+          "  weft-compile FILE --entry NAME --train [--optimizer=adamw]\n"
+          "    [--memory-budget=SIZE] [--remat=POLICY [--remat-layers=N]]\n"
+          "    [--memory-report=OUT.json] [-o OUT.mlir]\n",
+          &llvm::errs()))
+    return kExitUsage;
+
+  if (!cli.train)
+    return usageError("this version of weft-compile builds training steps "
+                      "only: give --train (packages and kernels come later)");
+  if (cli.entry.empty())
+    return usageError("--entry NAME is required: the forward function that "
+                      "returns the loss");
+  std::string diffError;
+  if (failed(getDiffEachPassCLOptions(diffError)))
+    return usageError(diffError);
+
+  TrainingPipelineOptions options;
+  options.entry = cli.entry;
+  options.optimizer = cli.optimizer;
+  options.lr = cli.lr;
+  options.weightDecay = cli.weightDecay;
+  options.memoryBudget = cli.memoryBudget;
+  options.remat = cli.remat;
+  options.rematLayers = cli.rematLayers;
+  options.memoryReport = cli.memoryReport;
+
+  MLIRContext context(registry);
+  // A diagnostic names the function and the values; a dump of the whole step
+  // after it (MLIR's default for errors on ops) buries it.
+  context.printOpOnDiagnostic(false);
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(cli.input, &errorMessage);
+  if (!file)
+    return usageError(errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // Parsing verifies; the handler has printed why when it fails.
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return kExitUsage;
+  auto entry = module->lookupSymbol<func::FuncOp>(cli.entry);
+  if (!entry || entry.isExternal())
+    return usageError("no function @" + cli.entry + " with a body in " +
+                      cli.input + "; functions: " + functionList(*module));
+
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return kExitUsage;
+  bool badOption = false;
+  if (failed(buildTrainingPipeline(pm, options,
+                                   [&](const llvm::Twine &msg) {
+                                     usageError("--" + msg);
+                                     badOption = true;
+                                     return failure();
+                                   })) ||
+      badOption)
+    return kExitUsage;
+  auto status = std::make_shared<DiffEachPassStatus>();
+  if (failed(applyDiffEachPassCLOptions(pm, status)))
+    return kExitUsage;
+
+  if (failed(pm.run(*module)) || !finishDiffEachPass(*status))
+    return kExitFailed;
+
+  std::unique_ptr<llvm::ToolOutputFile> out =
+      openOutputFile(cli.output, &errorMessage);
+  if (!out)
+    return usageError(errorMessage);
+  module->print(out->os());
+  out->os() << "\n";
+  out->keep();
+  return kExitOk;
+}

@@ -1,0 +1,176 @@
+// weft-train-pipeline: weft-autodiff -> weft-remat -> weft-plan-memory ->
+// weft-training-report, one definition for weft-opt's named pipeline and
+// weft-compile --train.
+#include "weft/Pipelines.h"
+
+#include "weft/Pipelines/Passes.h"
+#include "weft/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace weft;
+
+std::string weft::getStepFunctionName(StringRef entry) {
+  return (entry + "_step").str();
+}
+
+std::optional<int64_t> weft::parseByteSize(StringRef text) {
+  text = text.trim();
+  size_t numberEnd = 0;
+  while (numberEnd < text.size() &&
+         (llvm::isDigit(text[numberEnd]) || text[numberEnd] == '.'))
+    ++numberEnd;
+  StringRef number = text.take_front(numberEnd);
+  StringRef unit = text.drop_front(numberEnd).trim();
+  if (number.empty() || number.count('.') > 1 || number == ".")
+    return std::nullopt;
+  std::optional<double> scale = llvm::StringSwitch<std::optional<double>>(unit)
+                                    .Case("", 1.0)
+                                    .Case("B", 1.0)
+                                    .Case("KB", 1e3)
+                                    .Case("MB", 1e6)
+                                    .Case("GB", 1e9)
+                                    .Case("TB", 1e12)
+                                    .Case("KiB", 0x1p10)
+                                    .Case("MiB", 0x1p20)
+                                    .Case("GiB", 0x1p30)
+                                    .Case("TiB", 0x1p40)
+                                    .Default(std::nullopt);
+  if (!scale)
+    return std::nullopt;
+  // Integers are exact; only a fractional number goes through a double.
+  if (!number.contains('.') && *scale == 1.0) {
+    int64_t bytes;
+    if (number.getAsInteger(10, bytes) || bytes < 0)
+      return std::nullopt;
+    return bytes;
+  }
+  double value;
+  if (number.getAsDouble(value) || !(value >= 0))
+    return std::nullopt;
+  double bytes = std::floor(value * *scale);
+  if (!(bytes < 0x1p63))
+    return std::nullopt;
+  return int64_t(bytes);
+}
+
+std::string weft::formatBytes(int64_t bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = double(bytes);
+  unsigned unit = 0;
+  while (std::fabs(value) >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << bytes << " bytes";
+  if (unit > 0)
+    os << llvm::format(" (%.2f %s)", value, units[unit]);
+  return text;
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kRematPolicies[] = {
+    "none", "full", "selective", "block", "uniform", "budget"};
+
+/// weft-remat by its registered name: the pipeline does not depend on the
+/// pass's C++ symbols, so it builds whether or not weft-remat is linked.
+LogicalResult
+addRematPass(OpPassManager &pm, StringRef step,
+             const TrainingPipelineOptions &options,
+             std::optional<int64_t> budget,
+             function_ref<LogicalResult(const Twine &)> emitError) {
+  const PassInfo *remat = PassInfo::lookup("weft-remat");
+  if (!remat)
+    return emitError("remat=" + options.remat +
+                     " needs the weft-remat pass, which this build does not "
+                     "register; use remat=none");
+  std::string rematOptions = ("entry=" + step + " policy=" + options.remat +
+                              " num-layers=" + Twine(options.rematLayers))
+                                 .str();
+  if (options.remat == "budget")
+    rematOptions += " budget=" + std::to_string(*budget);
+  return remat->addToPipeline(pm, rematOptions, emitError);
+}
+
+} // namespace
+
+LogicalResult weft::buildTrainingPipeline(
+    OpPassManager &pm, const TrainingPipelineOptions &options,
+    function_ref<LogicalResult(const Twine &)> emitError) {
+  if (options.entry.empty())
+    return emitError("weft-train-pipeline needs entry=NAME, the forward "
+                     "function returning the loss");
+  if (options.optimizer != "none" && options.optimizer != "adamw")
+    return emitError("optimizer must be none or adamw, got '" +
+                     options.optimizer + "'");
+  if (!llvm::is_contained(kRematPolicies, StringRef(options.remat)))
+    return emitError("remat must be one of none, full, selective, block, "
+                     "uniform, budget; got '" +
+                     options.remat + "'");
+  if (options.rematLayers < 1)
+    return emitError("remat-layers must be at least 1, got " +
+                     Twine(options.rematLayers));
+  std::optional<int64_t> budget;
+  if (!options.memoryBudget.empty()) {
+    budget = parseByteSize(options.memoryBudget);
+    if (!budget)
+      return emitError("memory-budget '" + options.memoryBudget +
+                       "' is not a size: a number with an optional unit B, "
+                       "KB, MB, GB, TB, KiB, MiB, GiB or TiB");
+  }
+  if (options.remat == "budget" && !budget)
+    return emitError("remat=budget needs a memory-budget");
+
+  std::string step = getStepFunctionName(options.entry);
+  AutodiffPassOptions autodiff;
+  autodiff.entry = options.entry;
+  autodiff.optimizer = options.optimizer;
+  autodiff.lr = options.lr;
+  autodiff.weightDecay = options.weightDecay;
+  pm.addPass(createAutodiffPass(autodiff));
+
+  // remat=none leaves the step as autodiff made it.
+  if (options.remat != "none" &&
+      failed(addRematPass(pm, step, options, budget, emitError)))
+    return failure();
+
+  PlanMemoryPassOptions plan;
+  plan.entry = step;
+  pm.addPass(createPlanMemoryPass(plan));
+
+  TrainingReportPassOptions report;
+  report.entry = step;
+  report.budget = budget.value_or(-1);
+  report.report = options.memoryReport;
+  report.remat = options.remat;
+  pm.addPass(createTrainingReportPass(report));
+  return success();
+}
+
+void weft::registerWeftPipelines() {
+  registerTrainingReportPass();
+  mlir::registerPassPipeline(
+      "weft-train-pipeline",
+      "The training step of a forward function: weft-autodiff, weft-remat, "
+      "weft-plan-memory, then the memory budget check and report "
+      "(weft-training-report)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> emitError) {
+        TrainingPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        return buildTrainingPipeline(pm, options, emitError);
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
+        printOptions(TrainingPipelineOptions());
+      });
+}
