@@ -9,6 +9,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/DebugLog.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -16,6 +17,8 @@
 
 #include <cmath>
 #include <map>
+
+#define DEBUG_TYPE "weft-remat"
 
 namespace weft {
 #define GEN_PASS_DEF_REMATPASS
@@ -200,6 +203,7 @@ FailureOr<PlannedPeak> planPeak(func::FuncOp func, int64_t alignment) {
 struct BudgetProblem {
   SmallVector<unsigned> classOfLayer;
   SmallVector<RematClass> classes;
+  SmallVector<unsigned> unitsOfClass;
   SmallVector<CombinedChoice> frontier;
 };
 
@@ -219,6 +223,10 @@ BudgetProblem buildBudgetProblem(const StepStructure &step, int64_t alignment,
     ScopeModel model = buildScopeModel(step, activations, alignment, symbols);
     RematClass layerClass;
     layerClass.choices = enumerateLayerChoices(model.model);
+    LDBG() << "class " << problem.classes.size() << " (layer " << layer.index
+           << "): " << model.model.units.size() << " units, "
+           << layerClass.choices.size() << " Pareto-optimal choices";
+    problem.unitsOfClass.push_back(model.model.units.size());
     problem.classes.push_back(std::move(layerClass));
   }
   problem.frontier = combineClasses(problem.classes);
@@ -250,8 +258,15 @@ SmallVector<RecomputeScope> budgetScopes(const StepStructure &step,
   return scopes;
 }
 
+/// One class's decision under the budget policy, for the report.
+struct ClassDecision {
+  int64_t layers = 0, units = 0, keptUnits = 0, savedBytes = 0;
+  double seconds = 0.0;
+};
+
 /// What one function got, for the report.
 struct FunctionResult {
+  SmallVector<ClassDecision> decisions;
   std::string name;
   StringRef policy;
   int64_t peakBefore = 0, peakAfter = 0, maxLiveAfter = 0;
@@ -421,6 +436,11 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
       eval.peak = eval.maxLive;
     if (withPeak && !eval.peak)
       eval.peak = planMemory(*liveness, options).arena.peakBytes;
+    LDBG() << "choice " << index << ": saved "
+           << problem.frontier[index].savedBytes << " bytes, recompute "
+           << problem.frontier[index].seconds << " s, max-live " << eval.maxLive
+           << ", greedy peak " << eval.greedyPeak << ", peak "
+           << (eval.peak ? *eval.peak : -1);
     return success();
   };
 
@@ -475,10 +495,16 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
          << " of isomorphic layers)";
     return diag;
   }
+  const CombinedChoice &combined = problem.frontier[*chosen];
+  for (auto [c, layerClass] : llvm::enumerate(problem.classes)) {
+    const RematChoice &choice = layerClass.choices[combined.choiceOfClass[c]];
+    result.decisions.push_back({layerClass.multiplicity,
+                                int64_t(problem.unitsOfClass[c]),
+                                int64_t(llvm::popcount(choice.keptUnits)),
+                                choice.savedBytes, choice.seconds});
+  }
   result.stats = applyRecompute(
-      step,
-      budgetScopes(step, problem, problem.frontier[*chosen], alignment, symbols),
-      symbols);
+      step, budgetScopes(step, problem, combined, alignment, symbols), symbols);
   return success();
 }
 
@@ -508,6 +534,17 @@ LogicalResult RematPass::writeReport(ArrayRef<FunctionResult> results) {
             json.attribute("classes", r.classes);
             json.attribute("frontier_size", r.frontierSize);
             json.attribute("evaluated", r.evaluated);
+            // Per class of isomorphic layers, what each of its layers keeps.
+            json.attributeArray("decisions", [&] {
+              for (const ClassDecision &d : r.decisions)
+                json.object([&] {
+                  json.attribute("layers", d.layers);
+                  json.attribute("units", d.units);
+                  json.attribute("kept_units", d.keptUnits);
+                  json.attribute("saved_bytes_per_layer", d.savedBytes);
+                  json.attribute("recompute_seconds_per_layer", d.seconds);
+                });
+            });
           });
       });
     });

@@ -156,8 +156,13 @@ def test_budget_sweep(model, optimizer):
     for budget in budgets:
         out, report = remat(step, f"policy=budget budget={budget}")
         assert report["planned_peak_bytes"] <= budget, (budget, report)
-        # Layers are isomorphic: one class, one decision for all of them.
+        # Layers are isomorphic: one class, one decision for all of them; the
+        # solver's recompute time is what the clones cost.
         assert report["classes"] == 1
+        [decision] = report["decisions"]
+        assert decision["layers"] == MODELS[model].layers
+        modelled = decision["layers"] * decision["recompute_seconds_per_layer"]
+        assert abs(modelled - report["recompute_seconds"]) <= 1e-9 * max(modelled, 1e-30)
         # weft-plan-memory plans the same peak, and memsim agrees with its plan.
         with tempfile.TemporaryDirectory(dir=os.environ.get("WEFT_TEST_TMP")) as tmp:
             path = os.path.join(tmp, "plan.json")
