@@ -71,7 +71,7 @@ public:
     int64_t cursor = 0, bestOffset = -1;
     int64_t bestGap = std::numeric_limits<int64_t>::max();
     for (const Placed &p : placed) {
-      if (!livesOverlap(buffers[p.index], b))
+      if (p.start > b.end || b.start > p.end)
         continue;
       if (p.offset > cursor) {
         int64_t gap = p.offset - cursor;
@@ -89,13 +89,30 @@ public:
       cursor = std::max(cursor, p.offset + p.size);
     }
     int64_t offset = bestOffset >= 0 ? bestOffset : cursor;
-    Placed entry{offset, size, index};
+    Placed entry{offset, size, b.start, b.end, index};
     auto it = std::upper_bound(
         placed.begin(), placed.end(), entry,
         [](const Placed &a, const Placed &b) { return a.offset < b.offset; });
     placed.insert(it, entry);
     peak = std::max(peak, offset + size);
     return offset;
+  }
+
+  /// Places `order[0, count)` at the given offsets (a prefix of an earlier
+  /// replay: first fit would put them there again).
+  void preload(ArrayRef<unsigned> order, unsigned count,
+               ArrayRef<int64_t> offsets) {
+    placed.clear();
+    for (unsigned pos = 0; pos < count; ++pos) {
+      unsigned index = order[pos];
+      int64_t size = alignTo(buffers[index].size, alignment);
+      placed.push_back({offsets[index], size, buffers[index].start,
+                        buffers[index].end, index});
+      peak = std::max(peak, offsets[index] + size);
+    }
+    llvm::stable_sort(placed, [](const Placed &a, const Placed &b) {
+      return a.offset < b.offset;
+    });
   }
 
   void removeLast(unsigned index) {
@@ -108,9 +125,12 @@ public:
   int64_t peak = 0;
 
 private:
+  /// The lifetime is copied in, so the scan touches one array only.
   struct Placed {
     int64_t offset;
     int64_t size;
+    int64_t start;
+    int64_t end;
     unsigned index;
   };
   ArrayRef<BufferInterval> buffers;
@@ -124,6 +144,20 @@ int64_t placeAll(ArrayRef<BufferInterval> buffers, ArrayRef<unsigned> order,
   ArenaState state(buffers, alignment);
   for (unsigned index : order)
     offsets[index] = state.place(index, fit);
+  return state.peak;
+}
+
+/// Replays `order` with first fit, reusing the placement of its first
+/// `prefix` buffers from `previous` (an earlier replay of an order with the
+/// same prefix).
+int64_t replaySuffix(ArrayRef<BufferInterval> buffers, ArrayRef<unsigned> order,
+                     unsigned prefix, ArrayRef<int64_t> previous,
+                     int64_t alignment, SmallVectorImpl<int64_t> &offsets) {
+  offsets.assign(previous.begin(), previous.end());
+  ArenaState state(buffers, alignment);
+  state.preload(order, prefix, previous);
+  for (unsigned pos = prefix; pos < order.size(); ++pos)
+    offsets[order[pos]] = state.place(order[pos], Fit::First);
   return state.peak;
 }
 
@@ -298,13 +332,14 @@ ArenaPlan weft::planArena(ArrayRef<BufferInterval> buffers,
   // reaches the peak moved earlier. A move is kept when it is not worse in
   // (peak, energy): the energy, sum of (offset + size) * size * lifetime,
   // pulls large long-lived buffers down and lets the walk cross plateaus of
-  // equal peak. Replays cost O(n^2): the work budget bounds their number.
-  double n = double(buffers.size());
-  uint64_t iterations = uint64_t(std::min<double>(
-      options.searchIterations,
-      std::max(4.0, double(options.searchWork) / (n * n))));
+  // equal peak. A replay keeps the placement of the unchanged prefix of the
+  // order and costs O((n - prefix) * n): options.searchWork bounds the sum.
   if (options.searchIterations == 0)
     return plan;
+  // Work counts buffer pairs examined: a replay from position p costs about
+  // (n - p) * n. At least a few replays run whatever the budget.
+  double n = double(buffers.size()), work = 0.0;
+  double budget = std::max(options.searchWork, 4.0 * n * n);
   auto energy = [&](ArrayRef<int64_t> placed) {
     double sum = 0;
     for (unsigned i = 0; i < buffers.size(); ++i)
@@ -325,7 +360,8 @@ ArenaPlan weft::planArena(ArrayRef<BufferInterval> buffers,
   Xorshift rng(0x57454654504C414EULL ^ buffers.size());
   SmallVector<unsigned> tops, candidate;
   unsigned count = buffers.size();
-  for (uint64_t iter = 0; iter < iterations; ++iter) {
+  for (uint64_t iter = 0; iter < options.searchIterations && work < budget;
+       ++iter) {
     if (plan.peakBytes <= plan.lowerBound.bytes)
       break;
     candidate = current;
@@ -351,7 +387,10 @@ ArenaPlan weft::planArena(ArrayRef<BufferInterval> buffers,
     unsigned moved = candidate[from];
     candidate.erase(candidate.begin() + from);
     candidate.insert(candidate.begin() + to, moved);
-    int64_t peak = placeAll(buffers, candidate, alignment, Fit::First, offsets);
+    unsigned prefix = std::min(from, to);
+    work += (n - prefix) * n + prefix;
+    int64_t peak = replaySuffix(buffers, candidate, prefix, currentOffsets,
+                                alignment, offsets);
     if (peak > currentPeak)
       continue;
     double candidateEnergy = energy(offsets);

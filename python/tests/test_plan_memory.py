@@ -112,6 +112,18 @@ def test_tiny_gpt_training_step():
     assert results["forward_step"]["fragmentation"] < MAX_FRAGMENTATION
 
 
+@pytest.mark.parametrize("preset", ["gpt_block", "llama_block"])
+def test_tiled_training_step(preset):
+    # After weft-tile-attention the step holds scf.for nests and linalg ops:
+    # uses inside a region count at the step of the op holding it, and
+    # values defined inside are the kernel's, not the arena's.
+    planned, report = plan(emit_module(PRESETS[preset]),
+                           PIPELINES["adamw"] + ["--weft-tile-attention"])
+    assert "scf.for" in planned
+    results = memsim.check_text(planned, report)
+    assert results["forward_step"]["fragmentation"] < MAX_FRAGMENTATION
+
+
 def test_alignment_option():
     text = emit_module(PRESETS["gpt_block"])
     for alignment in (1, 64, 4096):

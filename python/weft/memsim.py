@@ -145,7 +145,13 @@ def signature_types(text):
     """Operand and result types of an op line's trailing `: ...`."""
     parts = split_top(text, " : ")
     if len(parts) < 2:
-        return [], []
+        # `ins(%a : T) outs(%b : T) -> T` (linalg): types only after `->`.
+        arrow = split_top(text, " -> ")
+        if len(arrow) < 2:
+            return [], []
+        outs = arrow[-1].strip()
+        outs = outs[1:-1] if outs.startswith("(") else outs
+        return [], [t.strip() for t in split_top(outs) if t.strip()]
     sig = parts[-1].strip()
     arrow = split_top(sig, " -> ")
     strip = lambda s: s.strip()[1:-1] if s.strip().startswith("(") else s.strip()
@@ -153,6 +159,9 @@ def signature_types(text):
         ins, outs = strip(arrow[0]), strip(arrow[1])
         return ([t.strip() for t in split_top(ins) if t.strip()],
                 [t.strip() for t in split_top(outs) if t.strip()])
+    cast = split_top(sig, " to ")
+    if len(cast) == 2:  # `: T1 to T2` (tensor.cast, arith casts)
+        return [cast[0].strip()], [cast[1].strip()]
     types = [t.strip() for t in split_top(strip(sig)) if t.strip()]
     return types, types
 
@@ -246,17 +255,36 @@ def _parse_body(lines, i):
         results = result_names(lhs) if lhs else []
         uses = NAME.findall(rhs)
         # A region: its lines are uses at this op's step.
-        depth = rhs.count("{") - rhs.count("}") if rhs.endswith("{") else 0
+        has_region = rhs.endswith("{")
+        depth = rhs.count("{") - rhs.count("}") if has_region else 0
+        closing = ""
         while depth > 0 and i < len(lines):
             inner = lines[i]
             i += 1
             depth += inner.count("{") - inner.count("}")
             uses += NAME.findall(inner.split(" = ", 1)[-1] if inner.strip().startswith("%") else inner)
-        operand_types, result_types = signature_types(rhs)
+            closing = inner.strip()
+        if has_region:
+            # Result types follow the last `->`, of the closing line
+            # (`} -> tensor<...>`) or else of the header (scf.for's
+            # `-> (tensor<...>) {`).
+            header = rhs[:-1].strip()
+            source = closing.lstrip("}") if "->" in closing else header
+            arrow = split_top(source, "->")
+            types = arrow[-1].strip() if len(arrow) > 1 else ""
+            if types.startswith("("):
+                types = types[1:-1]
+            operand_types = []
+            result_types = [t.strip() for t in split_top(types) if t.strip()]
+        else:
+            operand_types, result_types = signature_types(rhs)
+            if op_name == "tensor.extract":  # `: tensor<T>` names the operand
+                result_types = ["scalar"]
         # The attributes are looked up by name in the whole line: an op's
         # attr-dict is not always right before its type (arith.constant).
-        ops.append(Op(len(ops), op_name, results, result_types, uses, rhs,
-                      operand_types, line))
+        # A region op prints its attr-dict after the region: `} {...}`.
+        ops.append(Op(len(ops), op_name, results, result_types, uses,
+                      rhs + " " + closing if has_region else rhs, operand_types, line))
     raise PlanError("function body does not end")
 
 

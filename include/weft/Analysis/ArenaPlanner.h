@@ -48,9 +48,9 @@ struct ArenaOptions {
   /// Upper bound on local-search replays after the greedy passes; 0
   /// disables the search.
   uint64_t searchIterations = 1000000;
-  /// Work budget of the search: a replay of n buffers costs about n^2, so at
-  /// most searchWork / n^2 replays run (at least 4). The default takes at
-  /// most about half a second on one core for a few hundred buffers.
+  /// Work budget of the search in buffer pairs examined (a replay of the
+  /// last k of n buffers examines about k * n); at least 4 * n^2. The default
+  /// takes about a third of a second on one core.
   double searchWork = 1.0e8;
 };
 
