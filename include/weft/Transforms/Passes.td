@@ -104,6 +104,29 @@ def PlanMemoryPass : Pass<"weft-plan-memory", "mlir::ModuleOp"> {
     offset per result, then `weft.workspace_offset`) to ops, `weft.offset` to
     arguments, and `weft.memory_plan` (peak, lower bound, fragmentation, bytes
     by category) to the function; `report=FILE` also writes it as JSON.
+
+    Lifetimes and categories come from the shared schedule/liveness analysis
+    (include/weft/Analysis/Liveness.h, which states the rules); offsets from
+    the arena planner (ArenaPlanner.h): greedy best fit and first fit over
+    four orders (size, lifetime, size x lifetime, start), a local search over
+    placement orders, and an exact search for at most 8 buffers. The lower
+    bound is the max-live (the most aligned bytes live at one step);
+    fragmentation is (peak - lower bound) / peak.
+
+    ```mlir
+    func.func @chain(%x: tensor<16xf32>) -> tensor<16xf32> {
+      %a = weft.gelu %x : (tensor<16xf32>) -> tensor<16xf32>
+      %b = weft.silu %a : (tensor<16xf32>) -> tensor<16xf32>
+      return %b : tensor<16xf32>
+    }
+    // weft-opt --weft-plan-memory="alignment=64": %x and %b share bytes.
+    func.func @chain(%arg0: tensor<16xf32> {weft.offset = 64 : i64}) -> tensor<16xf32>
+        attributes {weft.memory_plan = {alignment = 64 : i64, ..., lower_bound_bytes = 128 : i64, peak_bytes = 128 : i64, ...}} {
+      %0 = weft.gelu %arg0 {weft.offsets = array<i64: 0>} : (tensor<16xf32>) -> tensor<16xf32>
+      %1 = weft.silu %0 {weft.offsets = array<i64: 64>} : (tensor<16xf32>) -> tensor<16xf32>
+      return %1 : tensor<16xf32>
+    }
+    ```
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"\"", "Function to plan (default: all)">,
