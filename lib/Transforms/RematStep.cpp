@@ -361,6 +361,8 @@ RecomputeStats weft::remat::applyRecompute(const StepStructure &step,
             insertBefore = top;
         }
       }
+      if (!insertBefore)
+        continue;
       llvm::SmallVector<Operation *> ordered(ops.begin(), ops.end());
       llvm::sort(ordered, [&](Operation *a, Operation *b) {
         return liveness.getStep(a) < liveness.getStep(b);
