@@ -14,9 +14,9 @@ using namespace mlir;
 namespace {
 
 /// Replaces the first weft.add of each function (or of `func` only) by
-/// weft.sub on the same operands: a wrong result on purpose.
-struct TestBreakResultPass
-    : PassWrapper<TestBreakResultPass, OperationPass<ModuleOp>> {
+/// weft.sub on the same operands: a wrong result on purpose. Runs on a module
+/// or, nested, on one function (to exercise per-function pipelines).
+struct TestBreakResultPass : PassWrapper<TestBreakResultPass, OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestBreakResultPass)
 
   TestBreakResultPass() = default;
@@ -35,9 +35,16 @@ struct TestBreakResultPass
                            llvm::cl::desc("Only this function (default: all)")};
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
+    Operation *root = getOperation();
+    SmallVector<func::FuncOp> functions;
+    if (auto function = dyn_cast<func::FuncOp>(root))
+      functions.push_back(function);
+    else
+      for (Region &region : root->getRegions())
+        for (Block &block : region)
+          llvm::append_range(functions, block.getOps<func::FuncOp>());
     unsigned broken = 0;
-    for (auto function : module.getOps<func::FuncOp>()) {
+    for (func::FuncOp function : functions) {
       if (function.isExternal() ||
           (!func.empty() && function.getSymName() != func))
         continue;
@@ -56,9 +63,11 @@ struct TestBreakResultPass
       add.erase();
       ++broken;
     }
-    // A test pass that silently does nothing would make its tests vacuous.
-    if (broken == 0) {
-      module.emitError("weft-test-break-result found no weft.add to break")
+    // A test pass that silently does nothing would make its tests vacuous;
+    // nested on a function it may skip the functions `func` does not name.
+    if (broken == 0 && (isa<ModuleOp>(root) || func.empty())) {
+      emitError(root->getLoc(),
+                "weft-test-break-result found no weft.add to break")
           << (func.empty() ? std::string() : " in @" + func);
       signalPassFailure();
     }

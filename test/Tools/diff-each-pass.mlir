@@ -12,10 +12,17 @@
 // m + m for m = x * y; as m - m = 0 every element is off by |2 m_i|, and the
 // error is relative to the largest |2 m|: exactly 1 at the largest element.
 // RUN: not weft-opt %s --canonicalize --weft-test-break-result --cse --weft-diff-each-pass -o /dev/null 2>&1 | FileCheck %s --check-prefix=BREAK
-// BREAK: diff-each-pass.mlir:[[@LINE+49]]:1: error: pass 'weft-test-break-result' changed result 0 of @double: max rel error 1.0e+00 at [{{[0-2]}}, {{[0-3]}}]
+// BREAK: diff-each-pass.mlir:[[@LINE+56]]:1: error: pass 'weft-test-break-result' changed result 0 of @double: max rel error 1.0e+00 at [{{[0-2]}}, {{[0-3]}}]
 // BREAK-NEXT: func.func @double
 // BREAK: note: got 0 where the input IR gives {{-?[0-9.]+}}; the error is relative to the result's largest magnitude; tolerance 1.0e-12 for f64 results
 // BREAK-NOT: error
+
+// Nested pipelines: a pass on one function is checked right after it runs
+// on that function (multithreading is off while comparing), and the pass
+// manager's adaptor is never blamed.
+// RUN: not weft-opt %s --pass-pipeline="builtin.module(func.func(cse,weft-test-break-result{func=loss},canonicalize))" --weft-diff-each-pass --weft-diff-entry=double,loss -o /dev/null 2>&1 | FileCheck %s --check-prefix=NESTED
+// NESTED: error: pass 'weft-test-break-result' changed result 0 of @loss: max rel error
+// NESTED-NOT: error:
 
 // --weft-diff-entry picks the function (default: the first one). @loss is
 // f32: its tolerance is 16 units of f32 roundoff, 9.5e-7.
