@@ -96,6 +96,8 @@ private:
   llvm::SmallPtrSet<Operation *, 8> aliasWriters;
   std::set<unsigned> persistentArgs;
   int64_t lastStep = 0;
+  int64_t totalBytes = 0;
+  static constexpr int64_t kMaxArenaBytes = int64_t(1) << 60;
 };
 
 } // namespace weft
@@ -109,10 +111,22 @@ LogicalResult LivenessBuilder::registerValue(Value value, int64_t step,
     return emitError(loc) << "weft liveness: " << what << " has type "
                           << value.getType()
                           << "; only statically shaped tensors can be planned";
+  if (!tensor.getElementType().isIntOrFloat())
+    return emitError(loc) << "weft liveness: " << what << " has type "
+                          << value.getType()
+                          << "; only integer and floating-point elements have "
+                             "a size";
+  int64_t size = tensorBytes(tensor);
+  // The arena's arithmetic stays far from int64 overflow.
+  totalBytes += size;
+  if (size < 0 || size > kMaxArenaBytes || totalBytes > kMaxArenaBytes)
+    return emitError(loc) << "weft liveness: " << what << " (" << value.getType()
+                          << ") brings the function's tensors past 2^60 "
+                             "bytes; cannot plan them";
   unsigned id = states.size();
   ValueState state;
   state.value = value;
-  state.size = tensorBytes(tensor);
+  state.size = size;
   state.defStep = state.lastUse = step;
   state.parent = id;
   states.push_back(state);

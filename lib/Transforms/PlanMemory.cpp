@@ -140,8 +140,10 @@ struct PlanMemoryPass : weft::impl::PlanMemoryPassBase<PlanMemoryPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (alignment < 1 || (alignment & (alignment - 1)) != 0) {
-      module.emitError("weft-plan-memory expects a power-of-two alignment, got ")
+    if (alignment < 1 || alignment > (int64_t(1) << 32) ||
+        (alignment & (alignment - 1)) != 0) {
+      module.emitError("weft-plan-memory expects a power-of-two alignment of "
+                       "at most 2^32, got ")
           << alignment.getValue();
       return signalPassFailure();
     }

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field
 
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4,
-                 "i16": 2, "i8": 1, "i1": 1, "index": 8}
+                 "i16": 2, "i8": 1, "i1": 1}
 NAME = re.compile(r"%[A-Za-z0-9_.$-]+(?:#\d+)?")
 TENSOR = re.compile(r"tensor<([^<>]*)>")
 

@@ -1,7 +1,7 @@
 // RUN: weft-opt %s --split-input-file --verify-diagnostics --weft-plan-memory
 // RUN: not weft-opt %s --split-input-file --weft-plan-memory="alignment=48" 2>&1 | FileCheck %s --check-prefix=ALIGN
 // RUN: not weft-opt %s --split-input-file --weft-plan-memory="entry=nope" 2>&1 | FileCheck %s --check-prefix=ENTRY
-// ALIGN: weft-plan-memory expects a power-of-two alignment, got 48
+// ALIGN: weft-plan-memory expects a power-of-two alignment of at most 2^32, got 48
 // ENTRY: weft-plan-memory: no function with a body named 'nope'
 
 // The in-place update of argument 0 happens at step 0; reading the old
@@ -38,4 +38,13 @@ func.func @one_update_two_arguments(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (te
 // expected-error @+1 {{weft liveness: argument 0 has type 'tensor<?xf32>'; only statically shaped tensors can be planned}}
 func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
   return %x : tensor<?xf32>
+}
+
+// -----
+
+// 2^58 elements of f32 each: together past the 2^60 bytes the planner's
+// arithmetic allows.
+// expected-error @+1 {{weft liveness: argument 1 ('tensor<288230376151711744xf32>') brings the function's tensors past 2^60 bytes; cannot plan them}}
+func.func @too_large(%a: tensor<288230376151711744xf32>, %b: tensor<288230376151711744xf32>) -> tensor<288230376151711744xf32> {
+  return %a : tensor<288230376151711744xf32>
 }
