@@ -2,26 +2,51 @@
 // (a multiply-add counts 2, a transcendental 1) and attention's workspace.
 #include "weft/Dialect/WeftDialect.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 using namespace mlir;
 using namespace weft;
 
+/// FLOP counts of valid but huge shapes (up to 2^48 elements per tensor) can
+/// pass int64: products are formed in double and clamped, never wrapped.
+static int64_t clampToInt64(double value) {
+  // The largest double below 2^63; anything at or above it saturates.
+  constexpr double kLimit = 9223372036854774784.0;
+  return value >= kLimit ? std::numeric_limits<int64_t>::max() : int64_t(value);
+}
+
+// Both helpers answer 0 rather than crash or overflow on shapes a verifier
+// would reject (wrong rank, dynamic, over 2^48 elements): the interfaces may
+// be queried before the op is verified (dialect attribute verifiers run
+// first). Below 2^48, count * 16 and the like fit in int64.
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
 static int64_t elements(Value value) {
-  return cast<RankedTensorType>(value.getType()).getNumElements();
+  int64_t count = tensorElements(value.getType());
+  return count <= kMaxElements ? count : 0;
 }
 
 static int64_t dim(Value value, int64_t i) {
-  auto shape = cast<RankedTensorType>(value.getType()).getShape();
-  return shape[i < 0 ? i + shape.size() : i];
+  auto tensor = dyn_cast<RankedTensorType>(value.getType());
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  ArrayRef<int64_t> shape = tensor.getShape();
+  int64_t index = i < 0 ? i + int64_t(shape.size()) : i;
+  if (index < 0 || index >= int64_t(shape.size()))
+    return 0;
+  return shape[index] <= kMaxElements ? shape[index] : 0;
 }
 
 int64_t LinearOp::getFlops() {
-  int64_t outputs = elements(getY());
-  return 2 * outputs * dim(getX(), -1) + (getBias() ? outputs : 0);
+  double outputs = elements(getY());
+  return clampToInt64(2.0 * outputs * dim(getX(), -1) + (getBias() ? outputs : 0.0));
 }
 
 int64_t MatmulOp::getFlops() {
   int64_t k = getTransposeA() ? dim(getA(), -2) : dim(getA(), -1);
-  return 2 * elements(getC()) * k;
+  return clampToInt64(2.0 * double(elements(getC())) * k);
 }
 
 /// Score-matrix entries actually computed: half (plus the diagonal) when causal.
@@ -30,31 +55,37 @@ static double scoreEntries(Value q, Value k, bool causal) {
   double full = double(dim(q, 0)) * dim(q, 1) * sq * sk;
   if (!causal)
     return full;
-  // Top-left causal: row i sees min(i + 1, sk) keys.
-  double seen = 0;
-  for (int64_t i = 0; i < dim(q, 2); ++i)
-    seen += std::min<double>(i + 1, sk);
-  return full * seen / (sq * sk);
+  if (sq == 0 || sk == 0)
+    return 0;
+  // Top-left causal: row i sees min(i + 1, sk) keys. In closed form (a loop
+  // over rows would take hours for the longest valid sequences): rows up to
+  // sk see 1..m keys, the remaining sq - m rows see all sk.
+  double m = std::min(sq, sk);
+  double seen = m * (m + 1) / 2 + (sq - m) * sk;
+  return double(dim(q, 0)) * dim(q, 1) * seen;
 }
 
 int64_t AttentionOp::getFlops() {
   double entries = scoreEntries(getQ(), getK(), getCausal());
   // QK^T and PV, plus about 5 operations per score for the softmax.
-  return int64_t(entries * (2.0 * dim(getQ(), 3) + 2.0 * dim(getV(), 3) + 5.0));
+  return clampToInt64(entries * (2.0 * dim(getQ(), 3) + 2.0 * dim(getV(), 3) + 5.0));
 }
 
 int64_t AttentionGradOp::getFlops() {
   double entries = scoreEntries(getQ(), getK(), getCausal());
   // Recompute S = QK^T, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
   double d = dim(getQ(), 3), dv = dim(getV(), 3);
-  return int64_t(entries * (2.0 * (3.0 * d + 2.0 * dv) + 8.0));
+  return clampToInt64(entries * (2.0 * (3.0 * d + 2.0 * dv) + 8.0));
 }
 
 int64_t AttentionGradOp::getWorkspaceBytes() {
   // FlashAttention-2's backward: an f32 dQ accumulator and the row statistic
-  // D = rowsum(dO * O) in f32.
-  int64_t rows = dim(getQ(), 0) * dim(getQ(), 1) * dim(getQ(), 2);
-  return 4 * elements(getQ()) + 4 * rows;
+  // D = rowsum(dO * O) in f32. An unverified op may lack q (attribute
+  // verifiers ask before the op's verifier ran): no workspace then.
+  if ((*this)->getNumOperands() < 6 || (*this)->getNumOperands() > 7)
+    return 0;
+  double rows = double(dim(getQ(), 0)) * dim(getQ(), 1) * dim(getQ(), 2);
+  return clampToInt64(4.0 * double(elements(getQ())) + 4.0 * rows);
 }
 
 int64_t LayerNormOp::getFlops() { return 8 * elements(getX()); }

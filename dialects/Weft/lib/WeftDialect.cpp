@@ -5,6 +5,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace weft;
@@ -19,26 +22,47 @@ void WeftDialect::initialize() {
       >();
 }
 
-int64_t weft::tensorBytes(Type type) {
+int64_t weft::tensorElements(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
     return 0;
+  int64_t count = 1;
+  for (int64_t dim : tensor.getShape())
+    if (llvm::MulOverflow(count, dim, count))
+      return std::numeric_limits<int64_t>::max();
+  return count;
+}
+
+int64_t weft::tensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.getElementType().isIntOrFloat())
+    return 0;
   unsigned bits = tensor.getElementType().getIntOrFloatBitWidth();
   int64_t bytesPerElement = bits < 8 ? 1 : bits / 8;
-  return tensor.getNumElements() * bytesPerElement;
+  int64_t bytes;
+  if (llvm::MulOverflow(tensorElements(type), bytesPerElement, bytes))
+    return std::numeric_limits<int64_t>::max();
+  return bytes;
+}
+
+/// a + b, saturating at INT64_MAX: a variadic op's operands of up to 2^51
+/// bytes each may add up past int64.
+static int64_t addBytes(int64_t a, int64_t b) {
+  int64_t sum;
+  return llvm::AddOverflow(a, b, sum) ? std::numeric_limits<int64_t>::max() : sum;
 }
 
 int64_t weft::defaultResultBytes(Operation *op) {
   int64_t bytes = 0;
   for (Type type : op->getResultTypes())
-    bytes += tensorBytes(type);
+    bytes = addBytes(bytes, tensorBytes(type));
   return bytes;
 }
 
 int64_t weft::defaultBytesMoved(Operation *op) {
   int64_t bytes = defaultResultBytes(op);
   for (Type type : op->getOperandTypes())
-    bytes += tensorBytes(type);
+    bytes = addBytes(bytes, tensorBytes(type));
   return bytes;
 }
 

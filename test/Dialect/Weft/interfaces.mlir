@@ -138,5 +138,20 @@ func.func @adamw(%p: tensor<8xf32>, %m: tensor<8xf32>, %t: tensor<i64>) {
   return
 }
 
+// Regressions: valid shapes at the 2^48-element limit. matmul's 2*m*n*k =
+// 2 * 2^48 * 2^24 = 2^73 FLOPs passes int64 (it wrapped): it saturates at
+// 2^63 - 1. bytes = 3 tensors of 2^48 f32 elements = 3 * 2^50.
+func.func @huge(%a: tensor<16777216x16777216xf32>, %q: tensor<1x1x1099511627776x1xf32>) {
+  // CHECK-NEXT: weft.matmul: flops=9223372036854775807 bytes=3377699720527872 workspace=0 roofline_us=9.22337e+12 result_bytes=1125899906842624
+  %0 = weft.matmul %a, %a : (tensor<16777216x16777216xf32>, tensor<16777216x16777216xf32>) -> tensor<16777216x16777216xf32>
+  // Causal attention over s = 2^40 (the cost loop took hours per row count,
+  // now a closed form): entries s(s+1)/2 = 2^79 + 2^39, each 2 + 2 + 5 = 9
+  // FLOPs: saturates. bytes = 4 tensors of 2^40 f32 = 2^44, the result 2^42;
+  // the roofline is (2^63 - 1) / 10^12 s = 9.22337e+12 us.
+  // CHECK-NEXT: weft.attention: flops=9223372036854775807 bytes=17592186044416 workspace=0 roofline_us=9.22337e+12 result_bytes=4398046511104
+  %1 = weft.attention %q, %q, %q {causal} : (tensor<1x1x1099511627776x1xf32>, tensor<1x1x1099511627776x1xf32>, tensor<1x1x1099511627776x1xf32>) -> tensor<1x1x1099511627776x1xf32>
+  return
+}
+
 // Nothing else is printed: func and return implement neither interface.
 // CHECK-NOT: {{.}}

@@ -11,7 +11,12 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace weft {
-/// Bytes of a ranked tensor type (i1 counts one byte per element).
+/// Elements of a static ranked tensor type (saturating at INT64_MAX), 0 for
+/// anything else. Safe on unverified IR: attribute verifiers may query the
+/// cost and memory interfaces before the op's own verifier ran.
+int64_t tensorElements(mlir::Type type);
+/// Bytes of a static ranked tensor type (i1 counts one byte per element),
+/// saturating at INT64_MAX; 0 for other types and non-int/float elements.
 int64_t tensorBytes(mlir::Type type);
 /// Sum of operand and result bytes: an unfused kernel's traffic.
 int64_t defaultBytesMoved(mlir::Operation *op);
