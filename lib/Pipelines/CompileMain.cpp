@@ -147,13 +147,14 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   if (failed(applyDiffEachPassCLOptions(pm, status)))
     return kExitUsage;
 
-  if (failed(pm.run(*module)) || !finishDiffEachPass(*status))
-    return kExitFailed;
-
+  // Opened first, so an unwritable path fails before the compilation; the
+  // file is removed again unless the compilation succeeds.
   std::unique_ptr<llvm::ToolOutputFile> out =
       openOutputFile(cli.output, &errorMessage);
   if (!out)
     return usageError(errorMessage);
+  if (failed(pm.run(*module)) || !finishDiffEachPass(*status))
+    return kExitFailed;
   module->print(out->os());
   out->os() << "\n";
   out->keep();

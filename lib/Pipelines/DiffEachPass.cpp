@@ -164,6 +164,35 @@ func::FuncOp lookupFunction(Operation *root, StringRef name) {
   return {};
 }
 
+/// The interpreter holds every tensor as float64: a tensor past this many
+/// elements (2 GiB) is refused up front rather than failing an allocation.
+constexpr int64_t kMaxInterpretedElements = int64_t(1) << 28;
+
+/// Fails, naming the tensor, when `func` holds one too large to interpret.
+LogicalResult checkInterpretable(func::FuncOp func) {
+  auto tooLarge = [&](Type type, Location loc) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape() ||
+        tensor.getNumElements() <= kMaxInterpretedElements)
+      return success();
+    return emitError(loc, "--weft-diff-each-pass: @")
+           << func.getSymName() << " holds " << type << " ("
+           << tensor.getNumElements()
+           << " elements), more than the reference interpreter takes here ("
+           << kMaxInterpretedElements << ")";
+  };
+  for (Type type : func.getArgumentTypes())
+    if (failed(tooLarge(type, func.getLoc())))
+      return failure();
+  WalkResult walk = func.walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (failed(tooLarge(type, op->getLoc())))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 /// The pass as users name it: its flag, or its class for flagless passes.
 std::string passName(Pass *pass) {
   StringRef argument = pass->getArgument();
@@ -301,6 +330,8 @@ private:
 
   /// Runs `func` on every rank; the interpreter's diagnostics say why not.
   FailureOr<PerRank> runReference(func::FuncOp func, const PerRank &args) {
+    if (failed(checkInterpretable(func)))
+      return failure();
     FailureOr<int64_t> ranks = reference::numRanks(func);
     if (failed(ranks))
       return failure();
@@ -315,6 +346,10 @@ private:
 
   LogicalResult startTracking(func::FuncOp func, const std::string &origin) {
     status->markSeen(func.getSymName());
+    if (failed(checkInterpretable(func))) {
+      fail();
+      return failure();
+    }
     FailureOr<std::vector<Tensor>> args = argumentsFor(func);
     FailureOr<int64_t> ranks = reference::numRanks(func);
     if (failed(args) || failed(ranks)) {

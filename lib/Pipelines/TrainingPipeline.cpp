@@ -168,7 +168,9 @@ void weft::registerWeftPipelines() {
         TrainingPipelineOptions options;
         if (failed(options.parseFromString(text)))
           return failure();
-        return buildTrainingPipeline(pm, options, emitError);
+        return buildTrainingPipeline(pm, options, [&](const Twine &message) {
+          return emitError("weft-train-pipeline: " + message);
+        });
       },
       [](function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
         printOptions(TrainingPipelineOptions());

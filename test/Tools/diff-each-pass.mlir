@@ -12,7 +12,7 @@
 // m + m for m = x * y; as m - m = 0 every element is off by |2 m_i|, and the
 // error is relative to the largest |2 m|: exactly 1 at the largest element.
 // RUN: not weft-opt %s --canonicalize --weft-test-break-result --cse --weft-diff-each-pass -o /dev/null 2>&1 | FileCheck %s --check-prefix=BREAK
-// BREAK: diff-each-pass.mlir:[[@LINE+56]]:1: error: pass 'weft-test-break-result' changed result 0 of @double: max rel error 1.0e+00 at [{{[0-2]}}, {{[0-3]}}]
+// BREAK: diff-each-pass.mlir:[[@LINE+60]]:1: error: pass 'weft-test-break-result' changed result 0 of @double: max rel error 1.0e+00 at [{{[0-2]}}, {{[0-3]}}]
 // BREAK-NEXT: func.func @double
 // BREAK: note: got 0 where the input IR gives {{-?[0-9.]+}}; the error is relative to the result's largest magnitude; tolerance 1.0e-12 for f64 results
 // BREAK-NOT: error
@@ -57,6 +57,10 @@
 // RUN: weft-opt %s --symbol-dce --weft-diff-each-pass --weft-diff-entry=helper -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMOVED
 // REMOVED: warning: pass 'symbol-dce' removed @helper; --weft-diff-each-pass compares it no further
 
+// A function too large for the interpreter is refused before it is run.
+// RUN: not weft-opt %s --canonicalize --weft-diff-each-pass --weft-diff-entry=huge -o /dev/null 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: error: --weft-diff-each-pass: @huge holds 'tensor<65536x65536xf32>' (4294967296 elements), more than the reference interpreter takes here (268435456)
+
 // Option errors.
 // RUN: not weft-opt %s --canonicalize --weft-diff-each-pass --weft-diff-entry=nope -o /dev/null 2>&1 | FileCheck %s --check-prefix=NO-ENTRY
 // NO-ENTRY: error: --weft-diff-entry=nope: no function @nope appeared in the IR, so nothing was compared for it
@@ -83,4 +87,9 @@ func.func @loss(%w: tensor<4x4xf32> {weft.param}, %b: tensor<4xf32> {weft.param}
 
 func.func private @helper(%x: tensor<4xf64>) -> tensor<4xf64> {
   return %x : tensor<4xf64>
+}
+
+func.func @huge(%x: tensor<65536x65536xf32>) -> tensor<65536x65536xf32> {
+  %0 = weft.add %x, %x : (tensor<65536x65536xf32>, tensor<65536x65536xf32>) -> tensor<65536x65536xf32>
+  return %0 : tensor<65536x65536xf32>
 }

@@ -51,6 +51,15 @@
 // PARSE: error:
 // PARSE: exit 2
 
+// weft-opt's weft-train-pipeline checks the same options.
+// RUN: not weft-opt %s --weft-train-pipeline="remat=most" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE
+// PIPELINE: error: weft-train-pipeline: remat must be one of none, full, selective, block, uniform, budget; got 'most'
+
+// An unwritable output fails before compiling (exit 2).
+// RUN: sh -c 'weft-compile %s --train --entry forward -o %t.missing/dir/step.mlir 2>&1; echo "exit $?"' | FileCheck %s --check-prefix=NO-OUTPUT
+// NO-OUTPUT: error: cannot open output file '{{.*}}step.mlir'
+// NO-OUTPUT: exit 2
+
 // What autodiff refuses is a compilation error (exit 1), located at the
 // function.
 // RUN: sh -c 'weft-compile %s --train --entry two_results 2>&1; echo "exit $?"' | FileCheck %s --check-prefix=AUTODIFF
