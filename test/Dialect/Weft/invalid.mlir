@@ -1676,3 +1676,23 @@ func.func @recompute_not_unit(%x: tensor<4x8xf32>) {
   %0 = weft.gelu %x {weft.recompute = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+// Regression (weft-fuzz): weft.workspace_offset's attribute verifier asks the
+// op for its workspace before the op's own verifier ran; an attention_grad
+// with a 2-d q failed an assertion in getWorkspaceBytes.
+func.func @workspace_offset_malformed(%do: tensor<4x8xf32>, %lse: tensor<4xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op expects q of rank 4, got 'tensor<4x8xf32>'}}
+  %dq, %dk, %dv = weft.attention_grad %do, %do, %do, %do, %do, %lse {weft.workspace_offset = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+// ... and one with too few operands to have a q at all.
+func.func @workspace_offset_no_q(%do: tensor<4x8xf32>, %lse: tensor<4xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op has 'weft.workspace_offset' but no workspace}}
+  %dq, %dk, %dv = weft.attention_grad %do, %lse {weft.workspace_offset = 0 : i64} : (tensor<4x8xf32>, tensor<4xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
