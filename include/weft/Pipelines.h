@@ -147,9 +147,10 @@ applyDiffEachPassCLOptions(mlir::PassManager &pm,
 /// appeared; returns whether all went well.
 bool finishDiffEachPass(const DiffEachPassStatus &status);
 
-/// weft-opt's main after registration: MlirOptMain with
-/// --weft-diff-each-pass hooked into its pass pipeline setup. Exits non-zero
-/// when a pass changed a result (unless --verify-diagnostics judges).
+/// weft-opt's main after registration (registerDiffEachPassCLOptions
+/// included): MlirOptMain with --weft-diff-each-pass hooked into its pass
+/// pipeline setup. Fails when a pass changed a result (unless
+/// --verify-diagnostics judges the run).
 mlir::LogicalResult weftOptMain(int argc, char **argv, llvm::StringRef toolName,
                                 mlir::DialectRegistry &registry);
 

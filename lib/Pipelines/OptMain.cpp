@@ -15,7 +15,6 @@ using namespace mlir;
 LogicalResult weft::weftOptMain(int argc, char **argv, StringRef toolName,
                                 DialectRegistry &registry) {
   llvm::InitLLVM initLLVM(argc, argv);
-  registerDiffEachPassCLOptions();
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, toolName, registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();

@@ -11,6 +11,7 @@ int main(int argc, char **argv) {
   weft::registerWeftPasses();
   weft::registerWeftPipelines();
   weft::registerWeftTestPasses();
+  weft::registerDiffEachPassCLOptions();
   return mlir::asMainReturnCode(
       weft::weftOptMain(argc, argv, "Weft optimizer driver\n", registry));
 }
