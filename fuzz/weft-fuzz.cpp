@@ -1,5 +1,6 @@
 // weft-fuzz: a libFuzzer target over Weft's IR front end. Each input is parsed
-// as a module (weft, shard, func, arith, tensor registered), verified,
+// as a module with the dialects weft-opt registers (weft, shard, func, arith,
+// tensor, and what tiled attention uses: registerWeftDialects), verified,
 // canonicalized, queried through the cost and memory interfaces, printed and
 // re-parsed; only a crash, a sanitizer report or a broken invariant (valid IR
 // that canonicalization makes invalid, printed IR that does not parse back)
@@ -20,8 +21,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 
 using namespace mlir;
 
