@@ -213,11 +213,17 @@ public:
       : options(std::move(options)), status(std::move(status)) {}
 
   void runBeforePass(Pass *pass, Operation *op) override {
-    if (root)
+    // The first pass of a run: the IR as it came in is the reference. (A pass
+    // manager run again on other IR starts over.)
+    Operation *top = op;
+    while (top->getParentOp())
+      top = top->getParentOp();
+    if (top == root)
       return;
-    root = op;
-    while (root->getParentOp())
-      root = root->getParentOp();
+    root = top;
+    stopped = false;
+    tracked.clear();
+    known.clear();
     llvm::SmallVector<func::FuncOp> functions = functionsOf(root);
     for (func::FuncOp func : functions)
       known.insert(func.getSymName());
