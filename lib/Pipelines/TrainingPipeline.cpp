@@ -76,32 +76,10 @@ std::string weft::formatBytes(int64_t bytes) {
   return text;
 }
 
-namespace {
-
-constexpr llvm::StringLiteral kRematPolicies[] = {
+/// weft-remat's policies (Passes.td), checked here so a typo is an option
+/// error before anything runs.
+static constexpr llvm::StringLiteral kRematPolicies[] = {
     "none", "full", "selective", "block", "uniform", "budget"};
-
-/// weft-remat by its registered name: the pipeline does not depend on the
-/// pass's C++ symbols, so it builds whether or not weft-remat is linked.
-LogicalResult
-addRematPass(OpPassManager &pm, StringRef step,
-             const TrainingPipelineOptions &options,
-             std::optional<int64_t> budget,
-             function_ref<LogicalResult(const Twine &)> emitError) {
-  const PassInfo *remat = PassInfo::lookup("weft-remat");
-  if (!remat)
-    return emitError("remat=" + options.remat +
-                     " needs the weft-remat pass, which this build does not "
-                     "register; use remat=none");
-  std::string rematOptions = ("entry=" + step + " policy=" + options.remat +
-                              " num-layers=" + Twine(options.rematLayers))
-                                 .str();
-  if (options.remat == "budget")
-    rematOptions += " budget=" + std::to_string(*budget);
-  return remat->addToPipeline(pm, rematOptions, emitError);
-}
-
-} // namespace
 
 LogicalResult weft::buildTrainingPipeline(
     OpPassManager &pm, const TrainingPipelineOptions &options,
@@ -138,10 +116,15 @@ LogicalResult weft::buildTrainingPipeline(
   autodiff.weightDecay = options.weightDecay;
   pm.addPass(createAutodiffPass(autodiff));
 
-  // remat=none leaves the step as autodiff made it.
-  if (options.remat != "none" &&
-      failed(addRematPass(pm, step, options, budget, emitError)))
-    return failure();
+  // A fixed policy gets no budget: the planned peak is checked against it
+  // after planning (weft-training-report), where the arena's peak is known.
+  RematPassOptions remat;
+  remat.entry = step;
+  remat.policy = options.remat;
+  remat.numLayers = options.rematLayers;
+  if (options.remat == "budget")
+    remat.budget = std::to_string(*budget);
+  pm.addPass(createRematPass(remat));
 
   PlanMemoryPassOptions plan;
   plan.entry = step;
