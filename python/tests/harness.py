@@ -25,7 +25,6 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 F64_TOL = 1e-10
 F64_SLACK = 8 * np.finfo(np.float64).eps
 DTYPE_NAMES = {v: k for k, v in npz.TORCH_DTYPES.items()}
-LOW_PRECISION = ("f32", "f16", "bf16")
 
 
 def weft_run_path():

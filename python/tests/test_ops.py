@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from harness import F64_TOL, check, compare_op, randint, randn, rel_err, run_op, wide
-from weft import philox
+from weft import npz, philox
 from weft.models.ir import I64Array
 
 DTYPES = ["f64", "f32", "bf16"]
@@ -153,9 +153,8 @@ def test_convert(rng, src, dst):
     magnitude = np.exp2(rng.uniform(-10, 10, size=200))
     values = np.concatenate([np.where(rng.random(200) < 0.5, -magnitude, magnitude),
                              ties(dst) if SIGNIFICAND_BITS[dst] < SIGNIFICAND_BITS[src] else []])
-    x = torch.from_numpy(round_nearest_even(values, src)).to(torch.float64)
-    x = x.to({"f64": torch.float64, "f32": torch.float32, "f16": torch.float16,
-              "bf16": torch.bfloat16}[src])
+    # Values of the source type (exactly representable), then converted.
+    x = torch.from_numpy(round_nearest_even(values, src)).to(npz.TORCH_DTYPES[src])
     expected = torch.from_numpy(round_nearest_even(wide(x).numpy(), dst))
     (out,) = run_op("convert", [x], [(tuple(x.shape), dst)])
     bad = (wide(out) != expected).nonzero().flatten()[:5].tolist()
@@ -246,7 +245,6 @@ def rotate_half(x):
 def rope_tables(rng, seq, dim, dtype):
     angles = torch.from_numpy(rng.uniform(-math.pi, math.pi, size=(seq, dim // 2)))
     angles = torch.cat([angles, angles], -1)
-    from harness import npz
     return angles.cos().to(npz.TORCH_DTYPES[dtype]), angles.sin().to(npz.TORCH_DTYPES[dtype])
 
 

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from harness import F64_SLACK, check, rel_err, randn, run_op, wide
 from test_ops_grad import vjp
 from weft import philox
+from weft.models.ir import F32
 
 HEADS = {"mha": (4, 4), "gqa": (4, 2), "mqa": (4, 1)}
 # An f32-exact scale (the attribute is f32), different from 1/sqrt(d).
@@ -61,7 +62,6 @@ def attention_inputs(rng, dtype, heads, sq, sk, d=8, dv=None):
 def attention_attrs(causal, scale, dropout):
     attrs = {"causal": causal}
     if scale is not None:
-        from weft.models.ir import F32
         attrs["scale"] = F32(scale)
     if dropout:
         attrs.update({"dropout_p": dropout[0], "weft.rng_id": dropout[2]})

@@ -1,7 +1,7 @@
 """Writes a ModelConfig as weft IR: `@forward(params..., ids, labels,
 [rope cos, sin,] seed) -> loss`, pre-norm blocks, mean cross-entropy."""
 from weft.models.arguments import argument_specs
-from weft.models.ir import F32, FunctionBuilder, I64Array, module_text
+from weft.models.ir import FunctionBuilder, I64Array, module_text
 
 
 class ModelEmitter:

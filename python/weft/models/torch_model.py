@@ -2,7 +2,6 @@
 order of the IR's @forward arguments) and the same loss. Dropout draws weft's
 Philox masks (weft.philox), so with dropout > 0 it still matches weft, not
 PyTorch's own dropout."""
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -153,7 +152,3 @@ def reference_loss(config, values, dtype):
     """PyTorch's loss for the argument values, in `dtype`."""
     torch.manual_seed(0)  # module construction draws initial values; overwritten
     return Transformer(config).loss_from_arguments(values, dtype)
-
-
-def numpy_scalar(t):
-    return np.asarray(t.detach().to(torch.float64).numpy())
