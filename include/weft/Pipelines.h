@@ -134,6 +134,8 @@ createDiffEachPassInstrumentation(DiffEachPassOptions options,
 /// --weft-diff-seed and --weft-diff-rtol (call before parsing the command
 /// line, as registerPassManagerCLOptions).
 void registerDiffEachPassCLOptions();
+/// The --help category of those options.
+llvm::cl::OptionCategory &getDiffEachPassCategory();
 /// Whether --weft-diff-each-pass was given.
 bool isDiffEachPassRequested();
 /// The options the command line gave; fails with a message on a bad value.

@@ -81,6 +81,8 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDiffEachPassCLOptions();
+  // --help lists weft-compile's own options (--help-hidden: MLIR's too).
+  cl::HideUnrelatedOptions({&cli.category, &getDiffEachPassCategory()});
   if (!cl::ParseCommandLineOptions(
           argc, argv,
           "weft-compile: build the training step of a forward graph\n\n"

@@ -446,26 +446,36 @@ struct DiffEachPassCLOptions {
       "weft-diff-each-pass",
       cl::desc("Run the reference interpreter before the first pass and "
                "after each pass; fail naming the first pass that changes a "
-               "result")};
+               "result"),
+      cl::cat(getDiffEachPassCategory())};
   cl::list<std::string> entries{
       "weft-diff-entry", cl::CommaSeparated, cl::value_desc("name,..."),
       cl::desc("Functions to compare (default: the first function, and "
-               "every function a pass adds, from that pass on)")};
+               "every function a pass adds, from that pass on)"),
+      cl::cat(getDiffEachPassCategory())};
   cl::opt<std::string> inputs{
       "weft-diff-inputs", cl::value_desc("file.npz"),
       cl::desc("Arguments (arg<i>) of the first compared function; others "
-               "get random ones from --weft-diff-seed")};
+               "get random ones from --weft-diff-seed"),
+      cl::cat(getDiffEachPassCategory())};
   cl::opt<uint64_t> seed{"weft-diff-seed", cl::init(0),
-                         cl::desc("Seed of the random arguments")};
+                         cl::desc("Seed of the random arguments"),
+                         cl::cat(getDiffEachPassCategory())};
   cl::opt<double> rtol{
       "weft-diff-rtol", cl::init(1e-12),
       cl::desc("Tolerance on max|got - ref| / max|ref| of f64 results; f32, "
-               "f16 and bf16 results use max(rtol, 16 * their unit roundoff)")};
+               "f16 and bf16 results use max(rtol, 16 * their unit roundoff)"),
+      cl::cat(getDiffEachPassCategory())};
 };
 
 llvm::ManagedStatic<DiffEachPassCLOptions> clOptions;
 
 } // namespace
+
+cl::OptionCategory &weft::getDiffEachPassCategory() {
+  static cl::OptionCategory category("--weft-diff-each-pass options");
+  return category;
+}
 
 std::unique_ptr<PassInstrumentation> weft::createDiffEachPassInstrumentation(
     DiffEachPassOptions options, std::shared_ptr<DiffEachPassStatus> status) {
