@@ -363,9 +363,16 @@ LockstepExecutor::call(func::FuncOp func, PerRank<std::vector<Tensor>> args,
 
   // Free each value after its last use so long graphs stay small.
   llvm::DenseMap<Value, Operation *> lastUse;
-  for (Operation &op : block)
+  for (Operation &op : block) {
     for (Value operand : op.getOperands())
       lastUse[operand] = &op;
+    // Values an op's regions capture are used by the op itself.
+    if (op.getNumRegions() != 0)
+      op.walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          lastUse[operand] = &op;
+      });
+  }
 
   PerRank<Frame> frames(ranks);
   for (int64_t rank = 0; rank < ranks; ++rank)
@@ -384,11 +391,16 @@ LockstepExecutor::call(func::FuncOp func, PerRank<std::vector<Tensor>> args,
       }
       return returned;
     }
-    if (op.getNumRegions() != 0)
+    if (detail::isStructuredOp(&op)) {
+      for (Frame &frame : frames)
+        if (failed(detail::runStructuredOp(&op, frame)))
+          return failure();
+    } else if (op.getNumRegions() != 0) {
       return op.emitOpError("reference interpreter cannot run '")
              << op.getName() << "' (ops with regions are not supported)";
-    if (failed(execute(&op, frames, depth)))
+    } else if (failed(execute(&op, frames, depth))) {
       return failure();
+    }
     for (Value operand : op.getOperands())
       if (lastUse.lookup(operand) == &op)
         for (Frame &frame : frames)

@@ -10,6 +10,7 @@
 #include "weft/Reference/Tensor.h"
 
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
 #include "mlir/Support/LLVM.h"
 
 #include <string>
@@ -126,6 +127,16 @@ mlir::LogicalResult runCollective(mlir::Operation *op,
 /// Runs one weft op on one rank (Dispatch.cpp). Ops of other dialects are the
 /// driver's business.
 mlir::LogicalResult runWeftOp(mlir::Operation *op, Operands in, Results out);
+
+// Structured.cpp
+/// Whether `op` is an upstream arith/math/scf/tensor/linalg op that
+/// runStructuredOp runs (the driver keeps its own arith.constant path for the
+/// constants it can hold).
+bool isStructuredOp(mlir::Operation *op);
+/// Runs `op` (and its regions) on one rank, reading operands from and writing
+/// results into `frame`; scalars are 0-d tensors.
+mlir::LogicalResult
+runStructuredOp(mlir::Operation *op, llvm::DenseMap<mlir::Value, Tensor> &frame);
 
 /// The op's `weft.rng_id` (verified present on random ops).
 int64_t rngIdOf(mlir::Operation *op);
