@@ -2,6 +2,7 @@
 // tensor argument becomes a memref descriptor over a host buffer, the results
 // come back as descriptors of buffers the compiled code malloc'ed.
 #include "weft/Target/CPU/CpuRunner.h"
+#include "weft/Reference/Interpreter.h"
 
 #include "weft/Support/FloatBits.h"
 
@@ -21,46 +22,12 @@ namespace weft::cpu {
 
 namespace {
 
-std::optional<DType> dtypeOf(Type type) {
-  if (type.isF64())
-    return DType::F64;
-  if (type.isF32())
-    return DType::F32;
-  if (type.isF16())
-    return DType::F16;
-  if (type.isBF16())
-    return DType::BF16;
-  if (type.isSignlessInteger(64))
-    return DType::I64;
-  if (type.isSignlessInteger(1))
-    return DType::I1;
-  return std::nullopt;
-}
-
-const char *nameOf(DType dtype) {
-  switch (dtype) {
-  case DType::F64:
-    return "f64";
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::I64:
-    return "i64";
-  case DType::I1:
-    return "i1";
-  }
-  llvm_unreachable("unknown dtype");
-}
-
 /// "tensor<2x3xf32>", as the IR writes it.
 std::string describe(ArrayRef<int64_t> shape, DType dtype) {
   std::string text = "tensor<";
   for (int64_t dim : shape)
     text += std::to_string(dim) + "x";
-  return text + nameOf(dtype) + ">";
+  return text + dtypeName(dtype) + ">";
 }
 
 /// Bytes of one element as the lowered code stores it (i1 takes a byte).
@@ -153,7 +120,7 @@ LogicalResult checkTypes(func::FuncOp func, TypeRange types, StringRef what) {
   for (auto [index, type] : llvm::enumerate(types)) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !tensor.hasStaticShape() ||
-        !dtypeOf(tensor.getElementType()))
+        !reference::dtypeOf(tensor.getElementType()))
       return func.emitError("weft-cpu-run supports static ranked tensors of "
                             "f64, f32, f16, bf16, i64 or i1; ")
              << what << " #" << index << " of @" << func.getSymName()
@@ -180,7 +147,7 @@ FailureOr<std::vector<Tensor>> runOnCpu(ModuleOp module, StringRef entry,
   for (auto [index, type] : llvm::enumerate(signature.getInputs())) {
     auto tensor = cast<RankedTensorType>(type);
     if (tensor.getShape() != ArrayRef<int64_t>(args[index].shape) ||
-        *dtypeOf(tensor.getElementType()) != args[index].dtype)
+        *reference::dtypeOf(tensor.getElementType()) != args[index].dtype)
       return func.emitError("argument #")
              << index << " of @" << entry << " is " << type
              << " but the given tensor is "
@@ -262,11 +229,11 @@ FailureOr<std::vector<Tensor>> runOnCpu(ModuleOp module, StringRef entry,
     if (sizes != tensorType.getShape())
       return func.emitError("result of @")
              << entry << " came back as "
-             << describe(sizes, *dtypeOf(tensorType.getElementType()))
+             << describe(sizes, *reference::dtypeOf(tensorType.getElementType()))
              << ", expected " << type;
     Tensor tensor;
     tensor.shape.assign(sizes.begin(), sizes.end());
-    tensor.dtype = *dtypeOf(tensorType.getElementType());
+    tensor.dtype = *reference::dtypeOf(tensorType.getElementType());
     tensor.data.resize(tensor.numElements());
     size_t bytes = elementBytes(tensor.dtype);
     SmallVector<int64_t> position(rank, 0);
