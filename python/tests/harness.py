@@ -27,17 +27,26 @@ F64_SLACK = 8 * np.finfo(np.float64).eps
 DTYPE_NAMES = {v: k for k, v in npz.TORCH_DTYPES.items()}
 
 
-def weft_run_path():
+def tool_path(name):
     build = os.environ.get("WEFT_BUILD_DIR", os.path.join(REPO, "build"))
-    return os.path.join(build, "bin", "weft-run")
+    return os.path.join(build, "bin", name)
+
+
+def weft_run_path():
+    return tool_path("weft-run")
+
+
+def tool(name):
+    """Path of a built Weft tool; skips the test if it is not built."""
+    path = tool_path(name)
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{name} is not built ({path} missing); build it with "
+                    f"`ninja -C $WEFT_BUILD_DIR {name}` or set WEFT_BUILD_DIR")
+    return path
 
 
 def require_weft_run():
-    path = weft_run_path()
-    if not os.access(path, os.X_OK):
-        pytest.skip(f"weft-run is not built ({path} missing); build it with "
-                    "`ninja -C $WEFT_BUILD_DIR weft-run` or set WEFT_BUILD_DIR")
-    return path
+    return tool("weft-run")
 
 
 def run_ir(text, inputs, entry="main", timeout=300, extra_args=()):

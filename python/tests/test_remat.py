@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness import weft_run_path
+from harness import tool
 from weft import memsim, npz
 from weft.models.config import PRESETS
 from weft.models.emitter import emit_module
@@ -38,13 +38,6 @@ MODELS = {
 POLICIES = ["none", "full", "selective", "block num-layers=1", "block num-layers=2",
             "uniform num-layers=1", "uniform num-layers=2"]
 SEED = 7
-
-
-def tool(name):
-    binary = os.path.join(os.path.dirname(weft_run_path()), name)
-    if not os.access(binary, os.X_OK):
-        pytest.skip(f"{name} is not built ({binary} missing)")
-    return binary
 
 
 def weft_opt(text, *flags, check=True):

@@ -29,21 +29,13 @@ import numpy as np
 import pytest
 import torch
 
-from harness import REPO, rel_err, randn
+from harness import REPO, rel_err, randn, tool
 from weft import npz
 
 F64_TOL = 1e-10
 F32_TOL = 1e-5
 HEADS = {"mha": (4, 4), "gqa": (4, 2), "mqa": (4, 1)}
 RESULT_NAMES = ("out", "lse", "dq", "dk", "dv")
-
-
-def tool(name):
-    build = os.environ.get("WEFT_BUILD_DIR", os.path.join(REPO, "build"))
-    path = os.path.join(build, "bin", name)
-    if not os.access(path, os.X_OK):
-        pytest.skip(f"{name} is not built ({path} missing)")
-    return path
 
 
 def tensor_type(shape, dtype):

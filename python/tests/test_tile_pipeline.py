@@ -23,20 +23,12 @@ import sys
 import numpy as np
 import pytest
 
-from harness import REPO
+from harness import REPO, tool
 from weft import npz
 
 F64_TOL = 1e-10
 PYTHON = sys.executable
 SEED = "7"
-
-
-def tool(name):
-    build = os.environ.get("WEFT_BUILD_DIR", os.path.join(REPO, "build"))
-    path = os.path.join(build, "bin", name)
-    if not os.access(path, os.X_OK):
-        pytest.skip(f"{name} is not built ({path} missing)")
-    return path
 
 
 def generate(tmp_path, dropout):

@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from harness import weft_run_path
+from harness import tool
 from weft.models.config import PRESETS
 from weft.models.emitter import emit_module
 
@@ -27,13 +27,6 @@ MODELS = {
 POLICIES = ["none", "full", "selective", "block", "uniform"]
 CATEGORIES = ["parameters", "optimizer_state", "inputs", "gradients",
               "saved_activations", "temporaries", "workspaces"]
-
-
-def tool(name):
-    binary = os.path.join(os.path.dirname(weft_run_path()), name)
-    if not os.access(binary, os.X_OK):
-        pytest.skip(f"{name} is not built ({binary} missing)")
-    return binary
 
 
 def compile_step(model, *flags, check=True):
