@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""H100 correctness sweep of Weft's flash-attention kernels: forward and
+backward against a float64 reference, judged against PyTorch SDPA's own error
+in the same dtype, with NaN-poisoned and guarded outputs. See README.md."""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+import torch  # noqa: E402
+
+import attention_reference as ar  # noqa: E402
+import kernel_units as ku  # noqa: E402
+from poison import Poisoned  # noqa: E402
+
+OUTPUTS = ("out", "lse", "delta", "dq", "dk", "dv")
+
+
+class ContextLost(Exception):
+    """The CUDA context is unusable (a sticky error such as an illegal address)."""
+
+
+def synchronize(device):
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def stream_handle(device):
+    return torch.cuda.current_stream().cuda_stream if torch.device(device).type == "cuda" else 0
+
+
+def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, times=None):
+    """Weft's forward, then its backward on Weft's own out and lse (as a
+    training step runs them). forward/backward: kernel_units.LoadedUnit.
+    Returns ({output: Poisoned}, [launch records])."""
+    b, hq, s, d = point.batch, point.q_heads, point.seq, point.head_dim
+    dtype = q.dtype
+    bufs = {"out": Poisoned((b, hq, s, d), dtype, device, guarded),
+            "lse": Poisoned((b, hq, s), torch.float32, device, guarded)}
+    values = dict(point.shapes, scale=point.scale, q=q, k=k, v=v)
+    stream = stream_handle(device)
+    t0 = time.perf_counter()
+    values.update(out=bufs["out"].tensor, lse=bufs["lse"].tensor)
+    launched = forward.launch(rt, values, point.shapes, stream)
+    synchronize(device)
+    t1 = time.perf_counter()
+    bufs["dq"] = Poisoned((b, hq, s, d), dtype, device, guarded)
+    bufs["dk"] = Poisoned(tuple(k.shape), dtype, device, guarded)
+    bufs["dv"] = Poisoned(tuple(v.shape), dtype, device, guarded)
+    for name, _ in backward.unit.workspaces:
+        bufs[name] = Poisoned((b, hq, s), torch.float32, device, guarded)
+    values.update({name: buf.tensor for name, buf in bufs.items()}, dout=dout)
+    launched += backward.launch(rt, values, point.shapes, stream)
+    synchronize(device)
+    if times is not None:
+        times["weft_fwd"] = t1 - t0
+        times["weft_bwd"] = time.perf_counter() - t1
+    return bufs, launched
+
+
+class Loader:
+    """Loads each unit once through the runtime; remembers a failed load so
+    every point of that configuration reports the same message."""
+
+    def __init__(self, rt):
+        self.rt, self.loaded = rt, {}
+
+    def get(self, unit):
+        if unit.name not in self.loaded:
+            try:
+                self.loaded[unit.name] = ku.LoadedUnit(self.rt, unit)
+            except Exception as e:  # the binding's WeftError, or a bad cubin path
+                self.loaded[unit.name] = e
+        result = self.loaded[unit.name]
+        if isinstance(result, Exception):
+            raise RuntimeError(f"loading unit {unit.name} ({unit.cubin_path}) failed: {result}")
+        return result
+
+
+def variants_for(groups, point):
+    return sorted(key for key in groups if key[:3] == (point.dtype, point.head_dim, point.causal))
+
+
+def check_context(device):
+    """Raises ContextLost when the device no longer runs anything."""
+    if torch.device(device).type != "cuda":
+        return
+    try:
+        torch.cuda.synchronize()
+        if torch.ones(1, device=device).add_(1).item() != 2.0:
+            raise RuntimeError("1 + 1 != 2 on the device")
+    except Exception as e:
+        raise ContextLost(str(e)) from e
+
+
+def compare_weft(bufs, ref, sdpa_err, dout, lse_tol, ratio_bound):
+    """Errors, non-finite counts and guards of Weft's outputs; the verdict."""
+    weft_err, weft_rel = {}, {}
+    for name in ar.GRADED:
+        weft_err[name], weft_rel[name] = ar.error_of(bufs[name].tensor, ref[name])
+    lse_err, _ = ar.error_of(bufs["lse"].tensor, ref["lse"])
+    nonfinite = {name: ar.nonfinite_count(buf.tensor) for name, buf in bufs.items()}
+    guards = {name: buf.guard_violations() for name, buf in bufs.items()}
+    passed, reasons, ratios = ar.judge(weft_err, sdpa_err, lse_err, nonfinite, lse_tol,
+                                       ratio_bound)
+    for name, count in guards.items():
+        if count:
+            passed = False
+            reasons.append(f"{name}: {count} guard elements overwritten (a write out of bounds)")
+    delta_err = None
+    if "delta" in bufs:
+        # Reported, not judged: a wrong delta already shows in dq and dk.
+        delta_ref = (dout.to(torch.float64) * bufs["out"].tensor.to(torch.float64)).sum(-1)
+        delta_err = ar.error_of(bufs["delta"].tensor, delta_ref)[0]
+    return {"weft_err": weft_err, "weft_rel": weft_rel, "lse_err": lse_err, "ratios": ratios,
+            "nonfinite": nonfinite, "guard_violations": guards, "delta_err": delta_err,
+            "passed": passed, "reasons": reasons}
+
+
+def run_point(rt, loader, groups, point, device, opts):
+    """One sweep point: inputs, f64 reference, SDPA, then each kernel variant
+    of the point's configuration. Returns its JSON record."""
+    record = {"name": point.name, "point": vars_of(point), "variants": [], "times": {}}
+    times = record["times"]
+    variants = variants_for(groups, point)
+    if not variants:
+        record.update(status="FAIL", reasons=[f"no units for {point.dtype} d{point.head_dim} "
+                                              f"{'causal' if point.causal else 'full'} in the "
+                                              f"kernels directory"])
+        return record
+    if torch.device(device).type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()
+    q, k, v, dout = ar.make_inputs(point, device)
+    synchronize(device)
+    times["inputs"] = time.perf_counter() - t
+    t = time.perf_counter()
+    ref = ar.reference_f64(q, k, v, dout, point.causal, point.scale, opts.reference_chunk_bytes)
+    synchronize(device)
+    times["reference"] = time.perf_counter() - t
+    t = time.perf_counter()
+    sdpa, record["sdpa_gqa"] = ar.sdpa_in_dtype(q, k, v, dout, point.causal, point.scale,
+                                               opts.sdpa_gqa)
+    sdpa_err, sdpa_rel = {}, {}
+    for name in ar.GRADED:
+        sdpa_err[name], sdpa_rel[name] = ar.error_of(sdpa[name], ref[name])
+    del sdpa
+    synchronize(device)
+    times["sdpa"] = time.perf_counter() - t
+    record.update(sdpa_err=sdpa_err, sdpa_rel=sdpa_rel)
+    passed_all, reasons_all = True, []
+    for key in variants:
+        unit_fwd, unit_bwd = groups[key].get("forward"), groups[key].get("backward")
+        variant = {"config": ku.config_name(key)}
+        record["variants"].append(variant)
+        if unit_fwd is None or unit_bwd is None:
+            missing = "forward" if unit_fwd is None else "backward"
+            variant.update(passed=False, reasons=[f"{variant['config']}: no {missing} unit"])
+        else:
+            variant["units"] = [unit_fwd.name, unit_bwd.name]
+            try:
+                bufs, variant["launches"] = run_weft(
+                    rt, loader.get(unit_fwd), loader.get(unit_bwd), point, q, k, v, dout,
+                    device, guarded=True, times=times)
+            except Exception as e:
+                variant.update(passed=False, reasons=[f"launch failed: {e}"])
+                check_context(device)
+            else:
+                t = time.perf_counter()
+                variant.update(compare_weft(bufs, ref, sdpa_err, dout, opts.lse_tol,
+                                            opts.ratio_bound))
+                del bufs
+                times["compare"] = times.get("compare", 0.0) + time.perf_counter() - t
+        passed_all &= variant["passed"]
+        reasons_all += variant["reasons"]
+    del q, k, v, dout, ref
+    if torch.device(device).type == "cuda":
+        record["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    record.update(status="PASS" if passed_all else "FAIL", reasons=reasons_all)
+    return record
+
+
+def vars_of(point):
+    return {"batch": point.batch, "q_heads": point.q_heads, "kv_heads": point.kv_heads,
+            "seq": point.seq, "head_dim": point.head_dim, "causal": point.causal,
+            "dtype": point.dtype}
+
+
+def point_line(record):
+    head = f"{record['status']:4} {record['name']}"
+    parts = []
+    for variant in record.get("variants", []):
+        if "weft_err" not in variant:
+            continue
+        cells = [f"{n} {variant['weft_err'][n]:.2e}/{record['sdpa_err'][n]:.2e} "
+                 f"x{variant['ratios'][n]:.2f}" for n in ar.GRADED]
+        cells.append(f"lse {variant['lse_err']:.1e}")
+        prefix = f"[{variant['config']}] " if len(record["variants"]) > 1 else ""
+        parts.append(prefix + " | ".join(cells))
+    times = record.get("times", {})
+    timing = " ".join(f"{k} {v:.2f}s" for k, v in times.items())
+    line = head + ("  " + "  ".join(parts) if parts else "") + (f"  ({timing})" if timing else "")
+    for reason in record.get("reasons", []):
+        line += f"\n       {reason}"
+    return line
+
+
+def finite_or_text(x):
+    """JSON has no inf/NaN: write them as strings."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {k: finite_or_text(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite_or_text(v) for v in x]
+    return x
+
+
+def write_json(path, report):
+    if not path:
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(finite_or_text(report), f, indent=1)
+    os.replace(tmp, path)
+
+
+def summarize(records):
+    """Counts and the worst weft/sdpa ratio per graded output, with its point."""
+    summary = {"points": len(records),
+               "passed": sum(r["status"] == "PASS" for r in records),
+               "failed": sum(r["status"] == "FAIL" for r in records),
+               "not_run": sum(r["status"] == "NOT RUN" for r in records),
+               "worst_ratio": {}, "worst_lse_err": None, "phase_seconds": {}}
+    for r in records:
+        for phase, seconds in r.get("times", {}).items():
+            summary["phase_seconds"][phase] = summary["phase_seconds"].get(phase, 0.0) + seconds
+        for variant in r.get("variants", []):
+            for name, ratio in variant.get("ratios", {}).items():
+                worst = summary["worst_ratio"].get(name)
+                if worst is None or ratio > worst[0]:
+                    summary["worst_ratio"][name] = (ratio, r["name"])
+            if "lse_err" in variant:
+                worst = summary["worst_lse_err"]
+                if worst is None or variant["lse_err"] > worst[0]:
+                    summary["worst_lse_err"] = (variant["lse_err"], r["name"])
+    summary["peak_gib"] = max((r.get("peak_gib", 0.0) for r in records), default=0.0)
+    return summary
+
+
+def print_summary(summary, lse_tol, ratio_bound):
+    print(f"\n== {summary['points']} points: {summary['passed']} passed, {summary['failed']} "
+          f"failed, {summary['not_run']} not run (bound: weft err <= {ratio_bound:g} x sdpa err; "
+          f"lse abs err <= {lse_tol:.1e}; no NaN/inf; guards intact)")
+    for name in ar.GRADED:
+        if name in summary["worst_ratio"]:
+            ratio, where = summary["worst_ratio"][name]
+            print(f"   worst {name:3} ratio {ratio:.3f}  at {where}")
+    if summary["worst_lse_err"]:
+        err, where = summary["worst_lse_err"]
+        print(f"   worst lse abs err {err:.2e}  at {where}")
+    phases = "  ".join(f"{k} {v:.1f}s" for k, v in summary["phase_seconds"].items())
+    print(f"   time by phase: {phases}")
+    print(f"   peak GPU memory of a point: {summary['peak_gib']:.1f} GiB")
+
+
+def select_points(opts):
+    points = ar.quick_sweep() if opts.quick else ar.full_sweep()
+    if opts.points:
+        pattern = re.compile(opts.points)
+        points = [p for p in points if pattern.search(p.name)]
+    return points
+
+
+def sanitize_points(groups, pattern):
+    """b=1, hq=4, hkv=2 at s=77 (ragged tiles) and s=128, per configuration."""
+    configs = sorted({key[:3] for key in groups})
+    points = [ar.SweepPoint(1, 4, 2, s, d, causal, dtype)
+              for dtype, d, causal in configs for s in (77, 128)]
+    return [p for p in points if not pattern or re.search(pattern, p.name)]
+
+
+def run_sanitize(rt, loader, groups, opts, device):
+    """One small forward + backward per unit; only a NaN check, so the process
+    is quick under compute-sanitizer. Returns the number of failures."""
+    failures = 0
+    for point in sanitize_points(groups, opts.points):
+        for key in variants_for(groups, point):
+            label = f"{point.name} [{ku.config_name(key)}]"
+            try:
+                fwd, bwd = groups[key].get("forward"), groups[key].get("backward")
+                if fwd is None or bwd is None:
+                    raise RuntimeError("the configuration lacks a "
+                                       f"{'forward' if fwd is None else 'backward'} unit")
+                q, k, v, dout = ar.make_inputs(point, device)
+                bufs, _ = run_weft(rt, loader.get(fwd), loader.get(bwd), point, q, k, v, dout,
+                                   device, guarded=False)
+                bad = {n: ar.nonfinite_count(b.tensor) for n, b in bufs.items()}
+                bad = {n: c for n, c in bad.items() if c}
+                if bad:
+                    raise RuntimeError(f"NaN/inf elements: {bad}")
+                print(f"ok   {label}", flush=True)
+            except ContextLost:
+                raise
+            except Exception as e:
+                failures += 1
+                print(f"FAIL {label}: {e}", flush=True)
+                check_context(device)
+    return failures
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--kernels", help="directory made by scripts/check-kernels")
+    p.add_argument("--json", help="write every number here (rewritten after each point)")
+    p.add_argument("--quick", action="store_true",
+                   help="b=1, s in {128, 1000}, kv heads 16 and 4, every dtype/d/causal")
+    p.add_argument("--points", help="regex on point names, e.g. 'bf16-d128-causal.*s8192'")
+    p.add_argument("--list", action="store_true", help="print the selected points and exit")
+    p.add_argument("--sanitize-config", action="store_true",
+                   help="one small launch of each unit (for compute-sanitizer)")
+    p.add_argument("--deadline", type=float, default=None,
+                   help="seconds; points not started by then are reported NOT RUN")
+    p.add_argument("--lse-tol", type=float, default=ar.LSE_ABS_TOL)
+    p.add_argument("--ratio-bound", type=float, default=ar.RATIO_BOUND)
+    p.add_argument("--sdpa-gqa", choices=("auto", "native", "repeat"), default="auto",
+                   help="how SDPA does GQA: enable_gqa, or k/v repeated (auto: native if any)")
+    p.add_argument("--reference-chunk-bytes", type=int, default=ar.REFERENCE_CHUNK_BYTES)
+    p.add_argument("--device", default="cuda")
+    return p.parse_args(argv)
+
+
+def describe_units(units, notes):
+    for unit in units:
+        regs = ", ".join(f"{k.role} {k.registers} regs spill {k.spill_store_bytes}/"
+                         f"{k.spill_load_bytes}B smem {k.dynamic_smem_bytes}B"
+                         for k in unit.kernels)
+        print(f"unit {unit.name}: {ku.config_name(unit.config_key)} {unit.direction} "
+              f"{unit.arch}: {regs}")
+    for note in notes:
+        print(f"note: {note}")
+
+
+def init_runtime(device):
+    import weft.runtime as rt
+    torch.zeros(1, device=device)  # torch makes the primary context current first
+    rt.init()
+    rt.context_ensure(torch.device(device).index or torch.cuda.current_device())
+    return rt
+
+
+def main(argv=None):
+    opts = parse_args(argv)
+    if opts.list:
+        for point in select_points(opts):
+            print(point.name)
+        return 0
+    if not opts.kernels:
+        print("error: --kernels DIR is required (make it with scripts/check-kernels DIR)")
+        return 1
+    try:
+        units = ku.load_units(opts.kernels)
+    except ku.UnitError as e:
+        print(f"error: {e}")
+        return 1
+    groups, notes = ku.group_units(units)
+    describe_units(units, notes)
+    if not torch.cuda.is_available():
+        print("error: torch sees no CUDA device")
+        return 1
+    rt = init_runtime(opts.device)
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    arch = getattr(rt, "device_arch", lambda: "?")()
+    print(f"device {props.name} ({arch}), torch {torch.__version__} (CUDA {torch.version.cuda}), "
+          f"SDPA enable_gqa {'yes' if ar.SDPA_HAS_GQA else 'no'}, scale arg "
+          f"{'yes' if ar.SDPA_HAS_SCALE else 'no'}", flush=True)
+    loader = Loader(rt)
+    if opts.sanitize_config:
+        try:
+            failures = run_sanitize(rt, loader, groups, opts, opts.device)
+        except ContextLost as e:
+            print(f"FAIL the CUDA context is lost: {e}")
+            return 1
+        print(f"== sanitize-config: {failures} failures")
+        return 1 if failures else 0
+    points = select_points(opts)
+    report = {"device": props.name, "arch": arch, "torch": torch.__version__,
+              "torch_cuda": torch.version.cuda, "kernels_dir": os.path.abspath(opts.kernels),
+              "lse_tol": opts.lse_tol, "ratio_bound": opts.ratio_bound,
+              "units": [{"name": u.name, "config": ku.config_name(u.config_key),
+                         "direction": u.direction,
+                         "kernels": [vars(k) for k in u.kernels]} for u in units],
+              "notes": notes, "points": []}
+    start = time.perf_counter()
+    lost = None
+    for i, point in enumerate(points):
+        if lost or (opts.deadline is not None and time.perf_counter() - start > opts.deadline):
+            why = f"the CUDA context was lost ({lost})" if lost else \
+                f"the {opts.deadline:g}s deadline passed"
+            record = {"name": point.name, "point": vars_of(point), "status": "NOT RUN",
+                      "reasons": [why]}
+        else:
+            try:
+                record = run_point(rt, loader, groups, point, opts.device, opts)
+            except ContextLost as e:
+                lost = str(e).splitlines()[0] if str(e) else "unknown error"
+                record = {"name": point.name, "point": vars_of(point), "status": "FAIL",
+                          "reasons": [f"the CUDA context was lost: {e}"]}
+            except Exception as e:
+                record = {"name": point.name, "point": vars_of(point), "status": "FAIL",
+                          "reasons": [f"harness error: {e!r}",
+                                      traceback.format_exc().strip().splitlines()[-3]]}
+                try:
+                    check_context(opts.device)
+                except ContextLost as lost_error:
+                    lost = str(lost_error).splitlines()[0]
+            if torch.device(opts.device).type == "cuda":
+                torch.cuda.empty_cache()
+        report["points"].append(record)
+        print(f"[{i + 1}/{len(points)}] {point_line(record)}", flush=True)
+        report["summary"] = summarize(report["points"])
+        write_json(opts.json, report)
+    summary = summarize(report["points"])
+    summary["wall_seconds"] = time.perf_counter() - start
+    report["summary"] = summary
+    write_json(opts.json, report)
+    print_summary(summary, opts.lse_tol, opts.ratio_bound)
+    print(f"   wall {summary['wall_seconds']:.1f}s")
+    ok = summary["passed"] == summary["points"]
+    print("== PASS" if ok else "== FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Reads the attention kernel units that `weft-compile --emit=kernels` wrote
+(found by their JSON "config" and "direction", never by name) and turns a
+unit's kernel list into launches: grid, block, dynamic smem and arguments."""
+import json
+import os
+from dataclasses import dataclass, field
+
+FORMAT_VERSION = 1
+DIRECTIONS = ("forward", "backward")
+ROLES = ("forward", "backward_preprocess", "backward_dkdv", "backward_dq")
+PARAM_KINDS = {"pointer": "ptr", "i32": "i32", "f32": "f32"}
+SCALAR_PARAMS = ("batch", "q_heads", "kv_heads", "q_len", "k_len", "scale")
+# Spellings a kernel's params might use for the harness's buffers; the contract
+# names are the keys' targets, the rest are accepted so a rename in the kernel
+# builder is not mistaken for a kernel bug.
+PARAM_ALIASES = {
+    "o": "out", "output": "out", "do": "dout", "grad_out": "dout", "d_out": "dout",
+    "delta_workspace": "delta", "softmax_lse": "lse", "logsumexp": "lse",
+    "d_q": "dq", "d_k": "dk", "d_v": "dv", "grad_q": "dq", "grad_k": "dk", "grad_v": "dv",
+    "b": "batch", "num_heads": "q_heads", "num_kv_heads": "kv_heads",
+    "seq_q": "q_len", "seq_k": "k_len", "softmax_scale": "scale",
+}
+
+
+class UnitError(Exception):
+    """A kernels directory or unit JSON that the harness cannot use."""
+
+
+@dataclass
+class Kernel:
+    name: str
+    role: str
+    params: list  # [(name, kind)] in launch order
+    threads: int
+    rows_per_block: int
+    over_keys: bool
+    dynamic_smem_bytes: int
+    registers: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+
+
+@dataclass
+class Unit:
+    name: str
+    directory: str
+    direction: str
+    dtype: str
+    head_dim: int
+    causal: bool
+    block_q: int
+    block_k: int
+    arch: str
+    cubin_path: str
+    kernels: list
+    workspaces: list = field(default_factory=list)  # [(name, dtype)]
+
+    @property
+    def config_key(self):
+        return (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k)
+
+
+def config_name(key):
+    """'bf16-d128-causal-q64k64' for a config key (dtype, d, causal, bq, bk)."""
+    dtype, head_dim, causal, block_q, block_k = key
+    return f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}-q{block_q}k{block_k}"
+
+
+def _field(obj, key, types, where):
+    if key not in obj:
+        raise UnitError(f"{where}: missing \"{key}\"")
+    value = obj[key]
+    # bool is an int in Python; a JSON true is not a valid count.
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
+        raise UnitError(f"{where}: \"{key}\" is {value!r}, expected {_names(types)}")
+    return value
+
+
+def _tuple(types):
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _names(types):
+    return " or ".join(t.__name__ for t in _tuple(types))
+
+
+def _parse_kernel(obj, where):
+    name = _field(obj, "name", str, where)
+    where = f"{where} kernel {name}"
+    role = _field(obj, "role", str, where)
+    if role not in ROLES:
+        raise UnitError(f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
+    params = []
+    for i, p in enumerate(_field(obj, "params", list, where)):
+        pname = _field(p, "name", str, f"{where} param {i}")
+        kind = _field(p, "kind", str, f"{where} param {pname}")
+        if kind not in PARAM_KINDS:
+            raise UnitError(f"{where} param {pname}: kind {kind!r} is not one of "
+                            f"{', '.join(PARAM_KINDS)}")
+        params.append((pname, kind))
+    kernel = Kernel(name=name, role=role, params=params,
+                    threads=_field(obj, "threads", int, where),
+                    rows_per_block=_field(obj, "rows_per_block", int, where),
+                    over_keys=_field(obj, "over_keys", bool, where),
+                    dynamic_smem_bytes=_field(obj, "dynamic_smem_bytes", int, where),
+                    registers=obj.get("registers", 0),
+                    spill_store_bytes=obj.get("spill_store_bytes", 0),
+                    spill_load_bytes=obj.get("spill_load_bytes", 0))
+    if not 1 <= kernel.threads <= 1024:
+        raise UnitError(f"{where}: threads {kernel.threads} is outside 1..1024")
+    if kernel.rows_per_block < 1:
+        raise UnitError(f"{where}: rows_per_block {kernel.rows_per_block} must be positive")
+    if kernel.dynamic_smem_bytes < 0:
+        raise UnitError(f"{where}: dynamic_smem_bytes {kernel.dynamic_smem_bytes} is negative")
+    return kernel
+
+
+def parse_unit(obj, directory, where):
+    """A Unit from one NAME.json's parsed contents; `directory` holds its cubin."""
+    version = obj.get("format_version")
+    if version != FORMAT_VERSION:
+        raise UnitError(f"{where}: format_version {version!r}, this harness reads {FORMAT_VERSION}")
+    name = _field(obj, "name", str, where)
+    direction = _field(obj, "direction", str, where)
+    if direction not in DIRECTIONS:
+        raise UnitError(f"{where}: direction {direction!r} is not forward or backward")
+    config = _field(obj, "config", dict, where)
+    dtype = _field(config, "dtype", str, f"{where} config")
+    if dtype not in ("bf16", "f16"):
+        raise UnitError(f"{where}: config dtype {dtype!r} is not bf16 or f16")
+    kernels = [_parse_kernel(k, where) for k in _field(obj, "kernels", list, where)]
+    expected = ["forward"] if direction == "forward" else list(ROLES[1:])
+    roles = [k.role for k in kernels]
+    if sorted(roles) != sorted(expected):
+        raise UnitError(f"{where}: a {direction} unit needs kernels with roles "
+                        f"{expected}, it lists {roles}")
+    workspaces = []
+    for ws in obj.get("workspaces", []):
+        wname = _field(ws, "name", str, f"{where} workspace")
+        wdtype = _field(ws, "dtype", str, f"{where} workspace {wname}")
+        if wdtype != "f32":
+            raise UnitError(f"{where}: workspace {wname} has dtype {wdtype!r}, expected f32")
+        # The harness sizes workspaces from the run's shapes, which it can only
+        # do for the contract's [batch, q_heads, q_len].
+        shapes = obj.get("shapes", {})
+        expected_shape = [shapes.get("batch"), shapes.get("q_heads"), shapes.get("q_len")]
+        if ws.get("shape") != expected_shape:
+            raise UnitError(f"{where}: workspace {wname} has shape {ws.get('shape')}, expected "
+                            f"[batch, q_heads, q_len] = {expected_shape}")
+        workspaces.append((wname, wdtype))
+    cubin = os.path.join(directory, _field(obj, "cubin", str, where))
+    if not os.path.isfile(cubin):
+        raise UnitError(f"{where}: its cubin {cubin} does not exist")
+    return Unit(name=name, directory=directory, direction=direction, dtype=dtype,
+                head_dim=_field(config, "head_dim", int, f"{where} config"),
+                causal=_field(config, "causal", bool, f"{where} config"),
+                block_q=_field(config, "block_q", int, f"{where} config"),
+                block_k=_field(config, "block_k", int, f"{where} config"),
+                arch=obj.get("arch", "?"), cubin_path=cubin, kernels=kernels,
+                workspaces=workspaces)
+
+
+def load_units(root):
+    """Every unit listed by a kernels.json at or below `root`."""
+    if not os.path.isdir(root):
+        raise UnitError(f"kernels directory {root} does not exist")
+    units = []
+    for directory, _, files in sorted(os.walk(root)):
+        if "kernels.json" not in files:
+            continue
+        index_path = os.path.join(directory, "kernels.json")
+        try:
+            with open(index_path) as f:
+                index = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UnitError(f"{index_path}: {e}") from e
+        if index.get("format_version") != FORMAT_VERSION:
+            raise UnitError(f"{index_path}: format_version {index.get('format_version')!r}, "
+                            f"this harness reads {FORMAT_VERSION}")
+        for name in _field(index, "units", list, index_path):
+            path = os.path.join(directory, f"{name}.json")
+            try:
+                with open(path) as f:
+                    obj = json.load(f)
+            except (OSError, ValueError) as e:
+                raise UnitError(f"{index_path} lists unit {name}, but {path}: {e}") from e
+            units.append(parse_unit(obj, directory, path))
+    if not units:
+        raise UnitError(f"no kernels.json listing any unit at or below {root} "
+                        f"(make them with scripts/check-kernels {root})")
+    return units
+
+
+def group_units(units):
+    """{config_key: {"forward": Unit, "backward": Unit}}, and notes on
+    duplicates (same config and direction; the first one found is used)."""
+    groups, notes = {}, []
+    for unit in units:
+        slot = groups.setdefault(unit.config_key, {})
+        if unit.direction in slot:
+            notes.append(f"{unit.name} ({unit.directory}) duplicates {slot[unit.direction].name} "
+                         f"for {config_name(unit.config_key)} {unit.direction}; using the first")
+            continue
+        slot[unit.direction] = unit
+    return groups, notes
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def grid_for(kernel, shapes):
+    """(x, y, z) of the contract: x over rows of q (or of k when over_keys),
+    y over the heads of that side, z over the batch."""
+    if kernel.over_keys:
+        length, heads = shapes["k_len"], shapes["kv_heads"]
+    else:
+        length, heads = shapes["q_len"], shapes["q_heads"]
+    return (ceil_div(length, kernel.rows_per_block), heads, shapes["batch"])
+
+
+def _pointer(value):
+    return value if isinstance(value, int) else value.data_ptr()
+
+
+def build_args(kernel, values):
+    """The runtime's argument list for `kernel`: [(kind, value)] in param order.
+    `values` maps contract names (q, ..., delta, batch, ..., scale) to tensors
+    (anything with data_ptr()) or ints for pointers, and ints/floats for scalars."""
+    args = []
+    for pname, kind in kernel.params:
+        key = pname if pname in values else PARAM_ALIASES.get(pname, pname)
+        if key not in values:
+            raise UnitError(f"kernel {kernel.name}: param {pname!r} ({kind}) names nothing the "
+                            f"harness has; it has {', '.join(sorted(values))}")
+        value = values[key]
+        is_scalar = isinstance(value, (int, float)) and key in SCALAR_PARAMS
+        if kind == "pointer":
+            if is_scalar:
+                raise UnitError(f"kernel {kernel.name}: param {pname!r} is a pointer but "
+                                f"{key} is the scalar {value!r}")
+            args.append(("ptr", _pointer(value)))
+        elif kind == "i32":
+            if not is_scalar or isinstance(value, float) or not -2**31 <= value < 2**31:
+                raise UnitError(f"kernel {kernel.name}: param {pname!r} is i32 but {key} is "
+                                f"{value!r}")
+            args.append(("i32", int(value)))
+        else:
+            if not is_scalar:
+                raise UnitError(f"kernel {kernel.name}: param {pname!r} is f32 but {key} is "
+                                f"not a scalar")
+            args.append(("f32", float(value)))
+    return args
+
+
+class LoadedUnit:
+    """A unit's module loaded through the runtime binding `rt`, with each
+    kernel's function handle and dynamic smem set once."""
+
+    def __init__(self, rt, unit):
+        self.unit = unit
+        with open(unit.cubin_path, "rb") as f:
+            image = f.read()
+        self.module = rt.module_load(image)
+        self.functions = []
+        for kernel in unit.kernels:
+            fn = self.module.function(kernel.name)
+            if kernel.dynamic_smem_bytes > 0:
+                rt.set_dynamic_smem(fn, kernel.dynamic_smem_bytes)
+            self.functions.append(fn)
+
+    def launch(self, rt, values, shapes, stream):
+        """Launches the unit's kernels in their listed order on `stream`;
+        returns [(kernel name, grid, block, smem)] as launched."""
+        launched = []
+        for kernel, fn in zip(self.unit.kernels, self.functions):
+            grid = grid_for(kernel, shapes)
+            block = (kernel.threads, 1, 1)
+            args = build_args(kernel, values)
+            rt.launch(fn, grid, block, kernel.dynamic_smem_bytes, stream, args)
+            launched.append((kernel.name, grid, block, kernel.dynamic_smem_bytes))
+        return launched
