@@ -1,0 +1,130 @@
+/* weft_runtime.h: C API of Weft's CUDA runtime (driver API, no MLIR). It loads
+ * libcuda.so.1 at run time, so programs linking it start on machines without a
+ * GPU; every call returns a weft_status and leaves a message for
+ * weft_last_error() on failure. */
+#ifndef WEFT_RUNTIME_H
+#define WEFT_RUNTIME_H
+
+#include <stddef.h>
+
+#include <cuda.h>
+
+#define WEFT_RUNTIME_VERSION "0.5.0"
+
+#if defined(_WIN32)
+#define WEFT_API
+#else
+#define WEFT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum weft_status {
+  WEFT_OK = 0,
+  WEFT_ERROR_DRIVER_MISSING = 1,   /* libcuda.so.1 could not be loaded / symbol missing */
+  WEFT_ERROR_CUDA = 2,             /* a driver call failed; weft_last_cu_result() has the CUresult */
+  WEFT_ERROR_INVALID_IMAGE = 3,    /* not a cubin (ELF, EM_CUDA=190) nor NUL-terminated PTX text */
+  WEFT_ERROR_ARCH_MISMATCH = 4,    /* image built for another sm than the device */
+  WEFT_ERROR_INVALID_ARGUMENT = 5,
+  WEFT_ERROR_NOT_FOUND = 6,        /* kernel name not in module */
+  WEFT_ERROR_VERSION_MISMATCH = 7, /* metadata of an AOT image does not match its header */
+} weft_status;
+
+/* Thread-local message of the last failing call on this thread, "" after a
+ * successful call. Valid until the next weft_* call on this thread. */
+WEFT_API const char *weft_last_error(void);
+/* CUresult of the last failing driver call on this thread, 0 otherwise. */
+WEFT_API int weft_last_cu_result(void);
+/* For launchers that must return CUresult: CUDA -> the driver's code (this
+ * thread's weft_last_cu_result(), CUDA_ERROR_UNKNOWN if none was recorded);
+ * DRIVER_MISSING -> CUDA_ERROR_NO_DEVICE; INVALID_IMAGE ->
+ * CUDA_ERROR_INVALID_IMAGE; ARCH_MISMATCH -> CUDA_ERROR_NO_BINARY_FOR_GPU;
+ * NOT_FOUND -> CUDA_ERROR_NOT_FOUND; OK -> CUDA_SUCCESS; others ->
+ * CUDA_ERROR_INVALID_VALUE. */
+WEFT_API CUresult weft_status_to_cu_result(weft_status s);
+/* Name of a status, e.g. "WEFT_ERROR_CUDA"; "WEFT_STATUS_UNKNOWN" otherwise. */
+WEFT_API const char *weft_status_name(weft_status s);
+WEFT_API const char *weft_runtime_version(void); /* WEFT_RUNTIME_VERSION */
+
+/* dlopen("libcuda.so.1") (or $WEFT_LIBCUDA when set), resolves the driver
+ * entry points, then cuInit(0). Idempotent and thread-safe; every call below
+ * that needs the driver calls it itself. */
+WEFT_API weft_status weft_init(void);
+/* Makes a context current on the calling thread: keeps the current one if any
+ * (e.g. PyTorch's), else retains device `ordinal`'s primary context (once per
+ * process) and sets it current. */
+WEFT_API weft_status weft_context_ensure(int ordinal);
+/* Compute capability of the current context's device, e.g. 90 for 9.0. */
+WEFT_API weft_status weft_device_arch(int *sm);
+/* cuMemGetInfo for the current context's device. */
+WEFT_API weft_status weft_device_memory(size_t *free_bytes, size_t *total_bytes);
+
+typedef enum weft_image_kind { WEFT_IMAGE_CUBIN = 1, WEFT_IMAGE_PTX = 2 } weft_image_kind;
+
+/* Host-only (no driver): classifies and checks an image and reads its sm.
+ * cubin: ELF64 little-endian, e_machine 190 (EM_CUDA), program and section
+ * header tables inside `size`. PTX: NUL within `size`, a `.version` line and a
+ * `.target sm_XX[a|f]` line. Anything else: WEFT_ERROR_INVALID_IMAGE. */
+WEFT_API weft_status weft_image_check(const void *image, size_t size, weft_image_kind *kind,
+                                      int *sm);
+
+/* What weft_image_check reads, plus the arch variant, which decides where the
+ * image may run. */
+typedef struct weft_image_info {
+  weft_image_kind kind;
+  int sm;              /* e.g. 90 */
+  int arch_specific;   /* 1 for sm_90a-style targets: runs only on exactly `sm` */
+  int family_specific; /* 1 for sm_100f-style PTX: same major, minor >= */
+  int elf_abi_version; /* cubin: e_ident[EI_ABIVERSION] (7: CUDA <= 12, 8: CUDA 13); PTX: 0 */
+} weft_image_info;
+WEFT_API weft_status weft_image_inspect(const void *image, size_t size, weft_image_info *info);
+/* Host-only: WEFT_OK when an image described by `info` can run on a device of
+ * compute capability `device_sm` (e.g. 90), else WEFT_ERROR_ARCH_MISMATCH
+ * naming both. cubin: same major, device minor >= image minor (exact when arch
+ * specific); PTX: device >= image (exact for 'a', same major for 'f'). */
+WEFT_API weft_status weft_image_check_arch(const weft_image_info *info, int device_sm);
+
+typedef struct weft_module weft_module;
+/* Checks the image, compares its sm with the current context's device (an
+ * sm_90a image needs exactly 9.0, else WEFT_ERROR_ARCH_MISMATCH naming both),
+ * loads it with cuModuleLoadDataEx and, on failure, puts the JIT error log in
+ * the message. Needs a current context (weft_context_ensure). */
+WEFT_API weft_status weft_module_load(const void *image, size_t size, weft_module **out);
+WEFT_API weft_status weft_module_unload(weft_module *module); /* NULL is fine */
+WEFT_API weft_status weft_module_function(weft_module *module, const char *name, CUfunction *out);
+
+/* cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES); checks `bytes` against the
+ * device's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN minus the kernel's static shared
+ * memory and names the three numbers when too large. */
+WEFT_API weft_status weft_function_set_dynamic_smem(CUfunction fn, size_t bytes);
+/* Validates (grid/block dims > 0 and within the hardware limits, block threads
+ * <= 1024 and <= the kernel's limit, dynamic_smem <= the kernel's dynamic
+ * shared-memory limit, args != NULL when the kernel has parameters), then
+ * cuLaunchKernel. */
+WEFT_API weft_status weft_launch(CUfunction fn, const unsigned grid[3], const unsigned block[3],
+                                 size_t dynamic_smem, CUstream stream, void **args);
+
+/* cuTensorMapEncodeTiled for a row-major tensor: rank 1..5; dims[rank] and
+ * box[rank] innermost first, as the driver wants; strides_bytes[rank - 1] the
+ * byte strides of dims 1..rank-1 (may be NULL when rank is 1). Element strides
+ * 1, no interleave, 128-byte L2 promotion, out-of-bounds elements read as zero.
+ * Checks what the driver requires and names the value that broke it: `map`
+ * 64-byte aligned, global address 16-byte aligned, dims 1..2^32, strides
+ * multiples of 16, < 2^40 and not overlapping the previous dimension, box dims
+ * 1..256 with inner bytes a multiple of 16 and <= the swizzle span
+ * (32/64/128 bytes for SWIZZLE_32B/64B/128B), element type supported. The
+ * driver library is needed; a context is not. */
+WEFT_API weft_status weft_tensor_map_encode_tiled(CUtensorMap *map, CUtensorMapDataType dtype,
+                                                  unsigned rank, void *global_address,
+                                                  const unsigned long long *dims,
+                                                  const unsigned long long *strides_bytes,
+                                                  const unsigned *box,
+                                                  CUtensorMapSwizzle swizzle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_RUNTIME_H */
