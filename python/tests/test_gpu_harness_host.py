@@ -418,3 +418,12 @@ def test_sanitize_script_checks_its_argument(tmp_path):
     proc = subprocess.run(["bash", script, str(tmp_path / "none")], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "none is not a directory" in proc.stderr
+
+
+def test_watchdog_ends_a_hung_run():
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); import attention_check as ac; "
+            "w = ac.Watchdog(0.5, lambda name: print('hung:', name, flush=True)); "
+            "w.start('p1'); w.stop(); time.sleep(1.5); w.start('p2'); time.sleep(30)")
+    proc = subprocess.run([sys.executable, "-c", code, GPU_DIR], capture_output=True, text=True,
+                          timeout=25)
+    assert proc.returncode == 1 and proc.stdout == "hung: p2\n"

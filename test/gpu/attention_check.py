@@ -8,6 +8,7 @@ import math
 import os
 import re
 import sys
+import threading
 import time
 import traceback
 
@@ -26,6 +27,36 @@ OUTPUTS = ("out", "lse", "delta", "dq", "dk", "dv")
 
 class ContextLost(Exception):
     """The CUDA context is unusable (a sticky error such as an illegal address)."""
+
+
+class Watchdog:
+    """A kernel that never finishes would hang the one device run with nothing
+    said; this names the point, saves the JSON and ends the process instead."""
+
+    def __init__(self, limit, on_hang):
+        self.limit, self.on_hang = limit, on_hang
+        self.label, self.since = None, 0.0
+        self.lock = threading.Lock()
+        if limit:
+            threading.Thread(target=self._watch, daemon=True).start()
+
+    def start(self, label):
+        with self.lock:
+            self.label, self.since = label, time.monotonic()
+
+    def stop(self):
+        with self.lock:
+            self.label = None
+
+    def _watch(self):
+        while True:
+            time.sleep(1.0)
+            with self.lock:
+                label = self.label
+                hung = label is not None and time.monotonic() - self.since > self.limit
+            if hung:
+                self.on_hang(label)
+                os._exit(1)
 
 
 def synchronize(device):
@@ -334,6 +365,8 @@ def parse_args(argv):
     p.add_argument("--sdpa-gqa", choices=("auto", "native", "repeat"), default="auto",
                    help="how SDPA does GQA: enable_gqa, or k/v repeated (auto: native if any)")
     p.add_argument("--reference-chunk-bytes", type=int, default=ar.REFERENCE_CHUNK_BYTES)
+    p.add_argument("--point-timeout", type=float, default=180.0,
+                   help="seconds one point may take before the run is declared hung")
     p.add_argument("--device", default="cuda")
     return p.parse_args(argv)
 
@@ -350,10 +383,16 @@ def describe_units(units, notes):
 
 
 def init_runtime(device):
-    import weft.runtime as rt
+    """The runtime binding, on the device (and primary context) torch uses."""
     torch.zeros(1, device=device)  # torch makes the primary context current first
-    rt.init()
-    rt.context_ensure(torch.device(device).index or torch.cuda.current_device())
+    try:
+        import weft.runtime as rt
+        rt.init()
+        rt.context_ensure(torch.device(device).index or torch.cuda.current_device())
+    except Exception as e:
+        print(f"error: the Weft runtime binding (python/weft/runtime.py, build/lib/"
+              f"libweft_runtime.so) does not start: {e!r}")
+        return None
     return rt
 
 
@@ -377,6 +416,8 @@ def main(argv=None):
         print("error: torch sees no CUDA device")
         return 1
     rt = init_runtime(opts.device)
+    if rt is None:
+        return 1
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     arch = getattr(rt, "device_arch", lambda: "?")()
     print(f"device {props.name} ({arch}), torch {torch.__version__} (CUDA {torch.version.cuda}), "
@@ -401,6 +442,16 @@ def main(argv=None):
               "notes": notes, "points": []}
     start = time.perf_counter()
     lost = None
+
+    def on_hang(name):
+        print(f"FAIL {name}: no progress in {opts.point_timeout:g}s (a kernel that never "
+              f"finishes?); stopping the sweep", flush=True)
+        report["points"].append({"name": name, "status": "FAIL",
+                                 "reasons": [f"hung for {opts.point_timeout:g}s"]})
+        report["summary"] = summarize(report["points"])
+        write_json(opts.json, report)
+
+    watchdog = Watchdog(opts.point_timeout, on_hang)
     for i, point in enumerate(points):
         if lost or (opts.deadline is not None and time.perf_counter() - start > opts.deadline):
             why = f"the CUDA context was lost ({lost})" if lost else \
@@ -408,6 +459,7 @@ def main(argv=None):
             record = {"name": point.name, "point": vars_of(point), "status": "NOT RUN",
                       "reasons": [why]}
         else:
+            watchdog.start(point.name)
             try:
                 record = run_point(rt, loader, groups, point, opts.device, opts)
             except ContextLost as e:
@@ -422,6 +474,7 @@ def main(argv=None):
                     check_context(opts.device)
                 except ContextLost as lost_error:
                     lost = str(lost_error).splitlines()[0]
+            watchdog.stop()
             if torch.device(opts.device).type == "cuda":
                 torch.cuda.empty_cache()
         report["points"].append(record)

@@ -2,7 +2,8 @@
 # compute-sanitizer memcheck and racecheck over one small forward + backward
 # of every attention unit in KERNELS_DIR (attention_check.py --sanitize-config).
 # Usage: test/gpu/sanitize.sh KERNELS_DIR [extra attention_check.py args]
-# Env: WEFT_SANITIZE_TOOLS (default "memcheck racecheck"), PYTHON, COMPUTE_SANITIZER.
+# Env: WEFT_SANITIZE_TOOLS (default "memcheck racecheck"), WEFT_SANITIZE_TIMEOUT
+# (seconds per tool, default 300; rc 124 = timed out), PYTHON, COMPUTE_SANITIZER.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -44,7 +45,7 @@ for tool in ${WEFT_SANITIZE_TOOLS:-memcheck racecheck}; do
   [ "$tool" = racecheck ] && extra=(--racecheck-report all)
   start=$SECONDS
   echo "== compute-sanitizer --tool $tool (log: $log)"
-  "$SANITIZER" --tool "$tool" --target-processes all --error-exitcode 1 "${extra[@]}" \
+  timeout "${WEFT_SANITIZE_TIMEOUT:-300}" "$SANITIZER" --tool "$tool" --target-processes all --error-exitcode 1 "${extra[@]}" \
     "$PY" "$HERE/attention_check.py" --kernels "$KERNELS" --sanitize-config "$@" \
     >"$log" 2>&1
   rc=$?
