@@ -13,6 +13,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "weft/Analysis/Passes.h"
+#include "weft/Conversion/Passes.h"
 #include "weft/Dialect/WeftDialect.h"
 #include "weft/Transforms/Passes.h"
 
@@ -38,6 +39,7 @@ inline void registerWeftPasses() {
   registerAutodiffPass();
   registerRematPass();
   registerTileAttentionPass();
+  registerEmitAttentionKernelsPass();
 }
 
 } // namespace weft

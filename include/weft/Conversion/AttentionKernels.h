@@ -1,0 +1,88 @@
+// The GPU attention kernels (sm_90a): a parameterised builder that emits a
+// gpu.module of gpu.func kernels (gpu / nvvm / llvm ops, warp-level mma.sync
+// m16n8k16 with ldmatrix) from an attention problem's configuration and
+// weft-tile-attention's tile sizes. The kernels take their shapes at run time
+// (batch, heads, lengths, scale), so one module serves every shape of a
+// configuration; a launcher computes the grid from KernelSpec.
+#ifndef WEFT_CONVERSION_ATTENTIONKERNELS_H
+#define WEFT_CONVERSION_ATTENTIONKERNELS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace weft::gpu {
+
+/// What a set of attention kernels is specialised on. Everything else
+/// (batch, heads, sequence lengths, scale) is a run-time argument.
+struct AttentionKernelConfig {
+  /// bf16 or f16 inputs and outputs; accumulation is always f32.
+  bool bf16 = true;
+  /// Head dimension of q, k and v (value dim == head dim): 64 or 128.
+  int64_t headDim = 128;
+  /// Top-left causal mask (query i sees keys 0..i), as SDPA's is_causal.
+  bool causal = false;
+  /// weft-tile-attention's tile sizes: query rows and key rows per tile.
+  /// blockQ = 16 x warps of the forward / dQ kernels; blockK a multiple of 16.
+  int64_t blockQ = 64, blockK = 64;
+
+  /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64".
+  std::string suffix() const;
+};
+
+/// One kernel argument, in launch order.
+struct KernelParam {
+  enum class Kind { Pointer, I32, F32 };
+  std::string name;
+  Kind kind;
+};
+
+/// How to launch one kernel of the module. Grid: x = ceil(len / rowsPerBlock)
+/// where len = k_len and heads = kv_heads when `overKeys`, else q_len and
+/// q_heads; y = heads; z = batch. Block: (threads, 1, 1).
+struct KernelSpec {
+  /// The gpu.func's symbol, which is also the PTX entry name.
+  std::string name;
+  /// "forward", "backward_preprocess", "backward_dkdv" or "backward_dq", in
+  /// the order a backward runs them.
+  std::string role;
+  llvm::SmallVector<KernelParam> params;
+  int64_t threads = 128;
+  int64_t rowsPerBlock = 64;
+  bool overKeys = false;
+  /// Dynamic shared memory the launch must ask for (bytes).
+  int64_t dynamicSmemBytes = 0;
+};
+
+/// The kernels one configuration needs: {forward} or the three backward
+/// kernels {preprocess, dkdv, dq}.
+///
+/// Tensor arguments (all contiguous, row-major, PyTorch's [b, h, s, d]):
+///   q, out, dout, dq: [batch, q_heads, q_len, d]   (bf16 / f16)
+///   k, v, dk, dv:     [batch, kv_heads, k_len, d]  (bf16 / f16)
+///   lse, delta:       [batch, q_heads, q_len]      (f32; lse is natural-log
+///                     log-sum-exp of scale * q k^T, delta = rowsum(dout*out))
+/// Scalar tail of every kernel, in order: batch, q_heads, kv_heads, q_len,
+/// k_len (i32), scale (f32). The backward is deterministic: dK/dV per key
+/// block and dQ per query block, no atomics.
+llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &config,
+                                                   bool backward);
+
+/// Checks a configuration; on failure returns a message naming the value.
+mlir::LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
+                                                std::string &message);
+
+/// Appends to `module` a `gpu.module @<moduleName>` holding the kernels of
+/// attentionKernelSpecs(config, backward), with the module marked as a GPU
+/// container. The config must verify.
+mlir::LogicalResult buildAttentionKernels(mlir::ModuleOp module,
+                                          llvm::StringRef moduleName,
+                                          const AttentionKernelConfig &config,
+                                          bool backward);
+
+} // namespace weft::gpu
+
+#endif // WEFT_CONVERSION_ATTENTIONKERNELS_H

@@ -1,0 +1,157 @@
+// The FlashAttention-2 forward kernel: a CTA owns block_q query rows of one
+// (batch, q head), 16 per warp; it walks the key blocks the rows see (causal
+// block skipping), S = Q K^T and O += P V with mma.sync m16n8k16, an online
+// softmax in registers (exp2 of log2-scaled scores), and writes O and the
+// row log-sum-exp.
+#include "KernelBodies.h"
+#include "WarpEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+
+namespace weft::gpu {
+
+void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
+  ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
+  b.setInsertionPointToEnd(&func.getBody().front());
+  WarpEmitter e(b, config.bf16);
+  Value q = func.getArgument(0), k = func.getArgument(1), v = func.getArgument(2);
+  Value out = func.getArgument(3), lse = func.getArgument(4);
+  KernelScalars s = KernelScalars::of(func, 5);
+  const int64_t d = config.headDim, blockQ = config.blockQ, blockK = config.blockK;
+  const int64_t pitch = tilePitch(d), threads = blockQ / 16 * 32;
+  const int64_t kSteps = d / 16, keyTiles = blockK / 8, dTiles = d / 8;
+  const double inf = std::numeric_limits<double>::infinity();
+
+  Value tid = e.threadIdX();
+  Value warp = e.divu(tid, e.i32c(32));
+  Value lane = arith::RemUIOp::create(b, tid, e.i32c(32));
+  Value g = e.divu(lane, e.i32c(4));
+  Value t = arith::RemUIOp::create(b, lane, e.i32c(4));
+  Value head = e.blockId(1), batch = e.blockId(2);
+  Value kvHead = e.divu(head, e.divu(s.qHeads, s.kvHeads));
+  Value q0 = e.mul(e.blockId(0), e.i32c(blockQ));
+  Value qValid = e.minsi(e.i32c(blockQ), e.sub(s.qLen, q0));
+  // Row indices into the flattened [b * h * s] rows of q/out and k/v.
+  Value qRow0 = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.qLen), q0);
+  Value kvRow0 = e.mul(e.add(e.mul(batch, s.kvHeads), kvHead), s.kLen);
+  Value rowBytes = e.i64c(d * 2);
+  Value qBytes = e.mul(e.toI64(qRow0), rowBytes);
+  const int64_t smemK = blockQ * pitch, smemV = smemK + blockK * pitch;
+
+  e.copyTile(e.globalAt(q, qBytes), qValid, blockQ, d, e.i32c(0), pitch, tid, threads);
+  e.barrier();
+  Value warpRows = e.mul(warp, e.i32c(16 * pitch));
+  SmallVector<Quad> qFrag = e.loadA(e.add(warpRows, e.laneOffsetA(lane, pitch)), kSteps);
+  Value kLane = e.laneOffsetB(lane, pitch), vLane = e.laneOffsetBTransposed(lane, pitch);
+
+  Value kEnd = config.causal ? e.minsi(s.kLen, e.add(q0, e.i32c(blockQ))) : s.kLen;
+  Value keyBlocks = e.ceilDiv(kEnd, blockK);
+  Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
+  // Query index of this lane's two accumulator rows.
+  Value myRow = e.add(e.add(q0, e.mul(warp, e.i32c(16))), g);
+  std::array<Value, 2> rows = {myRow, e.add(myRow, e.i32c(8))};
+  Value minusInf = e.f32c(-inf), zeroF = e.f32c(0.0);
+
+  // Loop state: m[2], l[2] (per-thread partial sums), acc[dTiles][4].
+  SmallVector<Value> init = {minusInf, minusInf, zeroF, zeroF};
+  init.append(dTiles * 4, zeroF);
+  auto loop = scf::ForOp::create(
+      b, e.i32c(0), keyBlocks, e.i32c(1), init,
+      [&](OpBuilder &nested, Location loc, Value kb, ValueRange state) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        WarpEmitter w(lb, config.bf16);
+        Value k0 = w.mul(kb, w.i32c(blockK));
+        Value kValid = w.minsi(w.i32c(blockK), w.sub(s.kLen, k0));
+        Value kvBytes = w.mul(w.toI64(w.add(kvRow0, k0)), rowBytes);
+        w.barrier(); // every warp is done with the previous K and V tiles
+        w.copyTile(w.globalAt(k, kvBytes), kValid, blockK, d, w.i32c(smemK), pitch, tid, threads);
+        w.copyTile(w.globalAt(v, kvBytes), kValid, blockK, d, w.i32c(smemV), pitch, tid, threads);
+        w.barrier();
+
+        // S = Q K^T, 16 x blockK per warp.
+        SmallVector<Quad> scores = w.mmaABt(qFrag, w.i32c(smemK), kLane, keyTiles, pitch);
+
+        // Scale to log2 units and mask keys past k_len (and above the
+        // diagonal when causal) to -inf.
+        Value colBase = w.add(k0, w.mul(t, w.i32c(2)));
+        for (int64_t nt = 0; nt < keyTiles; ++nt)
+          for (int j = 0; j < 4; ++j) {
+            Value col = w.add(colBase, w.i32c(nt * 8 + j % 2));
+            Value valid = w.lt(col, s.kLen);
+            if (config.causal)
+              valid = w.andi(valid, w.le(col, rows[j / 2]));
+            scores[nt][j] = w.select(valid, w.fmul(scores[nt][j], scaleLog2), minusInf);
+          }
+
+        SmallVector<Value> next(state.begin(), state.end());
+        std::array<Value, 2> alpha;
+        for (int h = 0; h < 2; ++h) {
+          Value rowMax = minusInf;
+          for (int64_t nt = 0; nt < keyTiles; ++nt)
+            rowMax = w.fmax(rowMax, w.fmax(scores[nt][2 * h], scores[nt][2 * h + 1]));
+          rowMax = w.quadMax(rowMax);
+          Value mNew = w.fmax(state[h], rowMax);
+          // A row that has seen no key yet keeps m = -inf; exp2 uses 0 then.
+          Value mUse = w.select(w.feq(mNew, minusInf), zeroF, mNew);
+          alpha[h] = w.exp2(w.fsub(state[h], mUse));
+          Value rowSum = zeroF;
+          for (int64_t nt = 0; nt < keyTiles; ++nt)
+            for (int j = 2 * h; j < 2 * h + 2; ++j) {
+              scores[nt][j] = w.exp2(w.fsub(scores[nt][j], mUse));
+              rowSum = w.fadd(rowSum, scores[nt][j]);
+            }
+          next[h] = mNew;
+          next[2 + h] = w.fadd(w.fmul(state[2 + h], alpha[h]), rowSum);
+        }
+        for (int64_t dt = 0; dt < dTiles; ++dt)
+          for (int j = 0; j < 4; ++j)
+            next[4 + dt * 4 + j] = w.fmul(state[4 + dt * 4 + j], alpha[j / 2]);
+
+        // O += P V.
+        SmallVector<Quad> acc(dTiles);
+        for (int64_t dt = 0; dt < dTiles; ++dt)
+          for (int j = 0; j < 4; ++j)
+            acc[dt][j] = next[4 + dt * 4 + j];
+        w.mmaAB(w.toA(scores), w.i32c(smemV), vLane, acc, pitch);
+        for (int64_t dt = 0; dt < dTiles; ++dt)
+          for (int j = 0; j < 4; ++j)
+            next[4 + dt * 4 + j] = acc[dt][j];
+        scf::YieldOp::create(lb, next);
+      });
+
+  // Epilogue: finish the row sums across the quad, normalise, store.
+  ValueRange state = loop.getResults();
+  Value outBytes = e.mul(e.toI64(qRow0), rowBytes);
+  Value outTile = e.globalAt(out, outBytes);
+  Value lseTile = e.globalAt(lse, e.mul(e.toI64(qRow0), e.i64c(4)));
+  for (int h = 0; h < 2; ++h) {
+    Value rowSum = e.quadSum(state[2 + h]);
+    Value positive = e.fgt(rowSum, zeroF);
+    Value inverse = e.select(positive, arith::DivFOp::create(b, e.f32c(1.0), rowSum), zeroF);
+    Value mUse = e.select(e.feq(state[h], minusInf), zeroF, state[h]);
+    Value rowLse = e.fmul(e.fadd(mUse, e.log2(rowSum)), e.f32c(llvm::numbers::ln2));
+    Value localRow = e.add(e.add(e.mul(warp, e.i32c(16)), g), e.i32c(8 * h));
+    SmallVector<Value> packed;
+    for (int64_t dt = 0; dt < dTiles; ++dt)
+      packed.push_back(e.pack(e.fmul(state[4 + dt * 4 + 2 * h], inverse),
+                              e.fmul(state[5 + dt * 4 + 2 * h], inverse)));
+    e.ifThen(e.lt(localRow, qValid), [&] {
+      Value rowStart = e.mul(e.add(e.mul(localRow, e.i32c(d)), e.mul(t, e.i32c(2))), e.i32c(2));
+      for (int64_t dt = 0; dt < dTiles; ++dt)
+        e.store(packed[dt], e.globalAt(outTile, e.toI64(e.add(rowStart, e.i32c(dt * 16)))), 4);
+      e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, e.i32c(0)), [&] {
+        e.store(rowLse, e.globalAt(lseTile, e.toI64(e.mul(localRow, e.i32c(4)))), 4);
+      });
+    });
+  }
+  mlir::gpu::ReturnOp::create(b);
+}
+
+} // namespace weft::gpu

@@ -1,0 +1,123 @@
+// The building blocks of the attention kernels: thread indices, global and
+// shared memory access through LLVM pointers, ldmatrix, mma.sync m16n8k16
+// (bf16/f16 in, f32 accumulate), warp shuffles and the exp2/log2 intrinsics.
+// Fragment layouts are PTX's: for a 16x8 f32 accumulator, lane l holds rows
+// l/4 and l/4+8, columns 2*(l%4) and 2*(l%4)+1.
+#ifndef WEFT_LIB_CONVERSION_ATTENTIONTONVVM_WARPEMITTER_H
+#define WEFT_LIB_CONVERSION_ATTENTIONTONVVM_WARPEMITTER_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <array>
+
+namespace weft::gpu {
+
+/// Four f32 values of one 16x8 accumulator tile (c0..c3), or four packed
+/// 16-bit pairs of one 16x16 A fragment (a0..a3).
+using Quad = std::array<mlir::Value, 4>;
+
+class WarpEmitter {
+public:
+  WarpEmitter(mlir::ImplicitLocOpBuilder &b, bool bf16);
+
+  mlir::ImplicitLocOpBuilder &b;
+  bool bf16;
+  mlir::Type i1, i32, i64, f32, v4i32, globalPtr, sharedPtr;
+
+  // Constants and i32 arithmetic.
+  mlir::Value i32c(int64_t value);
+  mlir::Value i64c(int64_t value);
+  mlir::Value f32c(double value);
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  mlir::Value divu(mlir::Value x, mlir::Value y);
+  mlir::Value minsi(mlir::Value x, mlir::Value y);
+  mlir::Value lt(mlir::Value x, mlir::Value y);  // signed
+  mlir::Value le(mlir::Value x, mlir::Value y);  // signed
+  mlir::Value andi(mlir::Value x, mlir::Value y);
+  mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y);
+  mlir::Value toI64(mlir::Value x);
+  /// ceil(x / y) for positive y.
+  mlir::Value ceilDiv(mlir::Value x, int64_t y);
+
+  // f32 arithmetic.
+  mlir::Value fadd(mlir::Value x, mlir::Value y);
+  mlir::Value fsub(mlir::Value x, mlir::Value y);
+  mlir::Value fmul(mlir::Value x, mlir::Value y);
+  mlir::Value fmax(mlir::Value x, mlir::Value y);
+  mlir::Value feq(mlir::Value x, mlir::Value y);
+  mlir::Value fgt(mlir::Value x, mlir::Value y);
+  /// 2^x and log2(x) (ex2.approx.ftz, lg2.approx.ftz).
+  mlir::Value exp2(mlir::Value x);
+  mlir::Value log2(mlir::Value x);
+
+  // Thread and block indices (i32).
+  mlir::Value threadIdX();
+  mlir::Value blockId(int dim);
+
+  // Memory. Offsets are in bytes; global offsets i64, shared offsets i32.
+  mlir::Value globalAt(mlir::Value base, mlir::Value byteOffset);
+  mlir::Value sharedBase();
+  mlir::Value sharedAt(mlir::Value byteOffset);
+  mlir::Value load(mlir::Type type, mlir::Value ptr, unsigned alignment);
+  void store(mlir::Value value, mlir::Value ptr, unsigned alignment);
+  void barrier();
+  /// Runs `body` only where `condition` holds.
+  void ifThen(mlir::Value condition, llvm::function_ref<void()> body);
+
+  /// ldmatrix .x4 (.trans when `transpose`): each lane gives one row address.
+  Quad ldmatrix4(mlir::Value sharedPtr, bool transpose);
+  /// D = A(16x16) * B(16x8) + C with B given as two packed registers.
+  Quad mma(const Quad &a, mlir::Value b0, mlir::Value b1, const Quad &c);
+  /// Two f32 rounded to the element type, packed low-first into an i32.
+  mlir::Value pack(mlir::Value lo, mlir::Value hi);
+  /// The two elements of a packed i32, widened to f32.
+  std::array<mlir::Value, 2> unpack(mlir::Value packed);
+  /// The value of lane (lane ^ mask).
+  mlir::Value shuffleXor(mlir::Value x, int mask);
+  /// x reduced over the four lanes that share an accumulator row.
+  mlir::Value quadMax(mlir::Value x);
+  mlir::Value quadSum(mlir::Value x);
+
+  /// ldmatrix .x4 lane row offsets (bytes) into a 16-bit tile of row pitch
+  /// `pitch`, relative to a 16x16 block: for an A operand (lane l gives row
+  /// l % 16, column half l / 16), for a B operand stored [n][k] (rows
+  /// n = 8 * (l / 16) + l % 8, column half (l / 8) % 2) and for a B operand
+  /// stored [k][n] and read transposed (rows k = 8 * ((l / 8) % 2) + l % 8,
+  /// column half l / 16).
+  mlir::Value laneOffsetA(mlir::Value lane, int64_t pitch);
+  mlir::Value laneOffsetB(mlir::Value lane, int64_t pitch);
+  mlir::Value laneOffsetBTransposed(mlir::Value lane, int64_t pitch);
+
+  /// The A fragments of a warp's 16 rows x (16 * steps) columns of a shared
+  /// tile at `rowsAt` (+ laneOffsetA), one Quad per 16-column step.
+  llvm::SmallVector<Quad> loadA(mlir::Value rowsAt, int64_t steps);
+  /// C = A B^T for A given as fragments (one per 16 of the shared dim) and B
+  /// stored [n][k] at byte `tileAt` + `laneB` (laneOffsetB); n = 8 * tiles.
+  llvm::SmallVector<Quad> mmaABt(llvm::ArrayRef<Quad> a, mlir::Value tileAt,
+                                 mlir::Value laneB, int64_t tiles, int64_t pitch);
+  /// acc += A B for A as fragments (one per 16 rows of B) and B stored
+  /// [k][n] at byte `tileAt` + `laneBt` (laneOffsetBTransposed).
+  void mmaAB(llvm::ArrayRef<Quad> a, mlir::Value tileAt, mlir::Value laneBt,
+             llvm::MutableArrayRef<Quad> acc, int64_t pitch);
+  /// The A fragments of a 16 x (8 * tiles) f32 accumulator, rounded to the
+  /// element type: tiles 2i and 2i+1 form 16x16 step i.
+  llvm::SmallVector<Quad> toA(llvm::ArrayRef<Quad> tiles);
+
+  /// Copies rows [0, rows) x [0, cols) elements of a row-major global tile at
+  /// `global` (row pitch `cols`) into shared memory at `sharedOffset` with
+  /// row pitch `sharedPitch` bytes, 16 bytes per access, spread over
+  /// `threads` threads; rows at or after `validRows` are written as zeros.
+  void copyTile(mlir::Value global, mlir::Value validRows, int64_t rows,
+                int64_t cols, mlir::Value sharedOffset, int64_t sharedPitch,
+                mlir::Value tid, int64_t threads);
+
+private:
+  mlir::Type elementType;
+};
+
+} // namespace weft::gpu
+
+#endif // WEFT_LIB_CONVERSION_ATTENTIONTONVVM_WARPEMITTER_H
