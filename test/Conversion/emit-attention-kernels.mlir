@@ -1,0 +1,51 @@
+// RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=64 causal=true" | FileCheck %s --check-prefix=FWD
+// RUN: weft-opt %s --weft-emit-attention-kernels="dtype=f16 head-dim=128 backward=true" | FileCheck %s --check-prefix=BWD
+// RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=64" | mlir-opt -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa" | FileCheck %s --check-prefix=PTX
+// RUN: not weft-opt %s --weft-emit-attention-kernels="head-dim=96" 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: not weft-opt %s --weft-emit-attention-kernels="block-q=48" 2>&1 | FileCheck %s --check-prefix=ERR-TILE
+// RUN: not weft-opt %s --weft-emit-attention-kernels="dtype=f32" 2>&1 | FileCheck %s --check-prefix=ERR-DTYPE
+
+module {}
+
+// The forward at block_q = block_k = 64, d = 64: 4 warps of 16 query rows.
+// S = Q K^T is 8 key tiles x 4 k-steps = 32 mma.sync per warp and O += P V
+// 4 k-steps x 8 d tiles = 32 more; ldmatrix: 4 for Q's fragments, 4 pairs x
+// 4 k-steps for K and 4 x 4 for V (transposed) = 36.
+// FWD: gpu.module @weft_attn_fwd_bf16_d64_causal_q64_k64
+// FWD: llvm.mlir.global external @weft_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// FWD: gpu.func @weft_attn_forward_bf16_d64_causal_q64_k64(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: f32) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// FWD-COUNT-4: nvvm.ldmatrix
+// FWD: scf.for
+// FWD-COUNT-32: nvvm.mma.sync
+// FWD-NOT: nvvm.mma.sync
+// FWD: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// FWD-COUNT-32: nvvm.mma.sync
+// FWD-NOT: nvvm.mma.sync
+// FWD: gpu.return
+
+// The backward at d = 128 walks 32-row inner tiles (dkdvInnerRows /
+// dqInnerRows). dK/dV kernel per warp and step: S^T = K Q^T (4 query tiles x
+// 8 k-steps = 32), dV += P^T dO (2 steps x 16 d tiles = 32), dP^T = V dO^T
+// (32), dK += dS^T Q (32) = 128. dQ kernel: S (32), dP (32), dQ += dS K (32).
+// BWD: gpu.module @weft_attn_bwd_f16_d128_full_q64_k64
+// BWD-LABEL: gpu.func @weft_attn_backward_preprocess_f16_d128_full_q64_k64
+// BWD-NOT: nvvm.mma.sync
+// BWD-LABEL: gpu.func @weft_attn_backward_dkdv_f16_d128_full_q64_k64
+// BWD-COUNT-128: nvvm.mma.sync
+// BWD-NOT: nvvm.mma.sync
+// BWD-LABEL: gpu.func @weft_attn_backward_dq_f16_d128_full_q64_k64
+// BWD-COUNT-96: nvvm.mma.sync
+// BWD-NOT: nvvm.mma.sync
+
+// PTX: gpu.binary @weft_attn_fwd_bf16_d64_full_q64_k64
+// PTX-SAME: .target sm_90a
+// PTX-SAME: .extern .shared .align 16 .b8 weft_smem[]
+// PTX-SAME: .entry weft_attn_forward_bf16_d64_full_q64_k64(
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-SAME: ex2.approx.ftz.f32
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+
+// ERR: error: the GPU attention kernels support head_dim 64 and 128, got 96
+// ERR-TILE: error: the GPU attention kernels need block_q in {32, 64, 128} (16 rows per warp, 2..8 warps), got 48
+// ERR-DTYPE: error: weft-emit-attention-kernels: dtype must be bf16 or f16, got 'f32'
