@@ -427,3 +427,15 @@ def test_watchdog_ends_a_hung_run():
     proc = subprocess.run([sys.executable, "-c", code, GPU_DIR], capture_output=True, text=True,
                           timeout=25)
     assert proc.returncode == 1 and proc.stdout == "hung: p2\n"
+
+
+@pytest.mark.parametrize("fault, failures", [(None, 0), ("unwritten_row", 2), ("scale", 0)])
+def test_sanitize_mode_checks_nan_only(tmp_path, capsys, fault, failures):
+    # Only NaN/inf counts there (no reference: wrong math passes), and the
+    # buffers are unguarded so memcheck sees each allocation's end.
+    rt, groups = fake_setup(tmp_path, fault)
+    opts = ac.parse_args(["--kernels", str(tmp_path), "--sanitize-config"])
+    assert ac.run_sanitize(rt, ac.Loader(rt), groups, opts, "cpu") == failures
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(line.startswith("FAIL" if failures else "ok") for line in lines)
+    assert [launch[1] for launch in rt.launches].count("forward") == 2
