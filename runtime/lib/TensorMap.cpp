@@ -14,7 +14,9 @@ constexpr unsigned long long kMaxGlobalDim = 1ull << 32;
 constexpr unsigned long long kMaxStride = 1ull << 40;
 constexpr unsigned kGlobalAlignment = 16;
 constexpr unsigned kStrideAlignment = 16;
-constexpr unsigned kMapAlignment = 64; // CUtensorMap is declared alignas(64)
+// The driver requires 64; cuda.h declares CUtensorMap alignas(128), so only a
+// map placed by hand in a byte buffer can miss it.
+constexpr unsigned kMapAlignment = 64;
 
 // Bytes per element, 0 for types this runtime does not encode (the packed
 // sub-byte types of CUDA 12.8+ need their own box rules).
