@@ -1,0 +1,311 @@
+"""ctypes binding of Weft's CUDA runtime, libweft_runtime.so (C API in
+runtime/include/weft_runtime.h). Every failing call raises WeftError with the
+runtime's status, the CUresult and the message.
+
+The library is found at $WEFT_RUNTIME_LIB, else $WEFT_BUILD_DIR/lib or the
+repository's build/lib. With PyTorch, launch into its context and stream:
+
+    rt.context_ensure(0)            # keeps PyTorch's current context
+    fn = rt.module_load(cubin).function("kernel")
+    rt.launch(fn, (blocks, 1, 1), (128, 1, 1), 0,
+              torch.cuda.current_stream().cuda_stream,
+              [("ptr", x.data_ptr()), ("i32", x.numel())])
+"""
+import ctypes
+import os
+from collections import namedtuple
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# weft_status values, as in weft_runtime.h.
+OK = 0
+ERROR_DRIVER_MISSING = 1
+ERROR_CUDA = 2
+ERROR_INVALID_IMAGE = 3
+ERROR_ARCH_MISMATCH = 4
+ERROR_INVALID_ARGUMENT = 5
+ERROR_NOT_FOUND = 6
+ERROR_VERSION_MISMATCH = 7
+
+IMAGE_CUBIN = 1
+IMAGE_PTX = 2
+IMAGE_KINDS = {IMAGE_CUBIN: "cubin", IMAGE_PTX: "ptx"}
+
+# CUtensorMapDataType / CUtensorMapSwizzle values from cuda.h.
+TENSOR_MAP_DTYPES = {
+    "u8": 0, "u16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6,
+    "f32": 7, "f64": 8, "bf16": 9, "f32_ftz": 10, "tf32": 11, "tf32_ftz": 12,
+}
+SWIZZLES = {None: 0, 0: 0, 32: 1, 64: 2, 128: 3}
+TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
+
+# Launch argument kinds and the ctypes value each becomes.
+ARG_TYPES = {
+    "ptr": ctypes.c_uint64,
+    "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32,
+    "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
+
+ImageInfo = namedtuple("ImageInfo", "kind sm arch_specific family_specific elf_abi_version")
+
+
+class WeftError(Exception):
+    """A weft_status other than WEFT_OK: `status` (int), `status_name`,
+    `cu_result` (the CUresult for WEFT_ERROR_CUDA, else 0) and `message`."""
+
+    def __init__(self, status, cu_result, message, status_name=None):
+        self.status = status
+        self.status_name = status_name or f"weft_status {status}"
+        self.cu_result = cu_result
+        self.message = message
+        super().__init__(f"{self.status_name}: {message}")
+
+
+class _ImageInfo(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("sm", ctypes.c_int), ("arch_specific", ctypes.c_int),
+                ("family_specific", ctypes.c_int), ("elf_abi_version", ctypes.c_int)]
+
+
+_lib = None
+
+
+def library_path():
+    """Where the runtime library is looked for (it may not exist)."""
+    explicit = os.environ.get("WEFT_RUNTIME_LIB")
+    if explicit:
+        return explicit
+    build = os.environ.get("WEFT_BUILD_DIR", os.path.join(REPO, "build"))
+    return os.path.join(build, "lib", "libweft_runtime.so")
+
+
+def _declare(lib):
+    c_int, c_size_t, c_void_p, c_char_p = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p
+    dims3 = ctypes.c_uint * 3
+    signatures = {
+        "weft_last_error": (c_char_p, []),
+        "weft_last_cu_result": (c_int, []),
+        "weft_status_to_cu_result": (c_int, [c_int]),
+        "weft_status_name": (c_char_p, [c_int]),
+        "weft_runtime_version": (c_char_p, []),
+        "weft_init": (c_int, []),
+        "weft_context_ensure": (c_int, [c_int]),
+        "weft_device_arch": (c_int, [ctypes.POINTER(c_int)]),
+        "weft_device_memory": (c_int, [ctypes.POINTER(c_size_t), ctypes.POINTER(c_size_t)]),
+        "weft_image_check": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_int),
+                                     ctypes.POINTER(c_int)]),
+        "weft_image_inspect": (c_int, [c_void_p, c_size_t, ctypes.POINTER(_ImageInfo)]),
+        "weft_image_check_arch": (c_int, [ctypes.POINTER(_ImageInfo), c_int]),
+        "weft_module_load": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_void_p)]),
+        "weft_module_unload": (c_int, [c_void_p]),
+        "weft_module_function": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_void_p)]),
+        "weft_function_set_dynamic_smem": (c_int, [c_void_p, c_size_t]),
+        "weft_launch": (c_int, [c_void_p, dims3, dims3, c_size_t, c_void_p,
+                                ctypes.POINTER(c_void_p)]),
+        "weft_tensor_map_encode_tiled": (
+            c_int, [c_void_p, c_int, ctypes.c_uint, c_void_p, ctypes.POINTER(ctypes.c_ulonglong),
+                    ctypes.POINTER(ctypes.c_ulonglong), ctypes.POINTER(ctypes.c_uint), c_int]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+
+
+def lib():
+    """The loaded runtime library (loaded on first use)."""
+    global _lib
+    if _lib is None:
+        path = library_path()
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"Weft runtime library not found at {path}; build it with "
+                f"`ninja -C build weft_runtime_shared` or set WEFT_RUNTIME_LIB")
+        loaded = ctypes.CDLL(path)
+        _declare(loaded)
+        _lib = loaded
+    return _lib
+
+
+def _check(status):
+    if status != OK:
+        runtime = lib()
+        raise WeftError(status, runtime.weft_last_cu_result(),
+                        runtime.weft_last_error().decode(errors="replace"),
+                        runtime.weft_status_name(status).decode())
+
+
+def version():
+    return lib().weft_runtime_version().decode()
+
+
+def status_to_cu_result(status):
+    return lib().weft_status_to_cu_result(status)
+
+
+def init():
+    _check(lib().weft_init())
+
+
+def context_ensure(ordinal=0):
+    _check(lib().weft_context_ensure(ordinal))
+
+
+def device_arch():
+    """Compute capability of the current context's device, e.g. 90."""
+    sm = ctypes.c_int()
+    _check(lib().weft_device_arch(ctypes.byref(sm)))
+    return sm.value
+
+
+def device_memory():
+    """(free_bytes, total_bytes) of the current context's device."""
+    free, total = ctypes.c_size_t(), ctypes.c_size_t()
+    _check(lib().weft_device_memory(ctypes.byref(free), ctypes.byref(total)))
+    return free.value, total.value
+
+
+def image_check(image):
+    """("cubin" | "ptx", sm) of an image given as bytes; host-only."""
+    kind, sm = ctypes.c_int(), ctypes.c_int()
+    _check(lib().weft_image_check(image, len(image), ctypes.byref(kind), ctypes.byref(sm)))
+    return IMAGE_KINDS[kind.value], sm.value
+
+
+def image_inspect(image):
+    info = _ImageInfo()
+    _check(lib().weft_image_inspect(image, len(image), ctypes.byref(info)))
+    return ImageInfo(IMAGE_KINDS[info.kind], info.sm, bool(info.arch_specific),
+                     bool(info.family_specific), info.elf_abi_version)
+
+
+def check_arch(info, device_sm):
+    """Raises WeftError (ARCH_MISMATCH) when an ImageInfo cannot run on device_sm."""
+    kinds = {name: value for value, name in IMAGE_KINDS.items()}
+    raw = _ImageInfo(kinds[info.kind], info.sm, int(info.arch_specific),
+                     int(info.family_specific), info.elf_abi_version)
+    _check(lib().weft_image_check_arch(ctypes.byref(raw), device_sm))
+
+
+class Module:
+    """A loaded cubin/PTX module; unloaded by unload() or on leaving a `with`."""
+
+    def __init__(self, handle, image):
+        self.handle = handle
+        self._image = image  # the driver may read it lazily; keep it alive
+
+    def function(self, name):
+        """The CUfunction of kernel `name`, as an int handle."""
+        if self.handle is None:
+            raise WeftError(ERROR_INVALID_ARGUMENT, 0, "module is unloaded",
+                            "WEFT_ERROR_INVALID_ARGUMENT")
+        fn = ctypes.c_void_p()
+        _check(lib().weft_module_function(self.handle, name.encode(), ctypes.byref(fn)))
+        return fn.value
+
+    def unload(self):
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            _check(lib().weft_module_unload(handle))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.unload()
+
+
+def module_load(image):
+    """Loads cubin or PTX bytes (PTX must end with a NUL byte) in the current context."""
+    image = bytes(image)
+    handle = ctypes.c_void_p()
+    _check(lib().weft_module_load(image, len(image), ctypes.byref(handle)))
+    return Module(handle.value, image)
+
+
+def set_dynamic_smem(fn, nbytes):
+    _check(lib().weft_function_set_dynamic_smem(fn, nbytes))
+
+
+def _dims3(values, what):
+    values = tuple(values)
+    if len(values) != 3 or not all(isinstance(v, int) and 0 <= v < 2**32 for v in values):
+        raise ValueError(f"{what} must be three unsigned 32-bit ints, got {values!r}")
+    return (ctypes.c_uint * 3)(*values)
+
+
+def pack_args(args):
+    """(void** array, keep-alive list) for kernel arguments given as (kind, value)
+    tuples: kinds are those of ARG_TYPES, plus ("tensormap", TensorMap) for a
+    __grid_constant__ CUtensorMap parameter."""
+    values = []
+    for index, arg in enumerate(args):
+        if not isinstance(arg, tuple) or len(arg) != 2:
+            raise ValueError(f"argument {index} must be a (kind, value) tuple, got {arg!r}")
+        kind, value = arg
+        if kind == "tensormap":
+            if not isinstance(value, TensorMap):
+                raise ValueError(f"argument {index}: 'tensormap' needs a TensorMap, got {value!r}")
+            values.append(value)
+        elif kind in ARG_TYPES:
+            converted = ARG_TYPES[kind](value)
+            # ctypes wraps out-of-range ints silently; a kernel would see garbage.
+            if kind not in ("f32", "f64") and converted.value != value:
+                raise ValueError(f"argument {index}: {value!r} does not fit {kind}")
+            values.append(converted)
+        else:
+            raise ValueError(f"argument {index}: unknown kind {kind!r}; expected one of "
+                             f"{sorted(ARG_TYPES) + ['tensormap']}")
+    pointers = (ctypes.c_void_p * max(len(values), 1))()
+    for index, value in enumerate(values):
+        pointers[index] = value.address if isinstance(value, TensorMap) else ctypes.addressof(value)
+    return pointers, values
+
+
+def launch(fn, grid, block, smem, stream_handle, args):
+    """cuLaunchKernel of `fn` (from Module.function) on the stream handle
+    (an int such as torch.cuda.current_stream().cuda_stream; 0 or None for the
+    default stream), with args as (kind, value) tuples; see pack_args."""
+    grid3, block3 = _dims3(grid, "grid"), _dims3(block, "block")
+    pointers, keep_alive = pack_args(args)
+    array = pointers if args else None
+    _check(lib().weft_launch(fn, grid3, block3, smem, stream_handle or None, array))
+    del keep_alive  # the driver copied the values during the call
+
+
+class TensorMap:
+    """A CUtensorMap in a 128-byte aligned host buffer (ctypes cannot align
+    a Structure to 128, so the buffer is over-allocated and offset)."""
+
+    def __init__(self):
+        self._buffer = ctypes.create_string_buffer(2 * TENSOR_MAP_BYTES)
+        base = ctypes.addressof(self._buffer)
+        self.address = (base + TENSOR_MAP_BYTES - 1) // TENSOR_MAP_BYTES * TENSOR_MAP_BYTES
+
+    def raw(self):
+        return ctypes.string_at(self.address, TENSOR_MAP_BYTES)
+
+
+def tensor_map_encode_tiled(dtype, global_address, dims, strides_bytes, box, swizzle=None):
+    """TensorMap for a row-major tensor at global_address (e.g. a CUDA tensor's
+    data_ptr()); dims and box innermost first, strides_bytes for dims 1..rank-1,
+    swizzle None/32/64/128 bytes; dtype a TENSOR_MAP_DTYPES name."""
+    if dtype not in TENSOR_MAP_DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not one of {sorted(TENSOR_MAP_DTYPES)}")
+    if swizzle not in SWIZZLES:
+        raise ValueError(f"swizzle {swizzle!r} is not one of None, 32, 64, 128")
+    rank = len(dims)
+    if len(box) != rank or len(strides_bytes) != max(rank - 1, 0):
+        raise ValueError(f"rank {rank} needs {rank} box dims and {rank - 1} strides, got "
+                         f"{len(box)} and {len(strides_bytes)}")
+    tensor_map = TensorMap()
+    c_dims = (ctypes.c_ulonglong * max(rank, 1))(*dims)
+    c_strides = (ctypes.c_ulonglong * max(rank - 1, 1))(*strides_bytes)
+    c_box = (ctypes.c_uint * max(rank, 1))(*box)
+    _check(lib().weft_tensor_map_encode_tiled(tensor_map.address, TENSOR_MAP_DTYPES[dtype], rank,
+                                              global_address, c_dims, c_strides, c_box,
+                                              SWIZZLES[swizzle]))
+    return tensor_map
