@@ -439,3 +439,21 @@ def test_sanitize_mode_checks_nan_only(tmp_path, capsys, fault, failures):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and all(line.startswith("FAIL" if failures else "ok") for line in lines)
     assert [launch[1] for launch in rt.launches].count("forward") == 2
+
+
+def test_launch_arguments_fit_the_runtime_binding(tmp_path):
+    # Host-only parts of weft.runtime: the (kind, value) list and the grid the
+    # harness builds are what launch() packs for cuLaunchKernel.
+    rt = pytest.importorskip("weft.runtime")
+    (tmp_path / "u.cubin").write_bytes(b"x")
+    dkdv = ku.parse_unit(unit_json("u", "backward"), str(tmp_path), "u.json").kernels[1]
+    tensors = {n: torch.zeros(8) for n in ("q", "k", "v", "dout", "lse", "delta", "dk", "dv")}
+    values = dict(tensors, batch=2, q_heads=16, kv_heads=4, q_len=1000, k_len=1000, scale=0.125)
+    pointers, kept = rt.pack_args(ku.build_args(dkdv, values))
+    assert [v.value for v in kept[:8]] == [tensors[n].data_ptr() for n in
+                                           ("q", "k", "v", "dout", "lse", "delta", "dk", "dv")]
+    assert [v.value for v in kept[8:]] == [2, 16, 4, 1000, 1000, 0.125]
+    assert [type(v) for v in kept[8:]] == [ctypes.c_int32] * 5 + [ctypes.c_float]
+    grid = ku.grid_for(dkdv, {k: values[k] for k in ("batch", "q_heads", "kv_heads",
+                                                     "q_len", "k_len")})
+    assert list(rt._dims3(grid, "grid")) == [8, 4, 2]
