@@ -18,3 +18,12 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["weft-opt", "weft-run", "weft-compile", "weft-cpu-run"], [config.weft_tools_dir])
+
+# test/Target/GPU assembles PTX: those tests REQUIRE ptxas (the CUDA toolkit),
+# found where weft-compile looks for it.
+import shutil
+_ptxas = [os.environ.get("WEFT_PTXAS"), "/usr/local/cuda/bin/ptxas", shutil.which("ptxas")]
+if os.environ.get("CUDA_HOME"):
+    _ptxas.append(os.path.join(os.environ["CUDA_HOME"], "bin", "ptxas"))
+if any(p and os.access(p, os.X_OK) for p in _ptxas):
+    config.available_features.add("ptxas")

@@ -1,7 +1,9 @@
-// weft-compile, first form: a forward graph in, the planned training step and
-// its memory report out, through weft-train-pipeline (the pipeline weft-opt
-// offers under the same name).
+// weft-compile: a forward graph in, the planned training step and its memory
+// report out (weft-train-pipeline, as weft-opt offers it), or --emit=kernels:
+// the AOT attention units of a module (or of the step it builds).
 #include "weft/Pipelines.h"
+#include "weft/Target/GPU/AotKernels.h"
+#include "weft/Target/GPU/Serialize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -29,9 +31,24 @@ struct CompileOptions {
   cl::OptionCategory category{"weft-compile options"};
   cl::opt<std::string> input{cl::Positional, cl::desc("<input .mlir file>"),
                              cl::init("-"), cl::cat(category)};
-  cl::opt<std::string> output{"o", cl::desc("Write the step IR here"),
-                              cl::value_desc("file.mlir"), cl::init("-"),
-                              cl::cat(category)};
+  cl::opt<std::string> output{
+      "o",
+      cl::desc("Write the step IR here (with --emit=kernels / gpu-binary: "
+               "the output directory)"),
+      cl::value_desc("file.mlir | dir"), cl::init("-"), cl::cat(category)};
+  cl::opt<std::string> emit{
+      "emit",
+      cl::desc("step (default): the step IR; kernels: the AOT attention units "
+               "(.ptx, .cubin, .h, .c, .json) of every weft.attention / "
+               "attention_grad; gpu-binary: PTX and cubin of hand-written "
+               "gpu.modules, with ptxas's resources on stdout"),
+      cl::init("step"), cl::cat(category)};
+  cl::opt<std::string> chip{"chip", cl::desc("GPU architecture of kernels"),
+                            cl::init("sm_90a"), cl::cat(category)};
+  cl::opt<int64_t> blockQ{"block-q", cl::desc("Query rows per kernel tile"),
+                          cl::init(64), cl::cat(category)};
+  cl::opt<int64_t> blockK{"block-k", cl::desc("Key rows per kernel tile"),
+                          cl::init(64), cl::cat(category)};
   cl::opt<std::string> entry{"entry",
                              cl::desc("Forward function returning the loss"),
                              cl::value_desc("name"), cl::cat(category)};
@@ -88,14 +105,28 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
           "weft-compile: build the training step of a forward graph\n\n"
           "  weft-compile FILE --entry NAME --train [--optimizer=adamw]\n"
           "    [--memory-budget=SIZE] [--remat=POLICY [--remat-layers=N]]\n"
-          "    [--memory-report=OUT.json] [-o OUT.mlir]\n",
+          "    [--memory-report=OUT.json] [-o OUT.mlir]\n"
+          "  weft-compile FILE --emit=kernels -o DIR [--block-q=64 --block-k=64]\n"
+          "    [--chip=sm_90a] [--train --entry NAME ...]\n"
+          "  weft-compile FILE --emit=gpu-binary -o DIR [--chip=sm_90a]\n",
           &llvm::errs()))
     return kExitUsage;
 
-  if (!cli.train)
-    return usageError("this version of weft-compile builds training steps "
-                      "only: give --train (packages and kernels come later)");
-  if (cli.entry.empty())
+  bool emitKernels = cli.emit == "kernels";
+  bool emitGpuBinary = cli.emit == "gpu-binary";
+  if (!emitKernels && !emitGpuBinary && cli.emit != "step")
+    return usageError("--emit=" + cli.emit +
+                      " is not one of step, kernels, gpu-binary");
+  if ((emitKernels || emitGpuBinary) && cli.output == "-")
+    return usageError("--emit=" + cli.emit +
+                      " writes several files: give the directory with -o DIR");
+  if (emitGpuBinary && cli.train)
+    return usageError("--emit=gpu-binary lowers gpu.modules as they are; "
+                      "--train does not apply");
+  if (!cli.train && !emitKernels && !emitGpuBinary)
+    return usageError("give --train (build a training step) or "
+                      "--emit=kernels / --emit=gpu-binary");
+  if (cli.train && cli.entry.empty())
     return usageError("--entry NAME is required: the forward function that "
                       "returns the loss");
   std::string diffError;
@@ -112,6 +143,7 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.rematLayers = cli.rematLayers;
   options.memoryReport = cli.memoryReport;
 
+  weft::gpu::registerGpuTargetDialects(registry);
   MLIRContext context(registry);
   // A diagnostic names the function and the values; a dump of the whole step
   // after it (MLIR's default for errors on ops) buries it.
@@ -128,6 +160,23 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return kExitUsage;
+  if (emitGpuBinary) {
+    if (failed(weft::gpu::emitGpuModuleBinaries(*module, cli.output, cli.chip,
+                                                llvm::outs())))
+      return kExitFailed;
+    return kExitOk;
+  }
+  weft::gpu::KernelEmitOptions kernelOptions;
+  kernelOptions.outputDir = cli.output;
+  kernelOptions.chip = cli.chip;
+  kernelOptions.blockQ = cli.blockQ;
+  kernelOptions.blockK = cli.blockK;
+  if (!cli.train) {
+    if (failed(weft::gpu::emitAttentionKernelUnits(*module, kernelOptions)))
+      return kExitFailed;
+    return kExitOk;
+  }
+
   auto entry = module->lookupSymbol<func::FuncOp>(cli.entry);
   if (!entry || entry.isExternal())
     return usageError("no function @" + cli.entry + " with a body in " +
@@ -148,6 +197,14 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   auto status = std::make_shared<DiffEachPassStatus>();
   if (failed(applyDiffEachPassCLOptions(pm, status)))
     return kExitUsage;
+
+  if (emitKernels) {
+    // The step's attention and attention_grad ops become the units.
+    if (failed(pm.run(*module)) || !finishDiffEachPass(*status) ||
+        failed(weft::gpu::emitAttentionKernelUnits(*module, kernelOptions)))
+      return kExitFailed;
+    return kExitOk;
+  }
 
   // Opened first, so an unwritable path fails before the compilation; the
   // file is removed again unless the compilation succeeds.

@@ -1,0 +1,47 @@
+// weft-compile --emit=kernels: one AOT unit (PTX, cubin, C header and source
+// with load/unload/launch, JSON metadata) per weft.attention and
+// weft.attention_grad op, built from the GPU attention kernel builder.
+#ifndef WEFT_TARGET_GPU_AOTKERNELS_H
+#define WEFT_TARGET_GPU_AOTKERNELS_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace weft::gpu {
+
+/// The version written into every unit and checked when a unit is loaded
+/// (against weft_runtime_version()).
+inline constexpr const char *kWeftVersion = "0.5.0";
+/// The layout of the unit files (NAME.json, NAME.h); bumped on a change.
+inline constexpr int kAotFormatVersion = 1;
+
+struct KernelEmitOptions {
+  /// The directory the units go to; created when missing.
+  std::string outputDir;
+  std::string chip = "sm_90a";
+  /// weft-tile-attention's tile sizes, shared by every unit.
+  int64_t blockQ = 64, blockK = 64;
+};
+
+/// Writes, for each weft.attention / weft.attention_grad op of `module` in
+/// walk order, the unit `<func>_attention_<i>` / `<func>_attention_grad_<i>`
+/// (NAME.ptx, .cubin, .h, .c, .json) and `kernels.json` listing the units.
+/// Problems (an unsupported dtype, dropout, a head_dim the kernels lack,
+/// ptxas failing or missing) are diagnostics at the op or the module.
+mlir::LogicalResult emitAttentionKernelUnits(mlir::ModuleOp module,
+                                             const KernelEmitOptions &options);
+
+/// Lowers every gpu.module of `module` (hand-written kernels) to PTX and
+/// assembles it: writes NAME.ptx and NAME.cubin into `outputDir` and one line
+/// per kernel (registers, spills, stack, shared memory) to `report`.
+mlir::LogicalResult emitGpuModuleBinaries(mlir::ModuleOp module,
+                                          llvm::StringRef outputDir,
+                                          llvm::StringRef chip,
+                                          llvm::raw_ostream &report);
+
+} // namespace weft::gpu
+
+#endif // WEFT_TARGET_GPU_AOTKERNELS_H
