@@ -199,7 +199,9 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
     return kExitUsage;
 
   if (emitKernels) {
-    // The step's attention and attention_grad ops become the units.
+    // The step's attention and attention_grad ops become the units (the
+    // forward function stays in the module beside @<entry>_step).
+    kernelOptions.function = cli.entry + "_step";
     if (failed(pm.run(*module)) || !finishDiffEachPass(*status) ||
         failed(weft::gpu::emitAttentionKernelUnits(*module, kernelOptions)))
       return kExitFailed;

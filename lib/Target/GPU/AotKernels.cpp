@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,11 +58,16 @@ FailureOr<AttentionShapes> shapesOf(OpTy op) {
                         "equal head_dim, got q ")
            << q[3] << " and v " << v[3];
   double dropout = op.getDropoutP().convertToDouble();
-  if (dropout > 0.0)
-    return op.emitError(llvm::formatv(
-        "the GPU attention kernels do not implement dropout (dropout_p = {0}); "
-        "compile with dropout_p = 0 or run this attention through the CPU path",
-        dropout));
+  if (dropout > 0.0) {
+    // %g: 0.1 reads as written in the IR, not 0.10.
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%g", dropout);
+    return op.emitError("the GPU attention kernels do not implement dropout "
+                        "(dropout_p = ")
+           << text
+           << "); compile with dropout_p = 0 or run this attention through "
+              "the CPU path";
+  }
   return AttentionShapes{q[0], q[1], k[1], q[2], k[2], q[3], op.getScaleValue()};
 }
 
@@ -191,7 +197,14 @@ LogicalResult emitAttentionKernelUnits(ModuleOp module,
   SmallVector<AttentionSite> sites;
   llvm::StringMap<int64_t> counters;
   bool failedAny = false;
-  module.walk([&](Operation *op) {
+  Operation *scope = module;
+  if (!options.function.empty()) {
+    scope = module.lookupSymbol<func::FuncOp>(options.function);
+    if (!scope)
+      return module.emitError("no function @")
+             << options.function << " to emit kernels for";
+  }
+  scope->walk([&](Operation *op) {
     if (!isa<AttentionOp, AttentionGradOp>(op))
       return;
     FailureOr<AttentionSite> site = describe(op, options, counters);
@@ -203,7 +216,7 @@ LogicalResult emitAttentionKernelUnits(ModuleOp module,
   if (failedAny)
     return failure();
   if (sites.empty())
-    return module.emitError("no weft.attention or weft.attention_grad op to "
+    return scope->emitError("no weft.attention or weft.attention_grad op to "
                             "emit kernels for");
   llvm::StringSet<> names;
   for (const AttentionSite &site : sites)

@@ -24,6 +24,8 @@ struct KernelEmitOptions {
   std::string chip = "sm_90a";
   /// weft-tile-attention's tile sizes, shared by every unit.
   int64_t blockQ = 64, blockK = 64;
+  /// When set, only the ops of this function (e.g. the training step).
+  std::string function;
 };
 
 /// Writes, for each weft.attention / weft.attention_grad op of `module` in
