@@ -16,8 +16,9 @@ include/weft/Analysis/Liveness.h:
   the region;
 - `weft.reshape` results share their operand's buffer; a result with
   `weft.alias = j` is stored in argument j's buffer;
-- `weft.attention_grad` has a workspace of 4 * elements(q) + 4 * b * h * s
-  bytes (an f32 dQ accumulator and row statistics) live during its step;
+- `weft.attention_grad` has a workspace of 4 * b * h * s bytes (the f32 row
+  statistic rowsum(dO * O) per query row; the deterministic backward keeps
+  dQ in registers, no accumulator) live during its step;
 - every offset is a multiple of the alignment and a buffer occupies its size
   rounded up to it.
 
@@ -292,8 +293,8 @@ def workspace_bytes(op):
     """The workspace of the ops that have one (the MemoryOpInterface rule,
     restated here)."""
     if op.name == "weft.attention_grad":
-        q_elements, q_dims = tensor_elements(op.operand_types[1])
-        return 4 * q_elements + 4 * q_dims[0] * q_dims[1] * q_dims[2]
+        _, q_dims = tensor_elements(op.operand_types[1])
+        return 4 * q_dims[0] * q_dims[1] * q_dims[2]
     raise PlanError(f"step {op.step}: {op.name} has weft.workspace_offset but "
                     "the simulator does not know its workspace size")
 

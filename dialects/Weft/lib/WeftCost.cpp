@@ -79,13 +79,16 @@ int64_t AttentionGradOp::getFlops() {
 }
 
 int64_t AttentionGradOp::getWorkspaceBytes() {
-  // FlashAttention-2's backward: an f32 dQ accumulator and the row statistic
-  // D = rowsum(dO * O) in f32. An unverified op may lack q (attribute
+  // Only the row statistic delta = rowsum(dO * O) in f32, one per query row:
+  // 4 * batch * q_heads * q_len bytes. The deterministic backward (dK, dV per
+  // key block, then dQ per query block; AttentionToNVVM's BackwardKernels)
+  // accumulates dQ in registers per query block and writes it once, so no
+  // f32 dQ accumulator is reserved. An unverified op may lack q (attribute
   // verifiers ask before the op's verifier ran): no workspace then.
   if ((*this)->getNumOperands() < 6 || (*this)->getNumOperands() > 7)
     return 0;
   double rows = double(dim(getQ(), 0)) * dim(getQ(), 1) * dim(getQ(), 2);
-  return clampToInt64(4.0 * double(elements(getQ())) + 4.0 * rows);
+  return clampToInt64(4.0 * rows);
 }
 
 int64_t LayerNormOp::getFlops() { return 8 * elements(getX()); }

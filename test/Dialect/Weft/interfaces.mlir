@@ -53,11 +53,12 @@ func.func @attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tenso
 
 func.func @attention_grad(%do: tensor<1x2x4x8xf32>, %q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>, %o: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
   // 32 entries, each 2*(3*d + 2*dv) + 8 = 2*(24 + 16) + 8 = 88: 2816 FLOPs.
-  // Workspace: the f32 dQ accumulator (64 * 4 = 256 bytes) and the f32 row
-  // statistic D (b*hq*sq = 8 rows, 32 bytes) = 288.
+  // Workspace: only the f32 row statistic D = rowsum(dO * O), b*hq*sq =
+  // 1*2*4 = 8 rows: 4 * 8 = 32 bytes (dQ accumulates in registers per query
+  // block, no f32 dQ accumulator).
   // bytes = 4 * (dout 64 + q 64 + k 32 + v 32 + out 64 + lse 8
   //              + dq 64 + dk 32 + dv 32) = 4 * 392 = 1568.
-  // CHECK-NEXT: weft.attention_grad: flops=2816 bytes=1568 workspace=288 roofline_us=0.002816 result_bytes=512
+  // CHECK-NEXT: weft.attention_grad: flops=2816 bytes=1568 workspace=32 roofline_us=0.002816 result_bytes=512
   %dq, %dk, %dv = weft.attention_grad %do, %q, %k, %v, %o, %lse : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>)
   return
 }

@@ -32,7 +32,7 @@ def Weft_MemoryOpInterface : OpInterface<"MemoryOpInterface"> {
   let cppNamespace = "::weft";
   let description = [{
     Device memory the op needs: its results, and workspace that lives only for
-    the op's execution (attention_grad's f32 dQ accumulator and row statistics).
+    the op's execution (attention_grad's f32 row statistic rowsum(dO * O)).
   }];
   let methods = [
     InterfaceMethod<"Bytes of all results.", "int64_t", "getResultBytes", (ins),
