@@ -280,7 +280,8 @@ LogicalResult writeUnitSource(const AotUnit &unit, std::string &source,
 
   os << "/* What the image was built for; NAME_load compares it with " << n
      << ".h's macros. */\nstatic const char " << n << "_metadata[] =";
-  for (llvm::StringRef line : llvm::split(llvm::StringRef(metadataText(unit)).rtrim('\n'), '\n'))
+  std::string metadata = metadataText(unit);
+  for (llvm::StringRef line : llvm::split(llvm::StringRef(metadata).rtrim('\n'), '\n'))
     os << "\n    \"" << line << "\\n\"";
   os << ";\n\n";
 
@@ -298,8 +299,17 @@ LogicalResult writeUnitSource(const AotUnit &unit, std::string &source,
   os << "struct " << n << "_module {\n  weft_module *module;\n  CUfunction functions["
      << count << "];\n};\n\n";
 
-  // Failures the unit finds itself go through the runtime's error state so
-  // that weft_last_error() reports them like the runtime's own.
+  // Failures the unit finds itself go through the runtime's error state
+  // (weft_set_error) so that weft_last_error() reports them like the
+  // runtime's own. A runtime without weft_set_error gets the weak fallback,
+  // which can only print the message.
+  os << "/* Defined by weft_runtime; this weak fallback is used only with a "
+        "runtime that lacks\n * it, and can only print the message. */\n"
+     << "weft_status weft_set_error(weft_status status, const char *message) "
+        "__attribute__((weak));\n"
+     << "weft_status weft_set_error(weft_status status, const char *message) {\n"
+     << "  fprintf(stderr, \"weft: %s\\n\", message);\n"
+     << "  return status;\n}\n\n";
   os << "static CUresult " << n << "_fail(weft_status status, const char *message) {\n"
      << "  return weft_status_to_cu_result(weft_set_error(status, message));\n}\n\n";
 
