@@ -37,6 +37,10 @@ typedef enum weft_status {
 WEFT_API const char *weft_last_error(void);
 /* CUresult of the last failing driver call on this thread, 0 otherwise. */
 WEFT_API int weft_last_cu_result(void);
+/* Records `message` (copied) as this thread's last error with status `s` and
+ * returns `s`: for generated launchers (AOT units) that find an error
+ * themselves, e.g. a metadata mismatch (WEFT_ERROR_VERSION_MISMATCH). */
+WEFT_API weft_status weft_set_error(weft_status s, const char *message);
 /* For launchers that must return CUresult: CUDA -> the driver's code (this
  * thread's weft_last_cu_result(), CUDA_ERROR_UNKNOWN if none was recorded);
  * DRIVER_MISSING -> CUDA_ERROR_NO_DEVICE; INVALID_IMAGE ->

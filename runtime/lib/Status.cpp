@@ -72,6 +72,14 @@ const char *weft_last_error(void) { return lastError.c_str(); }
 
 int weft_last_cu_result(void) { return lastCuResult; }
 
+weft_status weft_set_error(weft_status s, const char *message) {
+  if (s == WEFT_OK) {
+    weft::runtime::clearError();
+    return s;
+  }
+  return weft::runtime::fail(s, message ? message : "(no message)");
+}
+
 CUresult weft_status_to_cu_result(weft_status s) {
   switch (s) {
   case WEFT_OK:

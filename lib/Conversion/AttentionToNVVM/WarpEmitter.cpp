@@ -61,7 +61,9 @@ Value WarpEmitter::ceilDiv(Value x, int64_t y) {
 Value WarpEmitter::fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
 Value WarpEmitter::fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
 Value WarpEmitter::fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
-Value WarpEmitter::fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
+// llvm.maxnum lowers to PTX max.f32; arith.maxnumf would become a libdevice
+// call (__nv_fmaxf), which ties PTX generation to the toolkit's libdevice.
+Value WarpEmitter::fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, x, y); }
 Value WarpEmitter::feq(Value x, Value y) {
   return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x, y);
 }

@@ -301,15 +301,7 @@ LogicalResult writeUnitSource(const AotUnit &unit, std::string &source,
 
   // Failures the unit finds itself go through the runtime's error state
   // (weft_set_error) so that weft_last_error() reports them like the
-  // runtime's own. A runtime without weft_set_error gets the weak fallback,
-  // which can only print the message.
-  os << "/* Defined by weft_runtime; this weak fallback is used only with a "
-        "runtime that lacks\n * it, and can only print the message. */\n"
-     << "weft_status weft_set_error(weft_status status, const char *message) "
-        "__attribute__((weak));\n"
-     << "weft_status weft_set_error(weft_status status, const char *message) {\n"
-     << "  fprintf(stderr, \"weft: %s\\n\", message);\n"
-     << "  return status;\n}\n\n";
+  // runtime's own.
   os << "static CUresult " << n << "_fail(weft_status status, const char *message) {\n"
      << "  return weft_status_to_cu_result(weft_set_error(status, message));\n}\n\n";
 
