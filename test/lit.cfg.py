@@ -12,6 +12,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.weft_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+# weft-compile --emit=kernels reads bench/attention_tuning.json by default;
+# tests name their tables (tuning-table.mlir) and otherwise see 64/64 tiles.
+config.environment["WEFT_TUNING_TABLE"] = "none"
 config.substitutions.append(("%weft_src", config.weft_src_root))
 
 llvm_config.use_default_substitutions()

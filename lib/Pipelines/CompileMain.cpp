@@ -15,10 +15,14 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+
+#include <cstdlib>
+#include <optional>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -26,6 +30,13 @@ namespace cl = llvm::cl;
 namespace {
 
 enum ExitCode { kExitOk = 0, kExitFailed = 1, kExitUsage = 2 };
+
+// The committed table of the source tree (a CMake definition), read when
+// neither --tuning-table nor $WEFT_TUNING_TABLE names one.
+#ifndef WEFT_DEFAULT_TUNING_TABLE
+#define WEFT_DEFAULT_TUNING_TABLE "bench/attention_tuning.json"
+#endif
+constexpr const char *kDefaultTuningTable = WEFT_DEFAULT_TUNING_TABLE;
 
 struct CompileOptions {
   cl::OptionCategory category{"weft-compile options"};
@@ -45,10 +56,20 @@ struct CompileOptions {
       cl::init("step"), cl::cat(category)};
   cl::opt<std::string> chip{"chip", cl::desc("GPU architecture of kernels"),
                             cl::init("sm_90a"), cl::cat(category)};
-  cl::opt<int64_t> blockQ{"block-q", cl::desc("Query rows per kernel tile"),
+  cl::opt<int64_t> blockQ{"block-q",
+                          cl::desc("Query rows per kernel tile (default: "
+                                   "the tuning table's, else 64)"),
                           cl::init(64), cl::cat(category)};
-  cl::opt<int64_t> blockK{"block-k", cl::desc("Key rows per kernel tile"),
+  cl::opt<int64_t> blockK{"block-k",
+                          cl::desc("Key rows per kernel tile (default: the "
+                                   "tuning table's, else 64)"),
                           cl::init(64), cl::cat(category)};
+  cl::opt<std::string> tuningTable{
+      "tuning-table",
+      cl::desc("The autotuner's tiles per configuration for --emit=kernels "
+               "(none: no table). Default: $WEFT_TUNING_TABLE, else "
+               WEFT_DEFAULT_TUNING_TABLE " when it exists"),
+      cl::value_desc("file.json"), cl::cat(category)};
   cl::opt<std::string> entry{"entry",
                              cl::desc("Forward function returning the loss"),
                              cl::value_desc("name"), cl::cat(category)};
@@ -89,6 +110,21 @@ std::string functionList(ModuleOp module) {
   return names.empty() ? std::string("none") : llvm::join(names, ", ");
 }
 
+/// The tuning table's path: --tuning-table, else $WEFT_TUNING_TABLE (both
+/// must exist; "none" or empty turns the table off), else the source tree's
+/// table when it exists. Empty: no table.
+std::string tuningTablePath(const cl::opt<std::string> &option) {
+  std::optional<std::string> named;
+  if (option.getNumOccurrences())
+    named = option.getValue();
+  else if (const char *env = std::getenv("WEFT_TUNING_TABLE"))
+    named = env;
+  if (named)
+    return *named == "none" ? std::string() : *named;
+  return llvm::sys::fs::exists(kDefaultTuningTable) ? kDefaultTuningTable
+                                                    : std::string();
+}
+
 } // namespace
 
 int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
@@ -106,7 +142,8 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
           "  weft-compile FILE --entry NAME --train [--optimizer=adamw]\n"
           "    [--memory-budget=SIZE] [--remat=POLICY [--remat-layers=N]]\n"
           "    [--memory-report=OUT.json] [-o OUT.mlir]\n"
-          "  weft-compile FILE --emit=kernels -o DIR [--block-q=64 --block-k=64]\n"
+          "  weft-compile FILE --emit=kernels -o DIR [--block-q=N --block-k=N]\n"
+          "    [--tuning-table=FILE|none]\n"
           "    [--chip=sm_90a] [--train --entry NAME ...]\n"
           "  weft-compile FILE --emit=gpu-binary -o DIR [--chip=sm_90a]\n",
           &llvm::errs()))
@@ -169,8 +206,23 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   weft::gpu::KernelEmitOptions kernelOptions;
   kernelOptions.outputDir = cli.output;
   kernelOptions.chip = cli.chip;
-  kernelOptions.blockQ = cli.blockQ;
-  kernelOptions.blockK = cli.blockK;
+  if (cli.blockQ.getNumOccurrences())
+    kernelOptions.fixedBlockQ = cli.blockQ;
+  if (cli.blockK.getNumOccurrences())
+    kernelOptions.fixedBlockK = cli.blockK;
+  std::optional<weft::gpu::AttentionTuningTable> table;
+  if (emitKernels) {
+    std::string path = tuningTablePath(cli.tuningTable);
+    if (!path.empty()) {
+      std::string message;
+      FailureOr<weft::gpu::AttentionTuningTable> loaded =
+          weft::gpu::AttentionTuningTable::load(path, message);
+      if (failed(loaded))
+        return usageError(message);
+      table = std::move(*loaded);
+      kernelOptions.tuningTable = &*table;
+    }
+  }
   if (!cli.train) {
     if (failed(weft::gpu::emitAttentionKernelUnits(*module, kernelOptions)))
       return kExitFailed;

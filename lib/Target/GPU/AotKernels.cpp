@@ -119,8 +119,14 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.shapes = *shapes;
   site.config.bf16 = *bf16;
   site.config.headDim = shapes->headDim;
-  site.config.blockQ = options.blockQ;
-  site.config.blockK = options.blockK;
+  AttentionTiles tiles{options.blockQ, options.blockK};
+  if (options.tuningTable)
+    if (std::optional<AttentionTiles> tuned = options.tuningTable->lookup(
+            options.chip, *bf16, shapes->headDim, site.config.causal,
+            site.backward))
+      tiles = *tuned;
+  site.config.blockQ = options.fixedBlockQ.value_or(tiles.blockQ);
+  site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
   std::string message;
   if (failed(verifyAttentionKernelConfig(site.config, message)))
     return op->emitError(message);

@@ -4,6 +4,8 @@
 #ifndef WEFT_TARGET_GPU_AOTKERNELS_H
 #define WEFT_TARGET_GPU_AOTKERNELS_H
 
+#include "weft/Target/GPU/TuningTable.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -22,8 +24,15 @@ struct KernelEmitOptions {
   /// The directory the units go to; created when missing.
   std::string outputDir;
   std::string chip = "sm_90a";
-  /// weft-tile-attention's tile sizes, shared by every unit.
+  /// weft-tile-attention's tile sizes where neither the command line nor the
+  /// tuning table gives them.
   int64_t blockQ = 64, blockK = 64;
+  /// Tiles fixed on the command line (--block-q / --block-k): they win over
+  /// the table, each on its own, for every unit.
+  std::optional<int64_t> fixedBlockQ, fixedBlockK;
+  /// The autotuner's table: per configuration the forward's and the
+  /// backward's tiles (so the two units of one op may differ). Null: none.
+  const AttentionTuningTable *tuningTable = nullptr;
   /// When set, only the ops of this function (e.g. the training step).
   std::string function;
 };

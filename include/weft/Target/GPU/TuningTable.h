@@ -1,0 +1,49 @@
+// The offline autotuner's table (bench/attention_tuning.json, written by
+// scripts/autotune-attention run): per (arch, dtype, head_dim, causal) the
+// tiles of the forward kernel and of the backward kernels.
+#ifndef WEFT_TARGET_GPU_TUNINGTABLE_H
+#define WEFT_TARGET_GPU_TUNINGTABLE_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+
+namespace weft::gpu {
+
+/// The table's format; scripts/autotune-attention writes the same number.
+inline constexpr int kTuningTableFormatVersion = 1;
+
+struct AttentionTiles {
+  int64_t blockQ = 64, blockK = 64;
+};
+
+class AttentionTuningTable {
+public:
+  /// Reads and checks `path`: every entry names a configuration the kernels
+  /// implement and valid tiles, and no configuration appears twice. On
+  /// failure `message` names the file and the entry (index and key).
+  static mlir::FailureOr<AttentionTuningTable> load(llvm::StringRef path,
+                                                    std::string &message);
+
+  /// The tiles the autotuner chose for one direction of a configuration, or
+  /// nullopt when the table has no entry for it.
+  std::optional<AttentionTiles> lookup(llvm::StringRef arch, bool bf16,
+                                       int64_t headDim, bool causal,
+                                       bool backward) const;
+
+  llvm::StringRef path() const { return filePath; }
+
+private:
+  struct Entry {
+    AttentionTiles forward, backward;
+  };
+  std::string filePath;
+  /// Keyed by "arch/dtype/d<head_dim>/causal|full".
+  llvm::StringMap<Entry> entries;
+};
+
+} // namespace weft::gpu
+
+#endif // WEFT_TARGET_GPU_TUNINGTABLE_H
