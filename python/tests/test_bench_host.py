@@ -1,0 +1,248 @@
+"""Host-side parts of the attention benchmark (bench/attention_bench.py) and
+the autotuner (scripts/autotune-attention) on the CPU: arguments, FLOP
+counting, the table and markdown from fake timings, choosing tiles, which
+units a run times, and `prepare` / `install` with the real weft-compile."""
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+import attention_bench as ab  # noqa: E402
+import weft_attention as wa  # noqa: E402
+from weft_attention import ku  # noqa: E402
+
+WEFT_COMPILE = os.path.join(os.environ.get("WEFT_BUILD_DIR", os.path.join(REPO, "build")),
+                            "bin", "weft-compile")
+HAVE_COMPILER = os.access(WEFT_COMPILE, os.X_OK) and (
+    shutil.which("ptxas") or os.access("/usr/local/cuda/bin/ptxas", os.X_OK))
+
+
+def load_autotune():
+    path = os.path.join(REPO, "scripts", "autotune-attention")
+    loader = importlib.machinery.SourceFileLoader("autotune_attention", path)
+    spec = importlib.util.spec_from_loader("autotune_attention", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+at = load_autotune()
+
+
+def test_shapes_and_flops_follow_the_anchors():
+    shapes = wa.acceptance_shapes()
+    # 2 head dims x 5 sequence lengths x causal or not.
+    assert len(shapes) == 20
+    s1k = next(s for s in shapes if s.head_dim == 128 and s.seq == 1024 and not s.causal)
+    assert (s1k.batch, s1k.heads) == (16, 16)
+    d64 = next(s for s in shapes if s.head_dim == 64 and s.seq == 16384 and s.causal)
+    assert (d64.batch, d64.heads) == (1, 32)
+    fwd = 4 * 16 * 16 * 1024 * 1024 * 128
+    assert wa.flops(s1k, "fwd") == fwd
+    assert wa.flops(s1k, "fwdbwd") == fwd * 3.5
+    causal = wa.Shape(128, 1024, 16, 16, True)
+    assert wa.flops(causal, "fwd") == fwd // 2
+    # 1 ms of the 1024-token forward is 34.4 TFLOP/s.
+    assert wa.tflops(s1k, "fwd", 1.0) == pytest.approx(fwd / 1e9)
+
+
+def test_bench_arguments():
+    opts = ab.parse_args(["--kernels", "K", "--quick"])
+    assert opts.seqs == list(ab.QUICK_SEQS) and opts.head_dims == [128, 64]
+    for bad in (["--kernels", "K", "--seqs", "1000"], ["--kernels", "K", "--head-dims", "96"],
+                ["--kernels", "K", "--deadline", "0"], ["--quick"]):
+        with pytest.raises(SystemExit) as e:
+            ab.parse_args(bad)
+        assert e.value.code == 2
+
+
+def test_bench_reports_missing_kernels_directory(tmp_path, capsys):
+    assert ab.main(["--kernels", str(tmp_path / "none")]) == 1
+    assert f"kernels directory {tmp_path / 'none'} does not exist" in capsys.readouterr().err
+
+
+def fake_report():
+    shape = wa.Shape(128, 4096, 4, 16, True)
+    weft = [{"config": "q64k64", "fwd": ab.measured(shape, "fwd", 2.0),
+             "fwdbwd": ab.measured(shape, "fwdbwd", 8.0)},
+            {"config": "q128k64", "fwd": ab.measured(shape, "fwd", 1.0),
+             "fwdbwd": {"error": "not timed: dq: max abs error 0.5 against SDPA flash exceeds 0.02"}}]
+    anchors = {"flash": {"fwd": ab.measured(shape, "fwd", 2.0),
+                         "fwdbwd": ab.measured(shape, "fwdbwd", 4.0)},
+               "cudnn": {"fwd": ab.measured(shape, "fwd", 0.5),
+                         "fwdbwd": ab.measured(shape, "fwdbwd", 2.0)},
+               "flex": {"fwd": {"error": "OutOfMemoryError: CUDA out of memory"},
+                        "fwdbwd": {"error": "OutOfMemoryError: CUDA out of memory"}}}
+    return {"provenance": {"date": "2026-11-22T00:00:00+00:00", "device": "FAKE H100",
+                           "torch": "2.11.0", "triton": "3.6.0", "command": "bench --fake"},
+            "settings": {"kernels": "build/k", "tuning": None, "dtype": "bf16",
+                         "do_bench": wa.DO_BENCH},
+            "results": [{"name": shape.name, "shape": vars(shape), "weft": weft,
+                         "anchors": anchors, "notes": []}]}
+
+
+def test_table_from_fake_timings():
+    rows = ab.table_rows(fake_report())
+    fwd, fwdbwd = rows
+    # The fastest Weft forward (q128k64, 1 ms) against flash at 2 ms: 2x;
+    # against cuDNN at 0.5 ms: 0.5x; flex has no number and so no ratio.
+    assert fwd["weft"][0] == "q128k64"
+    assert fwd["ratios"]["flash"] == pytest.approx(2.0)
+    assert fwd["ratios"]["cudnn"] == pytest.approx(0.5)
+    assert "flex" not in fwd["ratios"]
+    # q128k64's fwd+bwd was not timed, so q64k64's 8 ms counts: half of flash.
+    assert fwdbwd["weft"][0] == "q64k64"
+    assert fwdbwd["ratios"]["flash"] == pytest.approx(0.5)
+    text = ab.render_text(fake_report())
+    assert "2.00" in text and "0.50" in text and ab.DASH in text
+
+
+def test_markdown_and_json_writing(tmp_path):
+    report = fake_report()
+    md = ab.render_markdown(report)
+    assert "FAKE H100" in md and "PyTorch 2.11.0" in md and "Triton 3.6.0" in md
+    assert "`bench --fake`" in md
+    table = [line for line in md.splitlines() if line.startswith("| 128 | 4096 | yes |")]
+    assert len(table) == 2
+    assert "| 2.00 | 0.50 | \u2013 |" in table[0]
+    # Every dash has its reason under the table.
+    assert "flex d128-s4096-b4-h16-causal fwd: OutOfMemoryError" in md
+    assert "Weft q128k64 d128-s4096-b4-h16-causal fwdbwd: not timed: dq" in md
+    path = tmp_path / "sub" / "bench.json"
+    report["results"][0]["weft"][0]["sanity"] = {"out": {"max_abs_err": float("inf")}}
+    wa.write_json(str(path), report)
+    back = json.loads(path.read_text())
+    assert back["results"][0]["weft"][0]["sanity"]["out"]["max_abs_err"] == "inf"
+    assert back["results"][0]["anchors"]["flash"]["fwd"]["ms"] == 2.0
+    assert not os.path.exists(str(path) + ".tmp")
+
+
+def unit(direction, bq, bk, causal=False, d=128):
+    return ku.Unit(name=f"u_{direction}_{bq}_{bk}", directory="x", direction=direction,
+                   dtype="bf16", head_dim=d, causal=causal, block_q=bq, block_k=bk,
+                   arch="sm_90a", cubin_path="x.cubin", kernels=[])
+
+
+def test_which_weft_units_a_run_times():
+    units = [unit("forward", 64, 64), unit("backward", 64, 64), unit("forward", 128, 64),
+             unit("backward", 128, 64), unit("backward", 64, 128), unit("forward", 64, 32)]
+    groups, _ = ku.group_units(units)
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False)
+    assert [v[0] for v in variants] == ["q64k64", "q128k64"]
+    assert notes == ["bf16-d128-full-q64k32: no backward unit",
+                     "bf16-d128-full-q64k128: no forward unit"]
+    tuning = {("sm_90a", "bf16", 128, False): ((128, 64), (64, 128))}
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning)
+    (label, fwd, bwd), = variants
+    assert label == "tuned fwd q128k64 / bwd q64k128"
+    assert (fwd.block_q, fwd.block_k, bwd.block_q, bwd.block_k) == (128, 64, 64, 128)
+    # A tile the table names but the directory lacks is reported, not guessed.
+    tuning = {("sm_90a", "bf16", 128, False): ((128, 128), (64, 64))}
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning)
+    assert variants == [] and "forward q128k128 unit is not in the kernels directory" in notes[0]
+    # No entry: 64/64, as weft-compile.
+    variants, _ = ab.weft_variants(groups, "bf16", 128, False, {})
+    assert variants[0][0] == "tuned q64k64"
+
+
+def test_choose_fastest_eligible_tiles_per_direction():
+    rows = [{"block_q": 64, "block_k": 64, "fwd_ms": 2.0, "bwd_ms": 5.0},
+            {"block_q": 128, "block_k": 64, "fwd_ms": 1.5, "bwd_ms": 6.0},
+            {"block_q": 128, "block_k": 128, "fwd_skip": "spills: 8 B", "bwd_ms": 4.0},
+            {"block_q": 64, "block_k": 32, "fwd_ms": 0.1, "fwd_skip": "wrong: out",
+             "bwd_skip": "not judged"}]
+    fwd, bwd = at.choose(rows)
+    assert (fwd["block_q"], fwd["block_k"], fwd["ms"]) == (128, 64, 1.5)
+    assert (bwd["block_q"], bwd["block_k"], bwd["ms"]) == (128, 128, 4.0)
+    entry = at.table_entry("sm_90a", "bf16", 128, True, rows)
+    assert entry["shape"] == {"batch": 4, "heads": 16, "seq": 4096}
+    # Causal forward at s=4096: 4*4*16*4096^2*128/2 FLOP in 1.5 ms.
+    assert entry["forward"]["tflops"] == pytest.approx(4 * 4 * 16 * 4096**2 * 128 / 2 / 1.5e9)
+    assert entry["backward"]["tflops"] == pytest.approx(2.5 * 4 * 4 * 16 * 4096**2 * 128 / 2 / 4e9)
+    assert at.table_entry("sm_90a", "bf16", 128, True, rows[3:]) is None
+
+
+def test_spills_are_recorded():
+    unit_json = {"kernels": [{"name": "dkdv", "registers": 255, "spill_store_bytes": 16,
+                              "spill_load_bytes": 24}, {"name": "dq", "registers": 200}]}
+    status = at.direction_status(unit_json)
+    assert status["status"] == "spills"
+    assert status["reason"] == "dkdv spills 16 B stores / 24 B loads"
+    assert at.direction_status({"kernels": [{"name": "f", "registers": 1}]})["status"] == "ok"
+
+
+def test_autotune_arguments(tmp_path, capsys):
+    assert at.main(["prepare", str(tmp_path), "--only", "nothing-like-this"]) == 1
+    assert "matches no candidate" in capsys.readouterr().err
+    assert at.main(["run", str(tmp_path), "--out", str(tmp_path / "t.json")]) == 1
+    assert "candidates.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        at.parse_args(["run", str(tmp_path)])  # --out is required
+    assert len(at.candidate_keys()) == 2 * 2 * 2 * 2 * 3
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
+def test_prepare_compiles_then_reuses(tmp_path, capsys):
+    only = "bf16-d64-causal-q128k32"
+    manifest = at.prepare(str(tmp_path), only)
+    (record,) = manifest["candidates"]
+    assert record["forward"]["status"] == "ok" and not record["reused"]
+    units = ku.load_units(str(tmp_path / only))
+    assert sorted((u.direction, u.block_q, u.block_k, u.causal) for u in units) == [
+        ("backward", 128, 32, True), ("forward", 128, 32, True)]
+    assert not [f for f in os.listdir(tmp_path / only) if f.endswith((".c", ".h"))]
+    stamp = (tmp_path / only / "stamp").read_text()
+    (record,) = at.prepare(str(tmp_path), only)["candidates"]
+    assert record["reused"] and (tmp_path / only / "stamp").read_text() == stamp
+    assert json.loads((tmp_path / "candidates.json").read_text())["candidates"][0]["name"] == only
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
+def test_install_checks_the_table_with_weft_compile(tmp_path, monkeypatch):
+    entry = {"arch": "sm_90a", "dtype": "bf16", "head_dim": 64, "causal": True,
+             "forward": {"block_q": 128, "block_k": 32, "ms": 1.0, "tflops": 1.0},
+             "backward": {"block_q": 64, "block_k": 128, "ms": 2.0, "tflops": 1.0}}
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"format_version": 1, "entries": [entry]}))
+    target = tmp_path / "bench" / "attention_tuning.json"
+    target.parent.mkdir()
+    monkeypatch.setattr(at, "TABLE", str(target))
+    at.install(str(good))
+    assert json.loads(target.read_text())["entries"][0]["forward"]["block_q"] == 128
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format_version": 1, "entries": [
+        dict(entry, backward={"block_q": 96, "block_k": 64})]}))
+    with pytest.raises(at.TuneError, match=r"entries\[0\] \(sm_90a bf16 d64 causal\) backward"):
+        at.install(str(bad))
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"format_version": 1, "entries": [], "notes": ["x"]}))
+    with pytest.raises(at.TuneError, match="nothing was measured"):
+        at.install(str(empty))
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
+def test_weft_compile_reads_the_table_from_the_environment(tmp_path):
+    """The autotuner's table format is the one weft-compile reads."""
+    rows = [{"block_q": 128, "block_k": 32, "fwd_ms": 1.0, "bwd_ms": 3.0},
+            {"block_q": 64, "block_k": 128, "fwd_ms": 2.0, "bwd_ms": 2.0}]
+    table = {"format_version": at.TABLE_FORMAT_VERSION,
+             "entries": [at.table_entry("sm_90a", "f16", 128, False, rows)]}
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(table))
+    ir = tmp_path / "a.mlir"
+    ir.write_text(at.config_ir("f16", 128, False))
+    env = dict(os.environ, WEFT_TUNING_TABLE=str(path))
+    subprocess.run([WEFT_COMPILE, str(ir), "--emit=kernels", "-o", str(tmp_path / "u")],
+                   check=True, env=env)
+    fwd = json.loads((tmp_path / "u" / "tune_attention_0.json").read_text())["config"]
+    bwd = json.loads((tmp_path / "u" / "tune_attention_grad_0.json").read_text())["config"]
+    assert (fwd["block_q"], fwd["block_k"]) == (128, 32)
+    assert (bwd["block_q"], bwd["block_k"]) == (64, 128)
