@@ -366,6 +366,7 @@ def compiled_flex():
     after eight shapes; every shape here gets its own compile."""
     try:
         import torch
+        import torch._dynamo
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
         for name in ("recompile_limit", "cache_size_limit"):
             if hasattr(torch._dynamo.config, name):
