@@ -30,6 +30,8 @@ typedef enum weft_status {
   WEFT_ERROR_INVALID_ARGUMENT = 5,
   WEFT_ERROR_NOT_FOUND = 6,        /* kernel name not in module */
   WEFT_ERROR_VERSION_MISMATCH = 7, /* metadata of an AOT image does not match its header */
+  WEFT_ERROR_LIBRARY_MISSING = 8,  /* a CUDA library (cuBLASLt) could not be loaded / symbol missing */
+  WEFT_ERROR_CUBLAS = 9,           /* a cuBLASLt call failed; the message names the cublasStatus_t */
 } weft_status;
 
 /* Thread-local message of the last failing call on this thread, "" after a
@@ -126,6 +128,78 @@ WEFT_API weft_status weft_tensor_map_encode_tiled(CUtensorMap *map, CUtensorMapD
                                                   const unsigned long long *strides_bytes,
                                                   const unsigned *box,
                                                   CUtensorMapSwizzle swizzle);
+
+/* ---- GEMMs through cuBLASLt ------------------------------------------------
+ * libcublasLt is opened with dlopen at first use: $WEFT_CUBLASLT when set, else
+ * libcublasLt.so.13, libcublasLt.so.12, libcublasLt.so. Semantics are
+ * PyTorch's row-major ones; inside, the runtime asks cuBLASLt (column-major)
+ * for D^T = op(B)^T op(A)^T, which has the same bytes as row-major D, so no
+ * operand is copied or transposed. */
+
+typedef enum weft_dtype {
+  WEFT_DTYPE_F32 = 1,
+  WEFT_DTYPE_BF16 = 2,
+  WEFT_DTYPE_F16 = 3,
+} weft_dtype;
+
+typedef enum weft_gemm_epilogue {
+  WEFT_GEMM_EPILOGUE_NONE = 0,
+  WEFT_GEMM_EPILOGUE_BIAS = 1,      /* + bias[n], the same for every row (and batch) */
+  WEFT_GEMM_EPILOGUE_GELU = 2,      /* gelu_tanh(x), as F.gelu(approximate='tanh') */
+  WEFT_GEMM_EPILOGUE_BIAS_GELU = 3, /* gelu_tanh(x + bias[n]) */
+} weft_gemm_epilogue;
+
+/* D[m,n] = epilogue(alpha * op(A)[m,k] op(B)[k,n] + beta * C[m,n]), each
+ * operand contiguous row-major: A is [m,k] ([k,m] when trans_a), B is [k,n]
+ * ([n,k] when trans_b), C and D are [m,n]. A, B, C, D and the bias have
+ * `dtype` (bf16 or f16); products accumulate in f32. C is read only when
+ * beta != 0 (then c may be NULL and stride_c is ignored). Batches are strided:
+ * batch i of A starts at a + i * stride_a elements, and so on. */
+typedef struct weft_gemm_desc {
+  int m, n, k;
+  int batch; /* >= 1 */
+  long long stride_a, stride_b, stride_c, stride_d; /* elements; checked when batch > 1 */
+  int trans_a, trans_b;                             /* 0 or 1 */
+  weft_dtype dtype;
+  weft_gemm_epilogue epilogue;
+  float alpha, beta;
+} weft_gemm_desc;
+
+/* A cublasLtMatmulAlgo_t as cuBLASLt returns it (64 bytes), stored in packages
+ * as-is; valid is 1 once weft_gemm_select filled it. It is meaningful only to
+ * the cuBLASLt version that made it (weft_gemm_library_version) and for the
+ * same descriptor; weft_gemm_run checks it with cublasLtMatmulAlgoCheck. */
+typedef struct weft_gemm_algo {
+  unsigned char bytes[64];
+  int valid;
+} weft_gemm_algo;
+
+/* Host-only: checks a descriptor (dims > 0, batch >= 1, trans 0/1, dtype bf16
+ * or f16, a known epilogue, strides of batched operands >= their matrix) and
+ * names the values that break it. No library is loaded. */
+WEFT_API weft_status weft_gemm_check(const weft_gemm_desc *desc);
+/* sizeof(weft_gemm_desc) and sizeof(weft_gemm_algo), for bindings to check
+ * their layout against. */
+WEFT_API size_t weft_gemm_desc_size(void);
+WEFT_API size_t weft_gemm_algo_size(void);
+/* Loads cuBLASLt (no GPU needed) and returns cublasLtGetVersion(), e.g. 130100;
+ * WEFT_ERROR_LIBRARY_MISSING naming every path tried when it cannot. */
+WEFT_API weft_status weft_gemm_library_version(size_t *version);
+/* Chooses an algorithm for `desc` on the current context's device with
+ * cublasLtMatmulAlgoGetHeuristic: the best one whose workspace fits
+ * `workspace_limit` bytes, for operands 16-byte aligned. `workspace_bytes`
+ * receives what it needs (plan that much, 256-byte aligned). */
+WEFT_API weft_status weft_gemm_select(const weft_gemm_desc *desc, size_t workspace_limit,
+                                      weft_gemm_algo *algo, size_t *workspace_bytes);
+/* Enqueues the GEMM on `stream` (cublasLtMatmul). a, b, d (and c when beta != 0)
+ * are device pointers, 16-byte aligned; bias is required for the BIAS
+ * epilogues (n elements, 16-byte aligned) and must be NULL otherwise;
+ * workspace (256-byte aligned) holds at least what weft_gemm_select reported.
+ * Thread-safe; descriptors are cached per device and descriptor. */
+WEFT_API weft_status weft_gemm_run(const weft_gemm_desc *desc, const weft_gemm_algo *algo,
+                                   const void *a, const void *b, const void *c, void *d,
+                                   const void *bias, void *workspace, size_t workspace_bytes,
+                                   CUstream stream);
 
 #ifdef __cplusplus
 }

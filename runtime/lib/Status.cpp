@@ -96,6 +96,8 @@ CUresult weft_status_to_cu_result(weft_status s) {
     return CUDA_ERROR_NOT_FOUND;
   case WEFT_ERROR_INVALID_ARGUMENT:
   case WEFT_ERROR_VERSION_MISMATCH:
+  case WEFT_ERROR_LIBRARY_MISSING:
+  case WEFT_ERROR_CUBLAS:
     return CUDA_ERROR_INVALID_VALUE;
   }
   // A value outside the enum (from C callers) is a caller bug, not a driver error.
@@ -120,6 +122,10 @@ const char *weft_status_name(weft_status s) {
     return "WEFT_ERROR_NOT_FOUND";
   case WEFT_ERROR_VERSION_MISMATCH:
     return "WEFT_ERROR_VERSION_MISMATCH";
+  case WEFT_ERROR_LIBRARY_MISSING:
+    return "WEFT_ERROR_LIBRARY_MISSING";
+  case WEFT_ERROR_CUBLAS:
+    return "WEFT_ERROR_CUBLAS";
   }
   return "WEFT_STATUS_UNKNOWN";
 }
