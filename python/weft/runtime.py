@@ -26,6 +26,8 @@ ERROR_ARCH_MISMATCH = 4
 ERROR_INVALID_ARGUMENT = 5
 ERROR_NOT_FOUND = 6
 ERROR_VERSION_MISMATCH = 7
+ERROR_LIBRARY_MISSING = 8
+ERROR_CUBLAS = 9
 
 IMAGE_CUBIN = 1
 IMAGE_PTX = 2
@@ -309,3 +311,128 @@ def tensor_map_encode_tiled(dtype, global_address, dims, strides_bytes, box, swi
                                               global_address, c_dims, c_strides, c_box,
                                               SWIZZLES[swizzle]))
     return tensor_map
+
+
+# ---- GEMMs through cuBLASLt (weft_gemm_*) ---------------------------------
+
+# weft_dtype and weft_gemm_epilogue values, as in weft_runtime.h.
+DTYPES = {"f32": 1, "bf16": 2, "f16": 3}
+GEMM_EPILOGUES = {"none": 0, "bias": 1, "gelu": 2, "bias_gelu": 3}
+GEMM_ALGO_BYTES = 64  # sizeof(cublasLtMatmulAlgo_t)
+
+
+class GemmDesc(ctypes.Structure):
+    """weft_gemm_desc: D[m,n] = epilogue(alpha * op(A) op(B) + beta * C), row-major
+    as torch.matmul; A is [m,k] ([k,m] when trans_a), B [k,n] ([n,k] when
+    trans_b); strides in elements between batches."""
+    _fields_ = [("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int),
+                ("batch", ctypes.c_int),
+                ("stride_a", ctypes.c_longlong), ("stride_b", ctypes.c_longlong),
+                ("stride_c", ctypes.c_longlong), ("stride_d", ctypes.c_longlong),
+                ("trans_a", ctypes.c_int), ("trans_b", ctypes.c_int),
+                ("dtype", ctypes.c_int), ("epilogue", ctypes.c_int),
+                ("alpha", ctypes.c_float), ("beta", ctypes.c_float)]
+
+
+class GemmAlgo(ctypes.Structure):
+    """weft_gemm_algo: a cublasLtMatmulAlgo_t's 64 bytes and a valid flag; raw()
+    and from_raw() carry it in and out of a package."""
+    _fields_ = [("bytes", ctypes.c_ubyte * GEMM_ALGO_BYTES), ("valid", ctypes.c_int)]
+
+    def raw(self):
+        return bytes(self.bytes)
+
+    @classmethod
+    def from_raw(cls, data):
+        data = bytes(data)
+        if len(data) != GEMM_ALGO_BYTES:
+            raise ValueError(f"a GEMM algorithm is {GEMM_ALGO_BYTES} bytes, got {len(data)}")
+        algo = cls()
+        ctypes.memmove(algo.bytes, data, GEMM_ALGO_BYTES)
+        algo.valid = 1
+        return algo
+
+
+_gemm_declared = False
+
+
+def _gemm_lib():
+    """lib() with the weft_gemm_* signatures declared."""
+    global _gemm_declared
+    runtime = lib()
+    if not _gemm_declared:
+        c_int, c_size_t, c_void_p = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p
+        desc, algo = ctypes.POINTER(GemmDesc), ctypes.POINTER(GemmAlgo)
+        signatures = {
+            "weft_gemm_check": (c_int, [desc]),
+            "weft_gemm_desc_size": (c_size_t, []),
+            "weft_gemm_algo_size": (c_size_t, []),
+            "weft_gemm_library_version": (c_int, [ctypes.POINTER(c_size_t)]),
+            "weft_gemm_select": (c_int, [desc, c_size_t, algo, ctypes.POINTER(c_size_t)]),
+            "weft_gemm_run": (c_int, [desc, algo, c_void_p, c_void_p, c_void_p, c_void_p,
+                                      c_void_p, c_void_p, c_size_t, c_void_p]),
+        }
+        for name, (restype, argtypes) in signatures.items():
+            function = getattr(runtime, name)
+            function.restype = restype
+            function.argtypes = argtypes
+        _gemm_declared = True
+    return runtime
+
+
+def gemm_desc(m, n, k, dtype="bf16", *, batch=1, trans_a=False, trans_b=False, epilogue="none",
+              alpha=1.0, beta=0.0, stride_a=None, stride_b=None, stride_c=None, stride_d=None):
+    """A GemmDesc; dtype a DTYPES name, epilogue a GEMM_EPILOGUES name; batch
+    strides default to packed matrices (m*k, k*n, m*n, m*n)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not one of {sorted(DTYPES)}")
+    if epilogue not in GEMM_EPILOGUES:
+        raise ValueError(f"epilogue {epilogue!r} is not one of {sorted(GEMM_EPILOGUES)}")
+    for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
+        if not isinstance(value, int) or not -2**31 <= value < 2**31:
+            raise ValueError(f"{name} must be a 32-bit int, got {value!r}")
+    return GemmDesc(m, n, k, batch,
+                    m * k if stride_a is None else stride_a,
+                    k * n if stride_b is None else stride_b,
+                    m * n if stride_c is None else stride_c,
+                    m * n if stride_d is None else stride_d,
+                    int(bool(trans_a)), int(bool(trans_b)), DTYPES[dtype],
+                    GEMM_EPILOGUES[epilogue], alpha, beta)
+
+
+def gemm_desc_size():
+    """sizeof(weft_gemm_desc) as the library was compiled."""
+    return _gemm_lib().weft_gemm_desc_size()
+
+
+def gemm_algo_size():
+    return _gemm_lib().weft_gemm_algo_size()
+
+
+def gemm_check(desc):
+    """Raises WeftError (INVALID_ARGUMENT) naming what is wrong with `desc`; host-only."""
+    _check(_gemm_lib().weft_gemm_check(ctypes.byref(desc)))
+
+
+def gemm_library_version():
+    """cublasLtGetVersion() of the cuBLASLt the runtime loads, e.g. 130100."""
+    version = ctypes.c_size_t()
+    _check(_gemm_lib().weft_gemm_library_version(ctypes.byref(version)))
+    return version.value
+
+
+def gemm_select(desc, workspace_limit=32 << 20):
+    """(GemmAlgo, workspace_bytes): cuBLASLt's best algorithm for `desc` on the
+    current context's device whose workspace fits workspace_limit."""
+    algo, workspace = GemmAlgo(), ctypes.c_size_t()
+    _check(_gemm_lib().weft_gemm_select(ctypes.byref(desc), workspace_limit, ctypes.byref(algo),
+                                        ctypes.byref(workspace)))
+    return algo, workspace.value
+
+
+def gemm_run(desc, algo, a, b, c, d, bias=None, workspace=None, workspace_bytes=0, stream=None):
+    """Enqueues the GEMM on `stream` (an int handle; None/0 the default stream).
+    a, b, c, d, bias and workspace are device addresses (ints, e.g.
+    tensor.data_ptr()) or None."""
+    _check(_gemm_lib().weft_gemm_run(ctypes.byref(desc), ctypes.byref(algo), a, b, c, d, bias,
+                                     workspace, workspace_bytes, stream or None))
