@@ -1,7 +1,10 @@
 // RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=64 causal=true" | FileCheck %s --check-prefix=FWD
 // RUN: weft-opt %s --weft-emit-attention-kernels="dtype=f16 head-dim=128 backward=true" | FileCheck %s --check-prefix=BWD
 // RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=64" | mlir-opt -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa" | FileCheck %s --check-prefix=PTX
+// RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=64 wgmma=true" | FileCheck %s --check-prefix=WGMMA
+// RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=128 wgmma=true" | mlir-opt -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa" | FileCheck %s --check-prefix=WGMMA-PTX
 // RUN: not weft-opt %s --weft-emit-attention-kernels="head-dim=96" 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: not weft-opt %s --weft-emit-attention-kernels="wgmma=true block-q=128" 2>&1 | FileCheck %s --check-prefix=ERR-WGMMA
 // RUN: not weft-opt %s --weft-emit-attention-kernels="block-q=48" 2>&1 | FileCheck %s --check-prefix=ERR-TILE
 // RUN: not weft-opt %s --weft-emit-attention-kernels="dtype=f32" 2>&1 | FileCheck %s --check-prefix=ERR-DTYPE
 
@@ -46,6 +49,32 @@ module {}
 // PTX-SAME: ex2.approx.ftz.f32
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 
+// The warpgroup-MMA forward at d = 64: K and V go to shared memory as core
+// matrices, published to the async proxy before the barrier; S = Q K^T is 4
+// k-steps of m64n64k16 (Q from registers, K by descriptor) and O += P V 4
+// k-steps of m64n64k16 with V read transposed (trans-b = 1).
+// WGMMA: gpu.func @weft_attn_forward_bf16_d64_full_q64_k64_wgmma
+// WGMMA: scf.for
+// WGMMA: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WGMMA: gpu.barrier
+// WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: gpu.return
+
+// WGMMA-PTX: .entry weft_attn_forward_bf16_d128_full_q64_k64_wgmma(
+// WGMMA-PTX-SAME: fence.proxy.async.shared::cta
+// WGMMA-PTX-SAME: wgmma.fence.sync.aligned
+// WGMMA-PTX-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// WGMMA-PTX-SAME: wgmma.commit_group.sync.aligned
+// WGMMA-PTX-SAME: wgmma.wait_group.sync.aligned
+// WGMMA-PTX-SAME: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+
+// ERR-WGMMA: error: the warpgroup-MMA attention kernels need block_q = 64 (one warpgroup of 4 warps), got 128
 // ERR: error: the GPU attention kernels support head_dim 64 and 128, got 96
 // ERR-TILE: error: the GPU attention kernels need block_q in {32, 64, 128} (16 rows per warp, 2..8 warps), got 48
 // ERR-DTYPE: error: weft-emit-attention-kernels: dtype must be bf16 or f16, got 'f32'

@@ -28,6 +28,10 @@ struct AttentionKernelConfig {
   /// weft-tile-attention's tile sizes: query rows and key rows per tile.
   /// blockQ = 16 x warps of the forward / dQ kernels; blockK a multiple of 16.
   int64_t blockQ = 64, blockK = 64;
+  /// The forward's matmuls as Hopper warpgroup MMAs (wgmma.mma_async, K and V
+  /// read by shared-memory descriptors) instead of warp-level mma.sync; needs
+  /// blockQ = 64 (one warpgroup).
+  bool warpgroupMma = false;
 
   /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64".
   std::string suffix() const;

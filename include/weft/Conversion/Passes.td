@@ -28,6 +28,8 @@ def EmitAttentionKernelsPass : Pass<"weft-emit-attention-kernels", "mlir::Module
     Option<"backward", "backward", "bool", "false", "Build the backward kernels">,
     Option<"blockQ", "block-q", "int64_t", "64", "Query rows per tile">,
     Option<"blockK", "block-k", "int64_t", "64", "Key rows per tile">,
+    Option<"warpgroupMma", "wgmma", "bool", "false",
+           "Forward matmuls as Hopper warpgroup MMAs (wgmma)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",

@@ -38,8 +38,9 @@ KernelSpec spec(const AttentionKernelConfig &config, llvm::StringRef role,
 } // namespace
 
 std::string AttentionKernelConfig::suffix() const {
-  return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}", bf16 ? "bf16" : "f16", headDim,
-                       causal ? "causal" : "full", blockQ, blockK)
+  return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}{5}", bf16 ? "bf16" : "f16", headDim,
+                       causal ? "causal" : "full", blockQ, blockK,
+                       warpgroupMma ? "_wgmma" : "")
       .str();
 }
 
@@ -68,6 +69,12 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
       return failure();
     }
   }
+  if (config.warpgroupMma && config.blockQ != 64) {
+    message = llvm::formatv("the warpgroup-MMA attention kernels need block_q "
+                            "= 64 (one warpgroup of 4 warps), got {0}",
+                            config.blockQ);
+    return failure();
+  }
   return success();
 }
 
@@ -78,7 +85,9 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
     KernelSpec forward = spec(config, "forward", {"q", "k", "v", "out", "lse"});
     forward.threads = config.blockQ / 16 * 32;
     forward.rowsPerBlock = config.blockQ;
-    forward.dynamicSmemBytes = smem(config.blockQ) + 2 * smem(config.blockK);
+    forward.dynamicSmemBytes =
+        smem(config.blockQ) + 2 * (config.warpgroupMma ? config.blockK * config.headDim * 2
+                                                       : smem(config.blockK));
     return {forward};
   }
   KernelSpec preprocess = spec(config, "backward_preprocess", {"out", "dout", "delta"});

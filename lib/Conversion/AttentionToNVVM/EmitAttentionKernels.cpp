@@ -27,6 +27,7 @@ struct EmitAttentionKernelsPass
     config.causal = causal;
     config.blockQ = blockQ;
     config.blockK = blockK;
+    config.warpgroupMma = warpgroupMma;
     std::string name = (backward ? "weft_attn_bwd_" : "weft_attn_fwd_") + config.suffix();
     if (failed(gpu::buildAttentionKernels(getOperation(), name, config, backward)))
       signalPassFailure();

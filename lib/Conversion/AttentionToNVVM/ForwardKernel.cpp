@@ -17,6 +17,53 @@ using namespace mlir;
 
 namespace weft::gpu {
 
+namespace {
+
+/// S = Q K^T for the warpgroup's 64 rows: Q as register fragments, K
+/// (core-matrix layout, K-major) by descriptor: cores along d are 128 bytes
+/// apart, 8-key groups d * 16 bytes; k-step j starts 2 cores (256 bytes) on.
+SmallVector<Quad> scoresByWarpgroup(WarpEmitter &w, ArrayRef<Quad> qFrag,
+                                    int64_t smemK, int64_t keyTiles, int64_t d) {
+  Value zero = w.f32c(0.0);
+  SmallVector<Value> acc(keyTiles * 4, zero);
+  w.wgmmaFence();
+  for (size_t step = 0; step < qFrag.size(); ++step) {
+    Value descriptor = w.matrixDescriptor(
+        w.i32c(smemK + 256 * static_cast<int64_t>(step)), 128, d * 16);
+    acc = w.wgmma(acc, qFrag[step], descriptor, keyTiles * 8, /*transposeB=*/false,
+                  /*accumulate=*/step != 0);
+  }
+  w.wgmmaCommit();
+  w.wgmmaWait(0);
+  SmallVector<Quad> tiles(keyTiles);
+  for (int64_t i = 0; i < keyTiles * 4; ++i)
+    tiles[i / 4][i % 4] = acc[i];
+  return tiles;
+}
+
+/// O += P V: P as register fragments, V (core-matrix layout, read MN-major)
+/// by descriptor: 8-key groups d * 16 bytes apart (leading, along k), cores
+/// along d 128 bytes apart (stride, along n); k-step j starts 2 groups on.
+void accumulateByWarpgroup(WarpEmitter &w, ArrayRef<Quad> pFrag, int64_t smemV,
+                           MutableArrayRef<Quad> out, int64_t d) {
+  SmallVector<Value> acc;
+  for (const Quad &quad : out)
+    acc.append(quad.begin(), quad.end());
+  w.wgmmaFence();
+  for (size_t step = 0; step < pFrag.size(); ++step) {
+    Value descriptor = w.matrixDescriptor(
+        w.i32c(smemV + 32 * d * static_cast<int64_t>(step)), d * 16, 128);
+    acc = w.wgmma(acc, pFrag[step], descriptor, d, /*transposeB=*/true,
+                  /*accumulate=*/true);
+  }
+  w.wgmmaCommit();
+  w.wgmmaWait(0);
+  for (size_t i = 0; i < acc.size(); ++i)
+    out[i / 4][i % 4] = acc[i];
+}
+
+} // namespace
+
 void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
   ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
   b.setInsertionPointToEnd(&func.getBody().front());
@@ -43,7 +90,11 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
   Value kvRow0 = e.mul(e.add(e.mul(batch, s.kvHeads), kvHead), s.kLen);
   Value rowBytes = e.i64c(d * 2);
   Value qBytes = e.mul(e.toI64(qRow0), rowBytes);
-  const int64_t smemK = blockQ * pitch, smemV = smemK + blockK * pitch;
+  // K and V tiles: padded rows for ldmatrix (mma.sync), or core matrices
+  // for wgmma descriptors (warpgroup MMA).
+  const bool hopper = config.warpgroupMma;
+  const int64_t kvTileBytes = hopper ? blockK * d * 2 : blockK * pitch;
+  const int64_t smemK = blockQ * pitch, smemV = smemK + kvTileBytes;
 
   e.copyTile(e.globalAt(q, qBytes), qValid, blockQ, d, e.i32c(0), pitch, tid, threads);
   e.barrier();
@@ -71,12 +122,20 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
         Value kValid = w.minsi(w.i32c(blockK), w.sub(s.kLen, k0));
         Value kvBytes = w.mul(w.toI64(w.add(kvRow0, k0)), rowBytes);
         w.barrier(); // every warp is done with the previous K and V tiles
-        w.copyTile(w.globalAt(k, kvBytes), kValid, blockK, d, w.i32c(smemK), pitch, tid, threads);
-        w.copyTile(w.globalAt(v, kvBytes), kValid, blockK, d, w.i32c(smemV), pitch, tid, threads);
+        if (hopper) {
+          w.copyTileCores(w.globalAt(k, kvBytes), kValid, blockK, d, w.i32c(smemK), tid, threads);
+          w.copyTileCores(w.globalAt(v, kvBytes), kValid, blockK, d, w.i32c(smemV), tid, threads);
+          w.fenceSharedToAsyncProxy();
+        } else {
+          w.copyTile(w.globalAt(k, kvBytes), kValid, blockK, d, w.i32c(smemK), pitch, tid, threads);
+          w.copyTile(w.globalAt(v, kvBytes), kValid, blockK, d, w.i32c(smemV), pitch, tid, threads);
+        }
         w.barrier();
 
         // S = Q K^T, 16 x blockK per warp.
-        SmallVector<Quad> scores = w.mmaABt(qFrag, w.i32c(smemK), kLane, keyTiles, pitch);
+        SmallVector<Quad> scores =
+            hopper ? scoresByWarpgroup(w, qFrag, smemK, keyTiles, d)
+                   : w.mmaABt(qFrag, w.i32c(smemK), kLane, keyTiles, pitch);
 
         // Scale to log2 units and mask keys past k_len (and above the
         // diagonal when causal) to -inf.
@@ -119,7 +178,10 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
         for (int64_t dt = 0; dt < dTiles; ++dt)
           for (int j = 0; j < 4; ++j)
             acc[dt][j] = next[4 + dt * 4 + j];
-        w.mmaAB(w.toA(scores), w.i32c(smemV), vLane, acc, pitch);
+        if (hopper)
+          accumulateByWarpgroup(w, w.toA(scores), smemV, acc, d);
+        else
+          w.mmaAB(w.toA(scores), w.i32c(smemV), vLane, acc, pitch);
         for (int64_t dt = 0; dt < dTiles; ++dt)
           for (int j = 0; j < 4; ++j)
             next[4 + dt * 4 + j] = acc[dt][j];

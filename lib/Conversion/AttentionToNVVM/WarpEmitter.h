@@ -114,6 +114,36 @@ public:
                 int64_t cols, mlir::Value sharedOffset, int64_t sharedPitch,
                 mlir::Value tid, int64_t threads);
 
+  // Hopper warpgroup MMA (WarpgroupMma.cpp). A warpgroup is 4 consecutive
+  // warps; its m64 accumulator gives warp w rows 16w..16w+15 in the
+  // mma.sync C layout above, 8 columns per 4 registers, and a register A
+  // operand is the mma.sync A fragment of the warp's 16 rows.
+
+  /// copyTile into the no-swizzle core-matrix layout wgmma descriptors read:
+  /// 8x8-element cores of 128 contiguous bytes, core (r/8, c/8) at
+  /// (r/8) * cols * 16 + (c/8) * 128.
+  void copyTileCores(mlir::Value global, mlir::Value validRows, int64_t rows,
+                     int64_t cols, mlir::Value sharedOffset, mlir::Value tid,
+                     int64_t threads);
+  /// The 64-bit shared-memory matrix descriptor (no swizzle) of a tile at
+  /// byte `sharedOffset` of the dynamic shared memory.
+  mlir::Value matrixDescriptor(mlir::Value sharedOffset, int64_t leadingBytes,
+                               int64_t strideBytes);
+  /// Makes this thread's shared-memory stores visible to the async proxy
+  /// (wgmma operand reads): fence.proxy.async.shared::cta, before the barrier
+  /// that publishes a tile.
+  void fenceSharedToAsyncProxy();
+  void wgmmaFence();
+  void wgmmaCommit();
+  void wgmmaWait(int pending);
+  /// acc (64 x n, n / 2 registers per thread) = A * B (+ acc unless
+  /// `accumulate` is 0): A a register fragment, B (k16 x n) by descriptor,
+  /// read transposed (MN-major) when `transposeB`.
+  llvm::SmallVector<mlir::Value> wgmma(llvm::ArrayRef<mlir::Value> acc,
+                                       const Quad &a, mlir::Value descriptorB,
+                                       int64_t n, bool transposeB,
+                                       bool accumulate);
+
 private:
   mlir::Type elementType;
 };
