@@ -190,7 +190,7 @@ def run_point(rt, loader, groups, point, device, opts):
     passed_all, reasons_all = True, []
     for key in variants:
         unit_fwd, unit_bwd = groups[key].get("forward"), groups[key].get("backward")
-        variant = {"config": ku.config_name(key)}
+        variant = {"config": ku.pair_name(groups[key])}
         record["variants"].append(variant)
         if unit_fwd is None or unit_bwd is None:
             missing = "forward" if unit_fwd is None else "backward"
@@ -325,7 +325,7 @@ def run_sanitize(rt, loader, groups, opts, device):
     failures = 0
     for point in sanitize_points(groups, opts.points):
         for key in variants_for(groups, point):
-            label = f"{point.name} [{ku.config_name(key)}]"
+            label = f"{point.name} [{ku.pair_name(groups[key])}]"
             try:
                 fwd, bwd = groups[key].get("forward"), groups[key].get("backward")
                 if fwd is None or bwd is None:

@@ -61,7 +61,11 @@ class Unit:
 
 
 def config_name(key):
-    """'bf16-d128-causal-q64k64' for a config key (dtype, d, causal, bq, bk)."""
+    """'bf16-d128-causal-q64k64' for a config key (dtype, d, causal, bq, bk);
+    'bf16-d128-causal' for a problem key (dtype, d, causal)."""
+    if len(key) == 3:
+        dtype, head_dim, causal = key
+        return f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}"
     dtype, head_dim, causal, block_q, block_k = key
     return f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}-q{block_q}k{block_k}"
 
@@ -192,17 +196,29 @@ def load_units(root):
 
 
 def group_units(units):
-    """{config_key: {"forward": Unit, "backward": Unit}}, and notes on
-    duplicates (same config and direction; the first one found is used)."""
+    """{(dtype, head_dim, causal): {"forward": Unit, "backward": Unit}}, and
+    notes on duplicates (same problem and direction; the first one found is
+    used). The forward and backward of one problem may have different tiles:
+    the autotuner picks them apart (bench/attention_tuning.json)."""
     groups, notes = {}, []
     for unit in units:
-        slot = groups.setdefault(unit.config_key, {})
+        key = unit.config_key[:3]
+        slot = groups.setdefault(key, {})
         if unit.direction in slot:
             notes.append(f"{unit.name} ({unit.directory}) duplicates {slot[unit.direction].name} "
-                         f"for {config_name(unit.config_key)} {unit.direction}; using the first")
+                         f"for {config_name(key)} {unit.direction}; using the first")
             continue
         slot[unit.direction] = unit
     return groups, notes
+
+
+def pair_name(group):
+    """'bf16-d128-full fwd q128k128 / bwd q64k64' for a group's two units."""
+    short = {"forward": "fwd", "backward": "bwd"}
+    parts = [f"{short[d]} q{u.block_q}k{u.block_k}" for d, u in sorted(
+        group.items(), key=lambda item: item[0] != "forward")]
+    unit = next(iter(group.values()))
+    return f"{config_name(unit.config_key[:3])} " + " / ".join(parts)
 
 
 def ceil_div(a, b):
