@@ -85,9 +85,9 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
     KernelSpec forward = spec(config, "forward", {"q", "k", "v", "out", "lse"});
     forward.threads = config.blockQ / 16 * 32;
     forward.rowsPerBlock = config.blockQ;
-    forward.dynamicSmemBytes =
-        smem(config.blockQ) + 2 * (config.warpgroupMma ? config.blockK * config.headDim * 2
-                                                       : smem(config.blockK));
+    forward.dynamicSmemBytes = config.warpgroupMma
+                                   ? wgmmaForwardSmemBytes(config)
+                                   : smem(config.blockQ) + 2 * smem(config.blockK);
     return {forward};
   }
   KernelSpec preprocess = spec(config, "backward_preprocess", {"out", "dout", "delta"});

@@ -2,12 +2,14 @@
 // (batch, q head), 16 per warp; it walks the key blocks the rows see (causal
 // block skipping), S = Q K^T and O += P V with mma.sync m16n8k16, an online
 // softmax in registers (exp2 of log2-scaled scores), and writes O and the
-// row log-sum-exp.
+// row log-sum-exp. The warpgroup-MMA variant double-buffers K and V and
+// prefetches the next key block by cp.async while the current one computes.
 #include "KernelBodies.h"
 #include "WarpEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <limits>
@@ -23,13 +25,13 @@ namespace {
 /// (core-matrix layout, K-major) by descriptor: cores along d are 128 bytes
 /// apart, 8-key groups d * 16 bytes; k-step j starts 2 cores (256 bytes) on.
 SmallVector<Quad> scoresByWarpgroup(WarpEmitter &w, ArrayRef<Quad> qFrag,
-                                    int64_t smemK, int64_t keyTiles, int64_t d) {
+                                    Value smemK, int64_t keyTiles, int64_t d) {
   Value zero = w.f32c(0.0);
   SmallVector<Value> acc(keyTiles * 4, zero);
   w.wgmmaFence();
   for (size_t step = 0; step < qFrag.size(); ++step) {
     Value descriptor = w.matrixDescriptor(
-        w.i32c(smemK + 256 * static_cast<int64_t>(step)), 128, d * 16);
+        w.add(smemK, w.i32c(256 * static_cast<int64_t>(step))), 128, d * 16);
     acc = w.wgmma(acc, qFrag[step], descriptor, keyTiles * 8, /*transposeB=*/false,
                   /*accumulate=*/step != 0);
   }
@@ -44,7 +46,7 @@ SmallVector<Quad> scoresByWarpgroup(WarpEmitter &w, ArrayRef<Quad> qFrag,
 /// O += P V: P as register fragments, V (core-matrix layout, read MN-major)
 /// by descriptor: 8-key groups d * 16 bytes apart (leading, along k), cores
 /// along d 128 bytes apart (stride, along n); k-step j starts 2 groups on.
-void accumulateByWarpgroup(WarpEmitter &w, ArrayRef<Quad> pFrag, int64_t smemV,
+void accumulateByWarpgroup(WarpEmitter &w, ArrayRef<Quad> pFrag, Value smemV,
                            MutableArrayRef<Quad> out, int64_t d) {
   SmallVector<Value> acc;
   for (const Quad &quad : out)
@@ -52,7 +54,7 @@ void accumulateByWarpgroup(WarpEmitter &w, ArrayRef<Quad> pFrag, int64_t smemV,
   w.wgmmaFence();
   for (size_t step = 0; step < pFrag.size(); ++step) {
     Value descriptor = w.matrixDescriptor(
-        w.i32c(smemV + 32 * d * static_cast<int64_t>(step)), d * 16, 128);
+        w.add(smemV, w.i32c(32 * d * static_cast<int64_t>(step))), d * 16, 128);
     acc = w.wgmma(acc, pFrag[step], descriptor, d, /*transposeB=*/true,
                   /*accumulate=*/true);
   }
@@ -90,20 +92,65 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
   Value kvRow0 = e.mul(e.add(e.mul(batch, s.kvHeads), kvHead), s.kLen);
   Value rowBytes = e.i64c(d * 2);
   Value qBytes = e.mul(e.toI64(qRow0), rowBytes);
-  // K and V tiles: padded rows for ldmatrix (mma.sync), or core matrices
-  // for wgmma descriptors (warpgroup MMA).
+  // mma.sync: Q, K, V as padded tiles for ldmatrix. Warpgroup MMA: K and V
+  // as core matrices for wgmma descriptors in two stages (K, V of block j
+  // at (j % 2) * 2 * kvTileBytes) so block j + 1 streams in by cp.async
+  // while block j is computed; Q is only read once into registers, so its
+  // padded tile borrows stage 1 (wgmmaForwardSmemBytes).
   const bool hopper = config.warpgroupMma;
   const int64_t kvTileBytes = hopper ? blockK * d * 2 : blockK * pitch;
-  const int64_t smemK = blockQ * pitch, smemV = smemK + kvTileBytes;
+  const int64_t smemK = hopper ? 0 : blockQ * pitch, smemV = smemK + kvTileBytes;
+  const int64_t smemQ = hopper ? 2 * kvTileBytes : 0;
+  auto countKeyBlocks = [&] {
+    Value kEnd = config.causal ? e.minsi(s.kLen, e.add(q0, e.i32c(blockQ))) : s.kLen;
+    return e.ceilDiv(kEnd, blockK);
+  };
+  // Starts the cp.async of K and V of key block `kb` into stage `stage`.
+  auto prefetchKeyBlock = [&](WarpEmitter &w, Value kb, Value stage) {
+    Value k0 = w.mul(kb, w.i32c(blockK));
+    Value kValid = w.minsi(w.i32c(blockK), w.sub(s.kLen, k0));
+    Value kvBytes = w.mul(w.toI64(w.add(kvRow0, k0)), rowBytes);
+    Value stageK = w.add(w.i32c(smemK), w.mul(stage, w.i32c(2 * kvTileBytes)));
+    w.copyTileCoresAsync(w.globalAt(k, kvBytes), kValid, blockK, d, stageK, tid, threads);
+    w.copyTileCoresAsync(w.globalAt(v, kvBytes), kValid, blockK, d,
+                         w.add(stageK, w.i32c(kvTileBytes)), tid, threads);
+  };
 
-  e.copyTile(e.globalAt(q, qBytes), qValid, blockQ, d, e.i32c(0), pitch, tid, threads);
-  e.barrier();
+  Value keyBlocks;
+  if (hopper) {
+    // Registers bound the CTAs per SM (65536 / (128 threads x registers)):
+    // ask ptxas for 3 at d = 128 (<= 168 registers) and 4 at d = 64 (<= 128),
+    // or fewer where the shared memory (228 KB per SM, 1 KB reserved per
+    // CTA) does not hold that many.
+    int64_t smemFit = 228 * 1024 / (wgmmaForwardSmemBytes(config) + 1024);
+    int64_t ctasPerSm = std::max<int64_t>(1, std::min<int64_t>(d > 64 ? 3 : 4, smemFit));
+    func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(static_cast<int32_t>(ctasPerSm)));
+    // Block 0's K and V fly while Q is loaded through registers; one wait,
+    // the async-proxy fence (wgmma reads what cp.async wrote through the
+    // generic proxy) and the barrier publish all three.
+    keyBlocks = countKeyBlocks();
+    e.ifThen(e.lt(e.i32c(0), keyBlocks), [&] { prefetchKeyBlock(e, e.i32c(0), e.i32c(0)); });
+    e.cpAsyncCommit();
+    e.copyTile(e.globalAt(q, qBytes), qValid, blockQ, d, e.i32c(smemQ), pitch, tid, threads);
+    e.cpAsyncWait(0);
+    e.fenceSharedToAsyncProxy();
+    e.barrier();
+  } else {
+    e.copyTile(e.globalAt(q, qBytes), qValid, blockQ, d, e.i32c(0), pitch, tid, threads);
+    e.barrier();
+  }
   Value warpRows = e.mul(warp, e.i32c(16 * pitch));
+  if (hopper)
+    warpRows = e.add(warpRows, e.i32c(smemQ));
   SmallVector<Quad> qFrag = e.loadA(e.add(warpRows, e.laneOffsetA(lane, pitch)), kSteps);
+  // Every warp holds its Q fragments before the first prefetch into stage 1.
+  if (hopper)
+    e.barrier();
   Value kLane = e.laneOffsetB(lane, pitch), vLane = e.laneOffsetBTransposed(lane, pitch);
 
-  Value kEnd = config.causal ? e.minsi(s.kLen, e.add(q0, e.i32c(blockQ))) : s.kLen;
-  Value keyBlocks = e.ceilDiv(kEnd, blockK);
+  if (!hopper)
+    keyBlocks = countKeyBlocks();
   Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
   // Query index of this lane's two accumulator rows.
   Value myRow = e.add(e.add(q0, e.mul(warp, e.i32c(16))), g);
@@ -120,21 +167,31 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
         WarpEmitter w(lb, config.bf16);
         Value k0 = w.mul(kb, w.i32c(blockK));
         Value kValid = w.minsi(w.i32c(blockK), w.sub(s.kLen, k0));
-        Value kvBytes = w.mul(w.toI64(w.add(kvRow0, k0)), rowBytes);
-        w.barrier(); // every warp is done with the previous K and V tiles
+        Value stageK, stageV;
         if (hopper) {
-          w.copyTileCores(w.globalAt(k, kvBytes), kValid, blockK, d, w.i32c(smemK), tid, threads);
-          w.copyTileCores(w.globalAt(v, kvBytes), kValid, blockK, d, w.i32c(smemV), tid, threads);
-          w.fenceSharedToAsyncProxy();
+          // Block kb sits in stage kb % 2, published by the previous
+          // iteration's (or the prologue's) wait, fence and barrier. The
+          // other stage was last read by block kb - 1's wgmmas, which every
+          // thread waited for before that barrier: free to overwrite.
+          Value stage = w.andi(kb, w.i32c(1));
+          stageK = w.add(w.i32c(smemK), w.mul(stage, w.i32c(2 * kvTileBytes)));
+          stageV = w.add(stageK, w.i32c(kvTileBytes));
+          Value nextKb = w.add(kb, w.i32c(1));
+          w.ifThen(w.lt(nextKb, keyBlocks), [&] {
+            prefetchKeyBlock(w, nextKb, w.sub(w.i32c(1), stage));
+          });
+          w.cpAsyncCommit();
         } else {
+          Value kvBytes = w.mul(w.toI64(w.add(kvRow0, k0)), rowBytes);
+          w.barrier(); // every warp is done with the previous K and V tiles
           w.copyTile(w.globalAt(k, kvBytes), kValid, blockK, d, w.i32c(smemK), pitch, tid, threads);
           w.copyTile(w.globalAt(v, kvBytes), kValid, blockK, d, w.i32c(smemV), pitch, tid, threads);
+          w.barrier();
         }
-        w.barrier();
 
         // S = Q K^T, 16 x blockK per warp.
         SmallVector<Quad> scores =
-            hopper ? scoresByWarpgroup(w, qFrag, smemK, keyTiles, d)
+            hopper ? scoresByWarpgroup(w, qFrag, stageK, keyTiles, d)
                    : w.mmaABt(qFrag, w.i32c(smemK), kLane, keyTiles, pitch);
 
         // Scale to log2 units and mask keys past k_len (and above the
@@ -178,10 +235,16 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
         for (int64_t dt = 0; dt < dTiles; ++dt)
           for (int j = 0; j < 4; ++j)
             acc[dt][j] = next[4 + dt * 4 + j];
-        if (hopper)
-          accumulateByWarpgroup(w, w.toA(scores), smemV, acc, d);
-        else
+        if (hopper) {
+          accumulateByWarpgroup(w, w.toA(scores), stageV, acc, d);
+          // Publish block kb + 1 (this thread's copies landed, fenced to
+          // the async proxy); past this barrier no wgmma reads stage kb % 2.
+          w.cpAsyncWait(0);
+          w.fenceSharedToAsyncProxy();
+          w.barrier();
+        } else {
           w.mmaAB(w.toA(scores), w.i32c(smemV), vLane, acc, pitch);
+        }
         for (int64_t dt = 0; dt < dTiles; ++dt)
           for (int j = 0; j < 4; ++j)
             next[4 + dt * 4 + j] = acc[dt][j];

@@ -7,6 +7,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <algorithm>
+
 namespace weft::gpu {
 
 /// Shared-memory row pitch in bytes of a [rows, headDim] 16-bit tile: eight
@@ -21,6 +23,14 @@ inline int64_t tilePitch(int64_t headDim) { return (headDim + 8) * 2; }
 /// file holds the accumulators without spilling.
 int64_t dkdvInnerRows(const AttentionKernelConfig &config);
 int64_t dqInnerRows(const AttentionKernelConfig &config);
+
+/// Dynamic shared memory of the warpgroup-MMA forward: two stages of K and
+/// V core-matrix tiles; the padded Q tile, read once into registers before
+/// stage 1 is first filled, lies at the start of stage 1.
+inline int64_t wgmmaForwardSmemBytes(const AttentionKernelConfig &config) {
+  int64_t stageBytes = 2 * config.blockK * config.headDim * 2;
+  return stageBytes + std::max(stageBytes, config.blockQ * tilePitch(config.headDim));
+}
 
 void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);

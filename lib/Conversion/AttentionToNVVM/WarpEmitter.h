@@ -119,12 +119,20 @@ public:
   // mma.sync C layout above, 8 columns per 4 registers, and a register A
   // operand is the mma.sync A fragment of the warp's 16 rows.
 
-  /// copyTile into the no-swizzle core-matrix layout wgmma descriptors read:
-  /// 8x8-element cores of 128 contiguous bytes, core (r/8, c/8) at
-  /// (r/8) * cols * 16 + (c/8) * 128.
-  void copyTileCores(mlir::Value global, mlir::Value validRows, int64_t rows,
-                     int64_t cols, mlir::Value sharedOffset, mlir::Value tid,
-                     int64_t threads);
+  /// Starts copying a tile as copyTile does, by cp.async.cg (16 bytes, L2
+  /// only, no registers), into the no-swizzle core-matrix layout wgmma
+  /// descriptors read: 8x8-element cores of 128 contiguous bytes, core
+  /// (r/8, c/8) at (r/8) * cols * 16 + (c/8) * 128. Rows at or after
+  /// `validRows` are zero-filled (src-size 0: nothing is read). The copies
+  /// join this thread's open cp.async group.
+  void copyTileCoresAsync(mlir::Value global, mlir::Value validRows, int64_t rows,
+                          int64_t cols, mlir::Value sharedOffset, mlir::Value tid,
+                          int64_t threads);
+  /// Closes this thread's open cp.async group.
+  void cpAsyncCommit();
+  /// Waits until at most `pending` of this thread's cp.async groups are in
+  /// flight; their shared-memory writes are then visible to this thread.
+  void cpAsyncWait(int pending);
   /// The 64-bit shared-memory matrix descriptor (no swizzle) of a tile at
   /// byte `sharedOffset` of the dynamic shared memory.
   mlir::Value matrixDescriptor(mlir::Value sharedOffset, int64_t leadingBytes,

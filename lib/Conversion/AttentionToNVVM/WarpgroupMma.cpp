@@ -11,14 +11,15 @@ using namespace mlir;
 
 namespace weft::gpu {
 
-void WarpEmitter::copyTileCores(Value global, Value validRows, int64_t rows,
-                                int64_t cols, Value sharedOffset, Value tid,
-                                int64_t threads) {
+void WarpEmitter::copyTileCoresAsync(Value global, Value validRows, int64_t rows,
+                                     int64_t cols, Value sharedOffset, Value tid,
+                                     int64_t threads) {
   // Chunk c (16 bytes) is row c % 8 of core (c / 8) in core order, so
-  // consecutive threads fill one 128-byte core: conflict-free stores.
+  // consecutive threads fill one 128-byte core: conflict-free writes. A
+  // chunk past `validRows` copies 0 of its 16 bytes (cp.async zero-fills
+  // the rest) from row 0, always present.
   int64_t coresPerRow = cols / 8;
   int64_t chunks = rows * coresPerRow;
-  Value zero = LLVM::ZeroOp::create(b, v4i32);
   for (int64_t first = 0; first < chunks; first += threads) {
     Value chunk = add(tid, i32c(first));
     Value core = divu(chunk, i32c(8));
@@ -27,18 +28,25 @@ void WarpEmitter::copyTileCores(Value global, Value validRows, int64_t rows,
     Value rowGroup = divu(core, i32c(coresPerRow));
     Value row = add(mul(rowGroup, i32c(8)), rowInCore);
     Value inRange = lt(row, validRows);
-    if (first + threads > chunks)
-      inRange = andi(inRange, lt(chunk, i32c(chunks)));
     Value safeRow = select(inRange, row, i32c(0));
     Value byteOffset = add(mul(safeRow, i32c(cols * 2)), mul(coreColumn, i32c(16)));
-    Value value = load(v4i32, globalAt(global, toI64(byteOffset)), 16);
-    value = select(inRange, value, zero);
-    Value sharedByte = add(sharedOffset, mul(chunk, i32c(16)));
+    Value source = globalAt(global, toI64(byteOffset));
+    Value sourceBytes = select(inRange, i32c(16), i32c(0));
+    Value destination = sharedAt(add(sharedOffset, mul(chunk, i32c(16))));
+    auto issue = [&] {
+      NVVM::CpAsyncOp::create(b, destination, source, 16u,
+                              NVVM::LoadCacheModifierKind::CG, sourceBytes);
+    };
     if (first + threads > chunks)
-      ifThen(lt(chunk, i32c(chunks)), [&] { store(value, sharedAt(sharedByte), 16); });
+      ifThen(lt(chunk, i32c(chunks)), issue);
     else
-      store(value, sharedAt(sharedByte), 16);
+      issue();
   }
+}
+
+void WarpEmitter::cpAsyncCommit() { NVVM::CpAsyncCommitGroupOp::create(b); }
+void WarpEmitter::cpAsyncWait(int pending) {
+  NVVM::CpAsyncWaitGroupOp::create(b, pending);
 }
 
 Value WarpEmitter::matrixDescriptor(Value sharedOffset, int64_t leadingBytes,
