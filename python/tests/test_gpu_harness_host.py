@@ -188,15 +188,14 @@ def test_load_units_groups_by_config(tmp_path):
     configs = [("bf16", 64, True), ("f16", 128, False)]
     units = ku.load_units(write_kernels_dir(tmp_path, configs))
     groups, notes = ku.group_units(units)
-    # Grouped by problem (dtype, head_dim, causal): the autotuner may give the
-    # forward and the backward different tiles.
-    assert not notes and set(groups) == {("bf16", 64, True), ("f16", 128, False)}
-    assert ku.pair_name(groups[("bf16", 64, True)]) == "bf16-d64-causal fwd q64k64 / bwd q64k64"
-    bwd = groups[("f16", 128, False)]["backward"]
+    assert not notes and set(groups) == {("bf16", 64, True, 64, 64), ("f16", 128, False, 64, 64)}
+    bwd = groups[("f16", 128, False, 64, 64)]["backward"]
     assert [k.role for k in bwd.kernels] == ["backward_preprocess", "backward_dkdv", "backward_dq"]
     assert bwd.workspaces == [("delta", "f32")] and bwd.cubin_path.endswith(".cubin")
     dup = ku.group_units(units + units[:1])[1]
     assert len(dup) == 1 and "duplicates" in dup[0]
+    assert ku.pair_name(ku.group_by_problem(units)[0][("bf16", 64, True)]) == \
+        "bf16-d64-causal fwd q64k64 / bwd q64k64"
 
 
 def test_units_with_tuned_tiles_pair_by_problem(tmp_path):
@@ -207,7 +206,9 @@ def test_units_with_tuned_tiles_pair_by_problem(tmp_path):
     obj = json.loads(fwd_json.read_text())
     obj["config"].update(block_q=128, block_k=128)
     fwd_json.write_text(json.dumps(obj))
-    groups, notes = ku.group_units(ku.load_units(directory))
+    assert set(ku.group_units(ku.load_units(directory))[0]) == {
+        ("bf16", 128, False, 128, 128), ("bf16", 128, False, 64, 64)}
+    groups, notes = ku.group_by_problem(ku.load_units(directory))
     assert not notes and list(groups) == [("bf16", 128, False)]
     assert set(groups[("bf16", 128, False)]) == {"forward", "backward"}
     assert ku.pair_name(groups[("bf16", 128, False)]) == "bf16-d128-full fwd q128k128 / bwd q64k64"

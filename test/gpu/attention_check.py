@@ -410,7 +410,7 @@ def main(argv=None):
     except ku.UnitError as e:
         print(f"error: {e}")
         return 1
-    groups, notes = ku.group_units(units)
+    groups, notes = ku.group_by_problem(units)
     describe_units(units, notes)
     if not torch.cuda.is_available():
         print("error: torch sees no CUDA device")

@@ -196,13 +196,23 @@ def load_units(root):
 
 
 def group_units(units):
+    """{config_key: {"forward": Unit, "backward": Unit}}, and notes on
+    duplicates (same config and direction; the first one found is used)."""
+    return _group(units, lambda unit: unit.config_key)
+
+
+def group_by_problem(units):
     """{(dtype, head_dim, causal): {"forward": Unit, "backward": Unit}}, and
-    notes on duplicates (same problem and direction; the first one found is
-    used). The forward and backward of one problem may have different tiles:
-    the autotuner picks them apart (bench/attention_tuning.json)."""
+    notes on duplicates: the pairs a training step runs, whose forward and
+    backward may have different tiles (the autotuner picks them apart,
+    bench/attention_tuning.json)."""
+    return _group(units, lambda unit: unit.config_key[:3])
+
+
+def _group(units, key_of):
     groups, notes = {}, []
     for unit in units:
-        key = unit.config_key[:3]
+        key = key_of(unit)
         slot = groups.setdefault(key, {})
         if unit.direction in slot:
             notes.append(f"{unit.name} ({unit.directory}) duplicates {slot[unit.direction].name} "
