@@ -64,6 +64,11 @@ struct CompileOptions {
                           cl::desc("Key rows per kernel tile (default: the "
                                    "tuning table's, else 64)"),
                           cl::init(64), cl::cat(category)};
+  cl::opt<std::string> attentionMma{
+      "attention-mma",
+      cl::desc("Forward attention kernels with warp-level mma.sync (warp, the "
+               "default) or Hopper warpgroup MMA (warpgroup)"),
+      cl::init("warp"), cl::cat(category)};
   cl::opt<std::string> tuningTable{
       "tuning-table",
       cl::desc("The autotuner's tiles per configuration for --emit=kernels "
@@ -210,6 +215,10 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
     kernelOptions.fixedBlockQ = cli.blockQ;
   if (cli.blockK.getNumOccurrences())
     kernelOptions.fixedBlockK = cli.blockK;
+  if (cli.attentionMma != "warp" && cli.attentionMma != "warpgroup")
+    return usageError("--attention-mma must be warp or warpgroup, got '" +
+                      cli.attentionMma + "'");
+  kernelOptions.warpgroupMma = cli.attentionMma == "warpgroup";
   std::optional<weft::gpu::AttentionTuningTable> table;
   if (emitKernels) {
     std::string path = tuningTablePath(cli.tuningTable);

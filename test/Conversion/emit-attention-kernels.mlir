@@ -4,7 +4,7 @@
 // RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=64 wgmma=true" | FileCheck %s --check-prefix=WGMMA
 // RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=128 wgmma=true" | mlir-opt -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa" | FileCheck %s --check-prefix=WGMMA-PTX
 // RUN: not weft-opt %s --weft-emit-attention-kernels="head-dim=96" 2>&1 | FileCheck %s --check-prefix=ERR
-// RUN: not weft-opt %s --weft-emit-attention-kernels="wgmma=true block-q=128" 2>&1 | FileCheck %s --check-prefix=ERR-WGMMA
+// RUN: not weft-opt %s --weft-emit-attention-kernels="wgmma=true block-q=32" 2>&1 | FileCheck %s --check-prefix=ERR-WGMMA
 // RUN: not weft-opt %s --weft-emit-attention-kernels="block-q=48" 2>&1 | FileCheck %s --check-prefix=ERR-TILE
 // RUN: not weft-opt %s --weft-emit-attention-kernels="dtype=f32" 2>&1 | FileCheck %s --check-prefix=ERR-DTYPE
 
@@ -125,7 +125,7 @@ module {}
 // WGMMA-PTX-SAME: fence.proxy.async.shared::cta;
 // WGMMA-PTX-SAME: bar.sync \090;
 
-// ERR-WGMMA: error: the warpgroup-MMA attention kernels need block_q = 64 (one warpgroup of 4 warps), got 128
+// ERR-WGMMA: error: the warpgroup-MMA attention kernels need block_q = 64 or 128 (one or two warpgroups of 4 warps), got 32
 // ERR: error: the GPU attention kernels support head_dim 64 and 128, got 96
 // ERR-TILE: error: the GPU attention kernels need block_q in {32, 64, 128} (16 rows per warp, 2..8 warps), got 48
 // ERR-DTYPE: error: weft-emit-attention-kernels: dtype must be bf16 or f16, got 'f32'

@@ -69,9 +69,11 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
       return failure();
     }
   }
-  if (config.warpgroupMma && config.blockQ != 64) {
+  // Each warpgroup (4 warps) owns 64 query rows of the CTA.
+  if (config.warpgroupMma && config.blockQ != 64 && config.blockQ != 128) {
     message = llvm::formatv("the warpgroup-MMA attention kernels need block_q "
-                            "= 64 (one warpgroup of 4 warps), got {0}",
+                            "= 64 or 128 (one or two warpgroups of 4 warps), "
+                            "got {0}",
                             config.blockQ);
     return failure();
   }

@@ -118,12 +118,15 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
 
   Value keyBlocks;
   if (hopper) {
-    // Registers bound the CTAs per SM (65536 / (128 threads x registers)):
+    // Registers bound the CTAs per SM (65536 / (threads x registers)):
     // ask ptxas for 3 at d = 128 (<= 168 registers) and 4 at d = 64 (<= 128),
     // or fewer where the shared memory (228 KB per SM, 1 KB reserved per
     // CTA) does not hold that many.
     int64_t smemFit = 228 * 1024 / (wgmmaForwardSmemBytes(config) + 1024);
-    int64_t ctasPerSm = std::max<int64_t>(1, std::min<int64_t>(d > 64 ? 3 : 4, smemFit));
+    // With two warpgroups (block_q = 128) a CTA has twice the threads.
+    int64_t warpgroups = blockQ / 64;
+    int64_t ctasPerSm = std::max<int64_t>(
+        1, std::min<int64_t>((d > 64 ? 3 : 4) / warpgroups, smemFit));
     func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   b.getI32IntegerAttr(static_cast<int32_t>(ctasPerSm)));
     // Block 0's K and V fly while Q is loaded through registers; one wait,

@@ -33,6 +33,9 @@ struct KernelEmitOptions {
   /// The autotuner's table: per configuration the forward's and the
   /// backward's tiles (so the two units of one op may differ). Null: none.
   const AttentionTuningTable *tuningTable = nullptr;
+  /// Forward kernels with Hopper warpgroup MMA (wgmma) instead of mma.sync
+  /// (--attention-mma=warpgroup); the backward stays warp-level.
+  bool warpgroupMma = false;
   /// When set, only the ops of this function (e.g. the training step).
   std::string function;
 };
