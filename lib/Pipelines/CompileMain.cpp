@@ -66,8 +66,9 @@ struct CompileOptions {
                           cl::init(64), cl::cat(category)};
   cl::opt<std::string> attentionMma{
       "attention-mma",
-      cl::desc("Forward attention kernels with warp-level mma.sync (warp, the "
-               "default) or Hopper warpgroup MMA (warpgroup)"),
+      cl::desc("Forward attention kernels with warp-level mma.sync (warp) or "
+               "Hopper warpgroup MMA (warpgroup); default: the tuning "
+               "table's \"mma\", else warp"),
       cl::init("warp"), cl::cat(category)};
   cl::opt<std::string> tuningTable{
       "tuning-table",
@@ -218,7 +219,9 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   if (cli.attentionMma != "warp" && cli.attentionMma != "warpgroup")
     return usageError("--attention-mma must be warp or warpgroup, got '" +
                       cli.attentionMma + "'");
-  kernelOptions.warpgroupMma = cli.attentionMma == "warpgroup";
+  // Given on the command line it wins over the table's "mma", as --block-q.
+  if (cli.attentionMma.getNumOccurrences())
+    kernelOptions.warpgroupMma = cli.attentionMma == "warpgroup";
   std::optional<weft::gpu::AttentionTuningTable> table;
   if (emitKernels) {
     std::string path = tuningTablePath(cli.tuningTable);

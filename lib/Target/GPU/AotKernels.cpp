@@ -127,7 +127,8 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
       tiles = *tuned;
   site.config.blockQ = options.fixedBlockQ.value_or(tiles.blockQ);
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
-  site.config.warpgroupMma = options.warpgroupMma && !site.backward;
+  site.config.warpgroupMma =
+      !site.backward && options.warpgroupMma.value_or(tiles.warpgroupMma);
   std::string message;
   if (failed(verifyAttentionKernelConfig(site.config, message)))
     return op->emitError(message);

@@ -35,6 +35,11 @@ const char *dtypeName(const AttentionKernelConfig &config) {
   return config.bf16 ? "bf16" : "f16";
 }
 
+/// The MMA kind as the tuning table and test/gpu/kernel_units.py spell it.
+const char *mmaName(const AttentionKernelConfig &config) {
+  return config.warpgroupMma ? "warpgroup" : "warp";
+}
+
 /// Grid of a kernel of the unit (see KernelSpec).
 std::array<int64_t, 3> gridOf(const AotUnit &unit, const KernelSpec &kernel) {
   int64_t len = kernel.overKeys ? unit.shapes.kLen : unit.shapes.qLen;
@@ -116,6 +121,7 @@ std::string writeUnitJson(const AotUnit &unit) {
       json.attribute("causal", unit.config.causal);
       json.attribute("block_q", unit.config.blockQ);
       json.attribute("block_k", unit.config.blockK);
+      json.attribute("mma", mmaName(unit.config));
     });
     json.attributeObject("shapes", [&] {
       json.attribute("batch", s.batch);
@@ -211,6 +217,7 @@ std::string writeUnitHeader(const AotUnit &unit) {
   define("SCALE", scaleText(s.scale) + "f");
   define("BLOCK_Q", llvm::Twine(unit.config.blockQ));
   define("BLOCK_K", llvm::Twine(unit.config.blockK));
+  define("MMA", llvm::Twine("\"") + mmaName(unit.config) + "\"");
   os << "\n/* Checks the metadata, makes a context current (keeping one that "
         "is),\n * loads the cubin and its kernels. */\n";
   os << "CUresult " << n << "_load(" << n << "_module **out);\n";

@@ -1,5 +1,6 @@
 // Reads the autotuner's table (bench/attention_tuning.json) that
-// weft-compile --emit=kernels takes its tiles from; every entry is checked
+// weft-compile --emit=kernels takes its tiles (and the forward's MMA kind)
+// from; every entry is checked
 // against the kernels' own configuration check when the file is read.
 #include "weft/Target/GPU/TuningTable.h"
 
@@ -8,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -65,6 +67,26 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
                     .str();
       return failure();
     }
+    // "mma" picks the forward's kernel; absent means "warp" (tables written
+    // before the wgmma forward). The backward has only the warp kernels.
+    config.warpgroupMma = false;
+    if (const llvm::json::Value *mma = chosen->get("mma")) {
+      if (direction == "backward") {
+        message = where + " backward: \"mma\" is for the forward only (the "
+                          "backward kernels are always warp-level mma.sync)";
+        return failure();
+      }
+      std::optional<StringRef> kind = mma->getAsString();
+      if (!kind || (*kind != "warp" && *kind != "warpgroup")) {
+        std::string got;
+        llvm::raw_string_ostream os(got);
+        os << *mma;
+        message = where + " forward: \"mma\" must be \"warp\" or "
+                          "\"warpgroup\", got " + got;
+        return failure();
+      }
+      config.warpgroupMma = *kind == "warpgroup";
+    }
     config.blockQ = *blockQ;
     config.blockK = *blockK;
     std::string why;
@@ -72,7 +94,7 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
       message = (where + " " + direction + ": " + why).str();
       return failure();
     }
-    *tiles = {*blockQ, *blockK};
+    *tiles = {*blockQ, *blockK, config.warpgroupMma};
   }
   key = entryKey(*arch, config.bf16, *headDim, *causal);
   return success();

@@ -33,9 +33,11 @@ struct KernelEmitOptions {
   /// The autotuner's table: per configuration the forward's and the
   /// backward's tiles (so the two units of one op may differ). Null: none.
   const AttentionTuningTable *tuningTable = nullptr;
-  /// Forward kernels with Hopper warpgroup MMA (wgmma) instead of mma.sync
-  /// (--attention-mma=warpgroup); the backward stays warp-level.
-  bool warpgroupMma = false;
+  /// The forward's MMA kind fixed on the command line (--attention-mma):
+  /// true is Hopper warpgroup MMA (wgmma), false mma.sync. It wins over the
+  /// table's "mma"; unset: the table's, else mma.sync. The backward is
+  /// always warp-level.
+  std::optional<bool> warpgroupMma;
   /// When set, only the ops of this function (e.g. the training step).
   std::string function;
 };

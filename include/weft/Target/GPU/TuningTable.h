@@ -1,6 +1,7 @@
 // The offline autotuner's table (bench/attention_tuning.json, written by
 // scripts/autotune-attention run): per (arch, dtype, head_dim, causal) the
-// tiles of the forward kernel and of the backward kernels.
+// tiles of the forward kernel and of the backward kernels, and the forward's
+// MMA kind (warp-level mma.sync or Hopper warpgroup wgmma).
 #ifndef WEFT_TARGET_GPU_TUNINGTABLE_H
 #define WEFT_TARGET_GPU_TUNINGTABLE_H
 
@@ -17,6 +18,9 @@ inline constexpr int kTuningTableFormatVersion = 1;
 
 struct AttentionTiles {
   int64_t blockQ = 64, blockK = 64;
+  /// The forward's "mma": "warpgroup" (wgmma); always false for the backward,
+  /// whose kernels are warp-level only.
+  bool warpgroupMma = false;
 };
 
 class AttentionTuningTable {
@@ -27,7 +31,8 @@ public:
   static mlir::FailureOr<AttentionTuningTable> load(llvm::StringRef path,
                                                     std::string &message);
 
-  /// The tiles the autotuner chose for one direction of a configuration, or
+  /// The tiles (and, forward, the MMA kind) the autotuner chose for one
+  /// direction of a configuration, or
   /// nullopt when the table has no entry for it.
   std::optional<AttentionTiles> lookup(llvm::StringRef arch, bool bf16,
                                        int64_t headDim, bool causal,
