@@ -64,7 +64,8 @@ def parse_args(argv):
 # ---- choosing what to time (host side, tested without a GPU) ---------------
 
 def load_tuning(path):
-    """{(arch, dtype, head_dim, causal): ((fq, fk), (bq, bk))} from the table."""
+    """{(arch, dtype, head_dim, causal): ((fq, fk, mma), (bq, bk))} from the
+    table; the forward's mma is "warp" where the entry has none."""
     import json
     try:
         with open(path) as f:
@@ -75,8 +76,9 @@ def load_tuning(path):
     for i, entry in enumerate(table.get("entries", [])):
         try:
             key = (entry["arch"], entry["dtype"], entry["head_dim"], entry["causal"])
-            chosen[key] = tuple((entry[d]["block_q"], entry[d]["block_k"])
-                                for d in ("forward", "backward"))
+            fwd, bwd = entry["forward"], entry["backward"]
+            chosen[key] = ((fwd["block_q"], fwd["block_k"], fwd.get("mma", "warp")),
+                           (bwd["block_q"], bwd["block_k"]))
         except (KeyError, TypeError) as e:
             raise ku.UnitError(f"tuning table {path}: entries[{i}] lacks {e}") from e
     return chosen
@@ -84,16 +86,16 @@ def load_tuning(path):
 
 def weft_variants(groups, dtype, head_dim, causal, tuning=None):
     """[(label, fwd unit, bwd unit)] to time for a configuration, and notes on
-    what is missing. Without `tuning`: each tile config with both units; with
-    it: the table's forward tiles and backward tiles (64/64 where it has no
-    entry, as weft-compile does)."""
+    what is missing. Without `tuning`: each tile config (and forward MMA kind)
+    with both units; with it: the table's forward tiles and MMA kind and
+    backward tiles (64/64 mma.sync where it has no entry, as weft-compile)."""
     keys = sorted(k for k in groups if k[:3] == (dtype, head_dim, causal))
     if tuning is None:
         variants, notes = [], []
         for key in keys:
             fwd, bwd = groups[key].get("forward"), groups[key].get("backward")
             if fwd and bwd:
-                variants.append((wa.config_label(key[3:], key[3:]), fwd, bwd))
+                variants.append((wa.config_label(key[3:5], key[3:5], key[5]), fwd, bwd))
             else:
                 notes.append(f"{ku.config_name(key)}: no {'forward' if not fwd else 'backward'} "
                              f"unit")
@@ -101,15 +103,20 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None):
             notes.append(f"no units for {dtype} d{head_dim} {'causal' if causal else 'full'}")
         return variants, notes
     arch = next((groups[k][d].arch for k in keys for d in groups[k]), "sm_90a")
-    fwd_tiles, bwd_tiles = tuning.get((arch, dtype, head_dim, causal), ((64, 64), (64, 64)))
-    fwd = groups.get((dtype, head_dim, causal) + tuple(fwd_tiles), {}).get("forward")
-    bwd = groups.get((dtype, head_dim, causal) + tuple(bwd_tiles), {}).get("backward")
-    missing = [f"{d} q{t[0]}k{t[1]}" for d, t, u in (("forward", fwd_tiles, fwd),
-                                                   ("backward", bwd_tiles, bwd)) if u is None]
+    fwd_tiles, bwd_tiles = tuning.get((arch, dtype, head_dim, causal),
+                                      ((64, 64, "warp"), (64, 64)))
+    # (bq, bk) alone is a warp forward, as a table entry without "mma".
+    fwd_tiles, bwd_tiles = tuple(fwd_tiles[:2]) + (tuple(fwd_tiles[2:]) or ("warp",)), \
+        tuple(bwd_tiles[:2]) + ("warp",)
+    fwd = groups.get((dtype, head_dim, causal) + fwd_tiles, {}).get("forward")
+    bwd = groups.get((dtype, head_dim, causal) + bwd_tiles, {}).get("backward")
+    missing = [f"{d} q{t[0]}k{t[1]}{ku.mma_suffix(t[2])}"
+               for d, t, u in (("forward", fwd_tiles, fwd), ("backward", bwd_tiles, bwd))
+               if u is None]
     if missing:
         return [], [f"{dtype} d{head_dim} {'causal' if causal else 'full'}: the table's "
                     f"{' and '.join(missing)} unit is not in the kernels directory"]
-    return [("tuned " + wa.config_label(fwd_tiles, bwd_tiles), fwd, bwd)], []
+    return [("tuned " + wa.config_label(fwd_tiles[:2], bwd_tiles[:2], fwd_tiles[2]), fwd, bwd)], []
 
 
 # ---- the report (host side, tested with fake timings) ----------------------
@@ -300,6 +307,7 @@ class Bench:
             record = {"config": label, "forward_unit": fwd_unit.name,
                       "backward_unit": bwd_unit.name,
                       "fwd_tiles": [fwd_unit.block_q, fwd_unit.block_k],
+                      "fwd_mma": fwd_unit.mma,
                       "bwd_tiles": [bwd_unit.block_q, bwd_unit.block_k]}
             result["weft"].append(record)
             why = self.late()

@@ -71,10 +71,13 @@ def tflops(shape, mode, ms):
     return flops(shape, mode) / ms / 1e9 if ms else None
 
 
-def config_label(fwd_tiles, bwd_tiles):
-    """'q64k64' when both directions share tiles, else 'fwd q128k64 / bwd q64k128'."""
+def config_label(fwd_tiles, bwd_tiles, fwd_mma="warp"):
+    """'q64k64' when both directions share tiles, else 'fwd q128k64 / bwd
+    q64k128'; a warpgroup-MMA forward adds ' wgmma' ('q128k64 wgmma', 'fwd
+    q128k64 wgmma / bwd q64k128'), the backward being warp-level always."""
     f, b = f"q{fwd_tiles[0]}k{fwd_tiles[1]}", f"q{bwd_tiles[0]}k{bwd_tiles[1]}"
-    return f if f == b else f"fwd {f} / bwd {b}"
+    kind = ku.mma_suffix(fwd_mma)
+    return f + kind if f == b else f"fwd {f}{kind} / bwd {b}"
 
 
 def provenance(argv=None):

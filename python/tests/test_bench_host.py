@@ -125,10 +125,10 @@ def test_markdown_and_json_writing(tmp_path):
     assert not os.path.exists(str(path) + ".tmp")
 
 
-def unit(direction, bq, bk, causal=False, d=128):
-    return ku.Unit(name=f"u_{direction}_{bq}_{bk}", directory="x", direction=direction,
-                   dtype="bf16", head_dim=d, causal=causal, block_q=bq, block_k=bk,
-                   arch="sm_90a", cubin_path="x.cubin", kernels=[])
+def unit(direction, bq, bk, causal=False, d=128, mma="warp"):
+    return ku.Unit(name=f"u_{direction}_{bq}_{bk}" + ku.mma_suffix(mma, "_"), directory="x",
+                   direction=direction, dtype="bf16", head_dim=d, causal=causal, block_q=bq,
+                   block_k=bk, arch="sm_90a", cubin_path="x.cubin", kernels=[], mma=mma)
 
 
 def test_which_weft_units_a_run_times():
@@ -186,13 +186,24 @@ def test_autotune_arguments(tmp_path, capsys):
     assert "candidates.json" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         at.parse_args(["run", str(tmp_path)])  # --out is required
-    assert len(at.candidate_keys()) == 2 * 2 * 2 * 2 * 3
+    # block_q {64, 128} x block_k {32, 64, 128}, with each forward MMA kind.
+    keys = at.candidate_keys()
+    assert len(keys) == 2 * 2 * 2 * 2 * 3 + 2 * 2 * 2 * 2 * 3
+    assert len(set(keys)) == len(keys)
+    wgmma = [k for k in keys if k[5] == "warpgroup"]
+    assert {k[3] for k in wgmma} == {64, 128} and {k[4] for k in wgmma} == {32, 64, 128}
+    assert [ku.config_name(k) for k in at.candidate_keys("d64-causal-q128k64")] == [
+        "bf16-d64-causal-q128k64", "f16-d64-causal-q128k64",
+        "bf16-d64-causal-q128k64-wgmma", "f16-d64-causal-q128k64-wgmma"]
+    command = at.compile_command("wc", "IR", "DIR", ("bf16", 64, True, 128, 64, "warpgroup"))
+    assert "--attention-mma=warpgroup" in command and "--block-q=128" in command
 
 
 @pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
 def test_prepare_compiles_then_reuses(tmp_path, capsys):
+    # "$": not its wgmma twin, bf16-d64-causal-q128k32-wgmma.
     only = "bf16-d64-causal-q128k32"
-    manifest = at.prepare(str(tmp_path), only)
+    manifest = at.prepare(str(tmp_path), only + "$")
     (record,) = manifest["candidates"]
     assert record["forward"]["status"] == "ok" and not record["reused"]
     units = ku.load_units(str(tmp_path / only))
@@ -200,7 +211,7 @@ def test_prepare_compiles_then_reuses(tmp_path, capsys):
         ("backward", 128, 32, True), ("forward", 128, 32, True)]
     assert not [f for f in os.listdir(tmp_path / only) if f.endswith((".c", ".h"))]
     stamp = (tmp_path / only / "stamp").read_text()
-    (record,) = at.prepare(str(tmp_path), only)["candidates"]
+    (record,) = at.prepare(str(tmp_path), only + "$")["candidates"]
     assert record["reused"] and (tmp_path / only / "stamp").read_text() == stamp
     assert json.loads((tmp_path / "candidates.json").read_text())["candidates"][0]["name"] == only
 
@@ -246,3 +257,100 @@ def test_weft_compile_reads_the_table_from_the_environment(tmp_path):
     bwd = json.loads((tmp_path / "u" / "tune_attention_grad_0.json").read_text())["config"]
     assert (fwd["block_q"], fwd["block_k"]) == (128, 32)
     assert (bwd["block_q"], bwd["block_k"]) == (64, 128)
+
+
+def test_choose_the_forward_over_both_mma_kinds():
+    rows = [{"block_q": 64, "block_k": 64, "mma": "warp", "fwd_ms": 2.0, "bwd_ms": 5.0},
+            {"block_q": 128, "block_k": 64, "fwd_ms": 1.8, "bwd_ms": 6.0},
+            {"block_q": 128, "block_k": 64, "mma": "warpgroup", "fwd_ms": 1.5,
+             "fwdbwd_ms": 6.5, "bwd_note": "the warp backward"},
+            # A wgmma row's bwd_ms (should one appear) is never the backward.
+            {"block_q": 64, "block_k": 32, "mma": "warpgroup", "fwd_ms": 1.9, "bwd_ms": 0.1},
+            {"block_q": 64, "block_k": 128, "mma": "warpgroup", "fwd_ms": 0.5,
+             "fwd_skip": "spills: 8 B"}]
+    fwd, bwd = at.choose(rows)
+    assert fwd == {"block_q": 128, "block_k": 64, "mma": "warpgroup", "ms": 1.5}
+    assert bwd == {"block_q": 64, "block_k": 64, "ms": 5.0}
+    assert at.row_label(fwd) == "q128k64 wgmma" and at.row_label(bwd) == "q64k64"
+    # Slower wgmma: the warp forward wins and says so.
+    fwd, _ = at.choose([dict(rows[2], fwd_ms=3.0)] + rows[:2])
+    assert fwd == {"block_q": 128, "block_k": 64, "mma": "warp", "ms": 1.8}
+    # Only wgmma rows: a forward, but no backward, so no entry.
+    assert at.choose(rows[2:4])[1] is None
+    assert at.table_entry("sm_90a", "bf16", 64, False, rows[2:4]) is None
+    entry = at.table_entry("sm_90a", "bf16", 64, False, rows)
+    assert entry["forward"]["mma"] == "warpgroup" and "mma" not in entry["backward"]
+    text = at.render_table({"entries": [entry]})
+    assert "forward q128k64 wgmma 1.500 ms" in text and "backward q64k64 5.000 ms" in text
+
+
+def test_bench_labels_and_tunes_the_mma_kind(tmp_path):
+    units = [unit("forward", 128, 64), unit("backward", 128, 64),
+             unit("forward", 128, 64, mma="warpgroup"), unit("backward", 64, 128),
+             unit("forward", 64, 64, mma="warpgroup")]
+    groups, notes = ku.group_units(units)
+    assert not notes
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False)
+    assert [v[0] for v in variants] == ["q128k64", "q128k64 wgmma"]
+    assert variants[1][1].mma == "warpgroup" and variants[1][2].mma == "warp"
+    # q64k64 wgmma has no backward of its tiles in the directory.
+    assert notes == ["bf16-d128-full-q64k64-wgmma: no backward unit",
+                     "bf16-d128-full-q64k128: no forward unit"]
+    table = tmp_path / "t.json"
+    entry = {"arch": "sm_90a", "dtype": "bf16", "head_dim": 128, "causal": False,
+             "forward": {"block_q": 128, "block_k": 64, "mma": "warpgroup"},
+             "backward": {"block_q": 64, "block_k": 128}}
+    old = dict(entry, head_dim=64, forward={"block_q": 64, "block_k": 64})
+    table.write_text(json.dumps({"entries": [entry, old]}))
+    tuning = ab.load_tuning(str(table))
+    assert tuning[("sm_90a", "bf16", 128, False)] == ((128, 64, "warpgroup"), (64, 128))
+    assert tuning[("sm_90a", "bf16", 64, False)] == ((64, 64, "warp"), (64, 128))
+    (label, fwd, bwd), = ab.weft_variants(groups, "bf16", 128, False, tuning)[0]
+    assert label == "tuned fwd q128k64 wgmma / bwd q64k128"
+    assert (fwd.mma, fwd.block_q, bwd.mma, bwd.block_q) == ("warpgroup", 128, "warp", 64)
+    # The table's wgmma forward missing from the directory is named as such.
+    tuning[("sm_90a", "bf16", 128, False)] = ((128, 128, "warpgroup"), (64, 128))
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning)
+    assert variants == [] and "forward q128k128 wgmma unit is not in" in notes[0]
+    assert wa.config_label((128, 64), (128, 64), "warpgroup") == "q128k64 wgmma"
+    assert wa.config_label((128, 64), (128, 64)) == "q128k64"
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
+def test_prepare_a_wgmma_candidate(tmp_path):
+    only = "bf16-d64-causal-q128k64-wgmma"
+    (record,) = at.prepare(str(tmp_path), only)["candidates"]
+    assert record["mma"] == "warpgroup" and record["forward"]["status"] == "ok"
+    units = {u.direction: u for u in ku.load_units(str(tmp_path / only))}
+    assert units["forward"].mma == "warpgroup" and units["backward"].mma == "warp"
+    assert units["forward"].kernels[0].name.endswith("_wgmma")
+    groups, _ = ku.group_units(list(units.values()))
+    assert set(groups[("bf16", 64, True, 128, 64, "warpgroup")]) == {"forward", "backward"}
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
+def test_install_and_weft_compile_take_the_forward_mma(tmp_path, monkeypatch):
+    rows = [{"block_q": 128, "block_k": 64, "mma": "warpgroup", "fwd_ms": 1.0},
+            {"block_q": 64, "block_k": 128, "mma": "warp", "fwd_ms": 2.0, "bwd_ms": 2.0}]
+    table = {"format_version": at.TABLE_FORMAT_VERSION,
+             "entries": [at.table_entry("sm_90a", "bf16", 64, True, rows)]}
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(table))
+    target = tmp_path / "bench" / "attention_tuning.json"
+    target.parent.mkdir()
+    monkeypatch.setattr(at, "TABLE", str(target))
+    at.install(str(path))
+    ir = tmp_path / "a.mlir"
+    ir.write_text(at.config_ir("bf16", 64, True))
+    subprocess.run([WEFT_COMPILE, str(ir), "--emit=kernels", "-o", str(tmp_path / "u"),
+                    f"--tuning-table={target}"], check=True)
+    fwd = json.loads((tmp_path / "u" / "tune_attention_0.json").read_text())
+    bwd = json.loads((tmp_path / "u" / "tune_attention_grad_0.json").read_text())
+    assert fwd["config"]["mma"] == "warpgroup" and fwd["kernels"][0]["name"].endswith("_wgmma")
+    assert (bwd["config"]["mma"], bwd["config"]["block_q"]) == ("warp", 64)
+    bad = tmp_path / "bad.json"
+    entry = dict(table["entries"][0])
+    entry["backward"] = dict(entry["backward"], mma="warp")
+    bad.write_text(json.dumps({"format_version": 1, "entries": [entry]}))
+    with pytest.raises(at.TuneError, match=r"backward: \"mma\" is for the forward only"):
+        at.install(str(bad))

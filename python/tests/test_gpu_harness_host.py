@@ -188,8 +188,9 @@ def test_load_units_groups_by_config(tmp_path):
     configs = [("bf16", 64, True), ("f16", 128, False)]
     units = ku.load_units(write_kernels_dir(tmp_path, configs))
     groups, notes = ku.group_units(units)
-    assert not notes and set(groups) == {("bf16", 64, True, 64, 64), ("f16", 128, False, 64, 64)}
-    bwd = groups[("f16", 128, False, 64, 64)]["backward"]
+    assert not notes and set(groups) == {("bf16", 64, True, 64, 64, "warp"),
+                                         ("f16", 128, False, 64, 64, "warp")}
+    bwd = groups[("f16", 128, False, 64, 64, "warp")]["backward"]
     assert [k.role for k in bwd.kernels] == ["backward_preprocess", "backward_dkdv", "backward_dq"]
     assert bwd.workspaces == [("delta", "f32")] and bwd.cubin_path.endswith(".cubin")
     dup = ku.group_units(units + units[:1])[1]
@@ -207,7 +208,7 @@ def test_units_with_tuned_tiles_pair_by_problem(tmp_path):
     obj["config"].update(block_q=128, block_k=128)
     fwd_json.write_text(json.dumps(obj))
     assert set(ku.group_units(ku.load_units(directory))[0]) == {
-        ("bf16", 128, False, 128, 128), ("bf16", 128, False, 64, 64)}
+        ("bf16", 128, False, 128, 128, "warp"), ("bf16", 128, False, 64, 64, "warp")}
     groups, notes = ku.group_by_problem(ku.load_units(directory))
     assert not notes and list(groups) == [("bf16", 128, False)]
     assert set(groups[("bf16", 128, False)]) == {"forward", "backward"}
@@ -475,3 +476,44 @@ def test_launch_arguments_fit_the_runtime_binding(tmp_path):
     grid = ku.grid_for(dkdv, {k: values[k] for k in ("batch", "q_heads", "kv_heads",
                                                      "q_len", "k_len")})
     assert list(rt._dims3(grid, "grid")) == [8, 4, 2]
+
+
+def test_units_keep_their_mma_kind_apart(tmp_path):
+    # Two forwards of one problem and tiles, mma.sync and wgmma (their JSON
+    # config "mma"; older units have none: warp), and one warp backward.
+    directory = write_kernels_dir(tmp_path, [("bf16", 64, True)])
+    sub = tmp_path / "ir0"
+    obj = json.loads((sub / "step_attention_0.json").read_text())
+    obj.update(name="wg_forward")
+    obj["config"]["mma"] = "warpgroup"
+    (sub / "wg_forward.json").write_text(json.dumps(obj))
+    (sub / "wg_forward.cubin").write_bytes(b"fake")
+    index = json.loads((sub / "kernels.json").read_text())
+    index["units"].append("wg_forward")
+    (sub / "kernels.json").write_text(json.dumps(index))
+    units = ku.load_units(directory)
+    assert sorted(u.mma for u in units) == ["warp", "warp", "warpgroup"]
+    groups, notes = ku.group_units(units)
+    assert not notes and set(groups) == {("bf16", 64, True, 64, 64, "warp"),
+                                         ("bf16", 64, True, 64, 64, "warpgroup")}
+    wg = groups[("bf16", 64, True, 64, 64, "warpgroup")]
+    # The wgmma forward pairs with the warp backward of its tiles.
+    assert wg["forward"].name == "wg_forward" and wg["backward"].name == "step_attention_grad_0"
+    assert ku.config_name(wg["forward"].config_key) == "bf16-d64-causal-q64k64-wgmma"
+    assert ku.config_name(("bf16", 64, True, 64, 64)) == "bf16-d64-causal-q64k64"
+    assert ku.pair_name(wg) == "bf16-d64-causal fwd q64k64 wgmma / bwd q64k64"
+    # By problem they still collide: one pair per problem, the first found.
+    by_problem, notes = ku.group_by_problem(units)
+    assert list(by_problem) == [("bf16", 64, True)] and len(notes) == 1
+    # A bad kind, or a kind on a backward unit, is refused with the values.
+    obj["config"]["mma"] = "tensor"
+    (sub / "wg_forward.json").write_text(json.dumps(obj))
+    with pytest.raises(ku.UnitError, match="config mma 'tensor' is not warp or warpgroup"):
+        ku.load_units(directory)
+    obj["config"]["mma"] = "warp"
+    (sub / "wg_forward.json").write_text(json.dumps(obj))
+    bwd = json.loads((sub / "step_attention_grad_0.json").read_text())
+    bwd["config"]["mma"] = "warpgroup"
+    (sub / "step_attention_grad_0.json").write_text(json.dumps(bwd))
+    with pytest.raises(ku.UnitError, match="on a backward unit"):
+        ku.load_units(directory)

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 FORMAT_VERSION = 1
 DIRECTIONS = ("forward", "backward")
 ROLES = ("forward", "backward_preprocess", "backward_dkdv", "backward_dq")
+# A forward unit's MMA kind (its JSON config "mma"; absent in older units =
+# warp); backward units are always warp.
+MMA_KINDS = ("warp", "warpgroup")
 PARAM_KINDS = {"pointer": "ptr", "i32": "i32", "f32": "f32"}
 SCALAR_PARAMS = ("batch", "q_heads", "kv_heads", "q_len", "k_len", "scale")
 # Spellings a kernel's params might use for the harness's buffers; the contract
@@ -54,20 +57,31 @@ class Unit:
     cubin_path: str
     kernels: list
     workspaces: list = field(default_factory=list)  # [(name, dtype)]
+    mma: str = "warp"
 
     @property
     def config_key(self):
-        return (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k)
+        """(dtype, head_dim, causal, block_q, block_k, mma): two forward units
+        that differ only in MMA kind are two configs."""
+        return (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k, self.mma)
 
 
 def config_name(key):
-    """'bf16-d128-causal-q64k64' for a config key (dtype, d, causal, bq, bk);
+    """'bf16-d128-causal-q64k64' for a config key (dtype, d, causal, bq, bk[,
+    mma]), 'bf16-d128-causal-q64k64-wgmma' when mma is warpgroup;
     'bf16-d128-causal' for a problem key (dtype, d, causal)."""
     if len(key) == 3:
         dtype, head_dim, causal = key
         return f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}"
-    dtype, head_dim, causal, block_q, block_k = key
-    return f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}-q{block_q}k{block_k}"
+    dtype, head_dim, causal, block_q, block_k = key[:5]
+    mma = key[5] if len(key) > 5 else "warp"
+    return (f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}-q{block_q}k{block_k}"
+            + mma_suffix(mma, "-"))
+
+
+def mma_suffix(mma, sep=" "):
+    """'' for warp, ' wgmma' (with `sep`) for warpgroup: names and labels."""
+    return f"{sep}wgmma" if mma == "warpgroup" else ""
 
 
 def _field(obj, key, types, where):
@@ -132,6 +146,12 @@ def parse_unit(obj, directory, where):
     dtype = _field(config, "dtype", str, f"{where} config")
     if dtype not in ("bf16", "f16"):
         raise UnitError(f"{where}: config dtype {dtype!r} is not bf16 or f16")
+    mma = config.get("mma", "warp")
+    if mma not in MMA_KINDS:
+        raise UnitError(f"{where}: config mma {mma!r} is not warp or warpgroup")
+    if mma != "warp" and direction == "backward":
+        raise UnitError(f"{where}: config mma {mma!r} on a backward unit (the backward "
+                        f"kernels are warp-level only)")
     kernels = [_parse_kernel(k, where) for k in _field(obj, "kernels", list, where)]
     expected = ["forward"] if direction == "forward" else list(ROLES[1:])
     roles = [k.role for k in kernels]
@@ -161,7 +181,7 @@ def parse_unit(obj, directory, where):
                 block_q=_field(config, "block_q", int, f"{where} config"),
                 block_k=_field(config, "block_k", int, f"{where} config"),
                 arch=obj.get("arch", "?"), cubin_path=cubin, kernels=kernels,
-                workspaces=workspaces)
+                workspaces=workspaces, mma=mma)
 
 
 def load_units(root):
@@ -197,8 +217,16 @@ def load_units(root):
 
 def group_units(units):
     """{config_key: {"forward": Unit, "backward": Unit}}, and notes on
-    duplicates (same config and direction; the first one found is used)."""
-    return _group(units, lambda unit: unit.config_key)
+    duplicates (same config and direction; the first one found is used).
+    A warpgroup-MMA forward's group gets the warp backward of its tiles: the
+    backward kernels are the same whichever forward ran."""
+    groups, notes = _group(units, lambda unit: unit.config_key)
+    for key, slot in groups.items():
+        if key[5] != "warp" and "backward" not in slot:
+            warp = groups.get(key[:5] + ("warp",), {}).get("backward")
+            if warp is not None:
+                slot["backward"] = warp
+    return groups, notes
 
 
 def group_by_problem(units):
@@ -223,9 +251,10 @@ def _group(units, key_of):
 
 
 def pair_name(group):
-    """'bf16-d128-full fwd q128k128 / bwd q64k64' for a group's two units."""
+    """'bf16-d128-full fwd q128k128 / bwd q64k64' for a group's two units
+    ('fwd q128k64 wgmma / ...' for a warpgroup-MMA forward)."""
     short = {"forward": "fwd", "backward": "bwd"}
-    parts = [f"{short[d]} q{u.block_q}k{u.block_k}" for d, u in sorted(
+    parts = [f"{short[d]} q{u.block_q}k{u.block_k}{mma_suffix(u.mma)}" for d, u in sorted(
         group.items(), key=lambda item: item[0] != "forward")]
     unit = next(iter(group.values()))
     return f"{config_name(unit.config_key[:3])} " + " / ".join(parts)
