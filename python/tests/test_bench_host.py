@@ -354,3 +354,50 @@ def test_install_and_weft_compile_take_the_forward_mma(tmp_path, monkeypatch):
     bad.write_text(json.dumps({"format_version": 1, "entries": [entry]}))
     with pytest.raises(at.TuneError, match=r"backward: \"mma\" is for the forward only"):
         at.install(str(bad))
+
+
+def test_time_a_wgmma_candidate_with_fake_kernels(monkeypatch):
+    """run's per-candidate step without a GPU: a wgmma candidate times its
+    forward and forward+backward with the warp backward of its directory, never
+    that backward alone; wrong gradients there disqualify its forward."""
+    torch = pytest.importorskip("torch")
+    units = [unit("forward", 128, 64, True, 64, mma="warpgroup"),
+             unit("backward", 128, 64, True, 64)]
+    built = []
+
+    class FakeWeft:
+        def __init__(self, rt, cache, fwd, bwd, shape, *inputs):
+            built.append((fwd.name, bwd.name))
+
+        def forward(self):
+            return "fwd"
+
+        def backward(self):
+            return "bwd"
+
+        def forward_backward(self):
+            return "fwdbwd"
+
+    reasons = []
+    monkeypatch.setattr(ku, "load_units", lambda root: units)
+    monkeypatch.setattr(wa, "WeftAttention", FakeWeft)
+    monkeypatch.setattr(wa, "sanity_errors", lambda weft, ref, backward: (
+        {"out": (0.001, 0.02), "dq": (0.001, 0.02)}, list(reasons)))
+    monkeypatch.setattr(wa, "do_bench_ms", lambda fn: {"fwd": 1.0, "bwd": 2.0,
+                                                       "fwdbwd": 3.0}[fn()])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    record = {"dtype": "bf16", "head_dim": 64, "causal": True, "block_q": 128, "block_k": 64,
+              "mma": "warpgroup", "dir": "x", "forward": {"status": "ok"},
+              "backward": {"status": "ok"}}
+    row = at.time_candidate(None, None, "root", record, None, (), None)
+    assert built == [("u_forward_128_64_wgmma", "u_backward_128_64")]
+    assert (row["mma"], row["fwd_ms"], row["fwdbwd_ms"]) == ("warpgroup", 1.0, 3.0)
+    assert "bwd_ms" not in row and "bwd_skip" not in row and "warp backward" in row["bwd_note"]
+    reasons.append("dq err 0.5 > 0.02")
+    row = at.time_candidate(None, None, "root", record, None, (), None)
+    assert "fwd_ms" not in row and row["fwd_skip"].startswith("wrong: the warp backward")
+    # The same wrong gradients on a warp candidate only cost its backward.
+    units[0] = unit("forward", 128, 64, True, 64)
+    row = at.time_candidate(None, None, "root", dict(record, mma="warp"), None, (), None)
+    assert row["fwd_ms"] == 1.0 and row["bwd_skip"].startswith("wrong: dq")
+    assert "fwdbwd_ms" not in row and "bwd_note" not in row
