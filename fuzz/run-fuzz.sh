@@ -9,7 +9,12 @@ seconds=${2:-60}
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [ -f "$build/build.ninja" ]; then
-  flock /tmp/weft-build.lock ninja -C "$build" weft-fuzz >/dev/null
+  # Quiet unless the build fails; then its log says why.
+  if ! build_log=$(flock /tmp/weft-build.lock ninja -C "$build" weft-fuzz 2>&1); then
+    printf '%s\n' "$build_log" | tail -n 40
+    echo "run-fuzz: building weft-fuzz in $build failed" >&2
+    exit 1
+  fi
 fi
 fuzzer=$build/bin/weft-fuzz
 if [ ! -x "$fuzzer" ]; then
