@@ -20,18 +20,6 @@ namespace weft::gpu {
 
 namespace {
 
-/// The lane's warp, lane, accumulator row g = lane / 4 and column pair t.
-struct LaneIds {
-  Value tid, warp, lane, g, t;
-  explicit LaneIds(WarpEmitter &e) {
-    tid = e.threadIdX();
-    warp = e.divu(tid, e.i32c(32));
-    lane = arith::RemUIOp::create(e.b, tid, e.i32c(32));
-    g = e.divu(lane, e.i32c(4));
-    t = arith::RemUIOp::create(e.b, lane, e.i32c(4));
-  }
-};
-
 SmallVector<Value> flatten(ArrayRef<Quad> quads) {
   SmallVector<Value> values;
   for (const Quad &quad : quads)
@@ -237,14 +225,9 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
   const int64_t smemV = smemK + inner * pitch;
 
   LaneIds ids(e);
-  Value head = e.blockId(1), batch = e.blockId(2);
-  Value kvHead = e.divu(head, e.divu(s.qHeads, s.kvHeads));
-  Value q0 = e.mul(e.blockId(0), e.i32c(blockQ));
-  Value qValid = e.minsi(e.i32c(blockQ), e.sub(s.qLen, q0));
-  Value qRow0 = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.qLen), q0);
-  Value kvRow0 = e.mul(e.add(e.mul(batch, s.kvHeads), kvHead), s.kLen);
-  Value rowBytes = e.i64c(d * 2);
-  Value qBytes = e.mul(e.toI64(qRow0), rowBytes);
+  QueryBlock block(e, s, blockQ, d);
+  Value q0 = block.q0, qValid = block.qValid, qRow0 = block.qRow0;
+  Value kvRow0 = block.kvRow0, rowBytes = block.rowBytes, qBytes = block.qBytes;
   e.copyTile(e.globalAt(q, qBytes), qValid, blockQ, d, e.i32c(0), pitch, ids.tid, threads);
   e.copyTile(e.globalAt(dout, qBytes), qValid, blockQ, d, e.i32c(smemDout), pitch, ids.tid, threads);
   e.barrier();

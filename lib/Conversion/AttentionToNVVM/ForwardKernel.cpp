@@ -78,20 +78,11 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
   const int64_t kSteps = d / 16, keyTiles = blockK / 8, dTiles = d / 8;
   const double inf = std::numeric_limits<double>::infinity();
 
-  Value tid = e.threadIdX();
-  Value warp = e.divu(tid, e.i32c(32));
-  Value lane = arith::RemUIOp::create(b, tid, e.i32c(32));
-  Value g = e.divu(lane, e.i32c(4));
-  Value t = arith::RemUIOp::create(b, lane, e.i32c(4));
-  Value head = e.blockId(1), batch = e.blockId(2);
-  Value kvHead = e.divu(head, e.divu(s.qHeads, s.kvHeads));
-  Value q0 = e.mul(e.blockId(0), e.i32c(blockQ));
-  Value qValid = e.minsi(e.i32c(blockQ), e.sub(s.qLen, q0));
-  // Row indices into the flattened [b * h * s] rows of q/out and k/v.
-  Value qRow0 = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.qLen), q0);
-  Value kvRow0 = e.mul(e.add(e.mul(batch, s.kvHeads), kvHead), s.kLen);
-  Value rowBytes = e.i64c(d * 2);
-  Value qBytes = e.mul(e.toI64(qRow0), rowBytes);
+  LaneIds ids(e);
+  Value tid = ids.tid, warp = ids.warp, lane = ids.lane, g = ids.g, t = ids.t;
+  QueryBlock block(e, s, blockQ, d);
+  Value q0 = block.q0, qValid = block.qValid, qRow0 = block.qRow0;
+  Value kvRow0 = block.kvRow0, rowBytes = block.rowBytes, qBytes = block.qBytes;
   // mma.sync: Q, K, V as padded tiles for ldmatrix. Warpgroup MMA: K and V
   // as core matrices for wgmma descriptors in two stages (K, V of block j
   // at (j % 2) * 2 * kvTileBytes) so block j + 1 streams in by cp.async

@@ -43,6 +43,10 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 
 #ifndef WEFT_LIB_CONVERSION_ATTENTIONTONVVM_KERNELSCALARS
 #define WEFT_LIB_CONVERSION_ATTENTIONTONVVM_KERNELSCALARS
+#include "WarpEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 namespace weft::gpu {
 /// The scalar tail every kernel takes (see attentionKernelSpecs).
 struct KernelScalars {
@@ -51,6 +55,36 @@ struct KernelScalars {
     return {func.getArgument(first), func.getArgument(first + 1),
             func.getArgument(first + 2), func.getArgument(first + 3),
             func.getArgument(first + 4), func.getArgument(first + 5)};
+  }
+};
+
+/// The thread's warp, lane, accumulator row g = lane / 4 and column pair t.
+struct LaneIds {
+  mlir::Value tid, warp, lane, g, t;
+  explicit LaneIds(WarpEmitter &e) {
+    tid = e.threadIdX();
+    warp = e.divu(tid, e.i32c(32));
+    lane = mlir::arith::RemUIOp::create(e.b, tid, e.i32c(32));
+    g = e.divu(lane, e.i32c(4));
+    t = mlir::arith::RemUIOp::create(e.b, lane, e.i32c(4));
+  }
+};
+
+/// The CTA's block of `blockQ` query rows of one (batch, q head) (grid x =
+/// query block, y = q head, z = batch), its kv head, and where its rows start
+/// in the flattened [b * h * s] rows of q / out and k / v.
+struct QueryBlock {
+  mlir::Value head, batch, kvHead, q0, qValid, qRow0, kvRow0, rowBytes, qBytes;
+  QueryBlock(WarpEmitter &e, const KernelScalars &s, int64_t blockQ, int64_t headDim) {
+    head = e.blockId(1);
+    batch = e.blockId(2);
+    kvHead = e.divu(head, e.divu(s.qHeads, s.kvHeads));
+    q0 = e.mul(e.blockId(0), e.i32c(blockQ));
+    qValid = e.minsi(e.i32c(blockQ), e.sub(s.qLen, q0));
+    qRow0 = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.qLen), q0);
+    kvRow0 = e.mul(e.add(e.mul(batch, s.kvHeads), kvHead), s.kLen);
+    rowBytes = e.i64c(headDim * 2);
+    qBytes = e.mul(e.toI64(qRow0), rowBytes);
   }
 };
 } // namespace weft::gpu
