@@ -177,21 +177,38 @@ struct PreferenceGuard {
   }
 };
 
+/// What weft_gemm_select and weft_gemm_run share: the driver context, the
+/// library, the problem's description for messages, gemmMutex held, and the
+/// cached handle and descriptors of `desc` on this device.
+struct GemmSession {
+  const CublasLtApi *api = nullptr;
+  CUdevice device = 0;
+  std::string problem;
+  std::unique_lock<std::mutex> lock;
+  cublasLtHandle_t handle = nullptr;
+  PreparedGemm *gemm = nullptr;
+};
+
+weft_status openGemm(const char *caller, const weft_gemm_desc &desc, GemmSession &session) {
+  if (weft_status status = gemmContext(caller, session.api, session.device))
+    return status;
+  session.problem = describeGemm(desc);
+  session.lock = std::unique_lock<std::mutex>(gemmMutex);
+  if (weft_status status = handleFor(*session.api, session.device, desc, session.handle))
+    return status;
+  return prepare(*session.api, desc, session.device, session.gemm);
+}
+
 weft_status selectAlgo(const weft_gemm_desc &desc, size_t workspaceLimit, weft_gemm_algo &algo,
                        size_t &workspaceBytes) {
   const char *caller = "weft_gemm_select";
-  const CublasLtApi *api = nullptr;
-  CUdevice device = 0;
-  if (weft_status status = gemmContext(caller, api, device))
+  GemmSession session;
+  if (weft_status status = openGemm(caller, desc, session))
     return status;
-  std::string problem = describeGemm(desc);
-  std::lock_guard<std::mutex> lock(gemmMutex);
-  cublasLtHandle_t handle = nullptr;
-  if (weft_status status = handleFor(*api, device, desc, handle))
-    return status;
-  PreparedGemm *gemm = nullptr;
-  if (weft_status status = prepare(*api, desc, device, gemm))
-    return status;
+  const CublasLtApi *api = session.api;
+  const std::string &problem = session.problem;
+  cublasLtHandle_t handle = session.handle;
+  PreparedGemm *gemm = session.gemm;
   PreferenceGuard guard{*api};
   if (cublasStatus_t status = api->cublasLtMatmulPreferenceCreate(&guard.preference))
     return failCublas(*api, status, "cublasLtMatmulPreferenceCreate", problem);
@@ -290,18 +307,13 @@ weft_status runGemm(const weft_gemm_desc &desc, const weft_gemm_algo &algo, cons
                     const void *b, const void *c, void *d, const void *bias, void *workspace,
                     size_t workspaceBytes, CUstream stream) {
   const char *caller = "weft_gemm_run";
-  const CublasLtApi *api = nullptr;
-  CUdevice device = 0;
-  if (weft_status status = gemmContext(caller, api, device))
+  GemmSession session;
+  if (weft_status status = openGemm(caller, desc, session))
     return status;
-  std::string problem = describeGemm(desc);
-  std::lock_guard<std::mutex> lock(gemmMutex);
-  cublasLtHandle_t handle = nullptr;
-  if (weft_status status = handleFor(*api, device, desc, handle))
-    return status;
-  PreparedGemm *gemm = nullptr;
-  if (weft_status status = prepare(*api, desc, device, gemm))
-    return status;
+  const CublasLtApi *api = session.api;
+  const std::string &problem = session.problem;
+  cublasLtHandle_t handle = session.handle;
+  PreparedGemm *gemm = session.gemm;
   cublasLtMatmulAlgo_t lt;
   std::memcpy(&lt, algo.bytes, sizeof(lt));
   std::string key = algoKey(algo);
