@@ -49,25 +49,23 @@ module {}
 // PTX-SAME: ex2.approx.ftz.f32
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 
-// The warpgroup-MMA forward at d = 64, software-pipelined with FA3's
-// intra-warpgroup overlap. K and V stream through two-stage rings; a 64 x 64
-// tile is 64 * 64 * 2 / 16 = 512 16-byte chunks, 4 cp.async per thread at 128
-// threads. Prologue: K_0's 4 cp.async (guarded: there may be no key block),
-// commit, Q through registers, then wait 0 -> fence.proxy.async (the wgmma
-// reads what cp.async wrote through the generic proxy) -> barrier; Q's 4
-// fragments (d / 16 k-steps) by ldmatrix and a barrier before V_0 and K_1
-// (4 cp.async each, guarded) overwrite Q's tile; commit; S_0 (4 k-steps of
-// m64n64k16, K by descriptor, trans-b 0, the first with scale-d 0), commit,
-// wait 0, its softmax; publish (wait 0, fence, barrier). Iteration j:
-// K_{j+1} (4, guarded) and V_j (4) + commit; one wgmma.fence; S_j (4 k-steps)
-// commit; O += P_{j-1} V_{j-1} (4 k-steps of m64n64k16, V read transposed,
-// trans-b 1) commit; wait 1 (S_j only: groups retire in order); the softmax
-// (2 x 16 + 2 exp2) while P V runs; wait 0; publish: one barrier per key
-// block. Epilogue: the last P V (4 k-steps) under a guard, commit, wait 0,
-// no barrier. ptxas caps the registers for 4 CTAs per SM at d = 64.
+// The warpgroup-MMA forward at d = 64, software-pipelined: K and V live in
+// two shared-memory stages and block j + 1 is fetched by cp.async while block
+// j is computed. A 64 x 64 tile is 64 * 64 * 2 / 16 = 512 16-byte chunks, 4
+// per thread at 128 threads, so K and V of one block are 8 cp.async per
+// thread. Prologue: block 0's 8 cp.async (guarded: there may be no key
+// block), commit, Q through registers, then wait 0 -> fence.proxy.async (the
+// wgmma reads what cp.async wrote through the generic proxy) -> barrier; Q's
+// 4 fragments (d / 16 k-steps) by ldmatrix, and a barrier before the first
+// prefetch reuses Q's space (stage 1). Each iteration: prefetch block j + 1
+// (8 cp.async, guarded) + commit; S = Q K^T (4 k-steps of m64n64k16, K by
+// descriptor, trans-b 0), commit, wait 0; softmax; O += P V (4 k-steps of
+// m64n64k16, V read transposed, trans-b 1), commit, wait 0; then wait for the
+// prefetch, fence and barrier: one barrier per key block. ptxas caps the
+// registers for 4 CTAs per SM at d = 64 (nvvm.minctasm).
 // WGMMA: gpu.func @weft_attn_forward_bf16_d64_full_q64_k64_wgmma({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 4 : i32}
 // WGMMA: scf.if
-// WGMMA-COUNT-4: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// WGMMA-COUNT-8: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // WGMMA-NOT: nvvm.cp.async.shared.global
 // WGMMA: nvvm.cp.async.commit.group
 // WGMMA-NOT: gpu.barrier
@@ -77,64 +75,38 @@ module {}
 // WGMMA-COUNT-4: nvvm.ldmatrix
 // WGMMA-NOT: nvvm.ldmatrix
 // WGMMA: gpu.barrier
-// WGMMA-NOT: nvvm.cp.async
+// WGMMA: scf.for
+// WGMMA-NOT: gpu.barrier
 // WGMMA: scf.if
-// WGMMA-COUNT-4: nvvm.cp.async.shared.global
-// WGMMA: scf.if
-// WGMMA-COUNT-4: nvvm.cp.async.shared.global
+// WGMMA-COUNT-8: nvvm.cp.async.shared.global
 // WGMMA-NOT: nvvm.cp.async.shared.global
 // WGMMA: nvvm.cp.async.commit.group
 // WGMMA-NOT: gpu.barrier
 // WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA-NOT: gpu.barrier
 // WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
-// WGMMA-NOT: wgmma.mma_async
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
 // WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// WGMMA-COUNT-34: llvm.nvvm.ex2.approx.ftz.f
 // WGMMA-NOT: gpu.barrier
-// WGMMA: nvvm.cp.async.wait.group 0
-// WGMMA-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// WGMMA-NEXT: gpu.barrier
-// WGMMA-NEXT: scf.for
-// WGMMA: scf.if
-// WGMMA-COUNT-4: nvvm.cp.async.shared.global
-// WGMMA: }
-// WGMMA-COUNT-4: nvvm.cp.async.shared.global
-// WGMMA-NOT: nvvm.cp.async.shared.global
-// WGMMA: nvvm.cp.async.commit.group
-// WGMMA-NEXT: nvvm.wgmma.fence.aligned
-// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
-// WGMMA: nvvm.wgmma.commit.group.sync.aligned
-// WGMMA-NOT: nvvm.wgmma.wait
+// WGMMA: nvvm.wgmma.fence.aligned
 // WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
-// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
-// WGMMA-COUNT-34: llvm.nvvm.ex2.approx.ftz.f
-// WGMMA-NOT: llvm.nvvm.ex2
-// WGMMA: nvvm.wgmma.wait.group.sync.aligned 0
-// WGMMA-NOT: gpu.barrier
-// WGMMA: nvvm.cp.async.wait.group 0
+// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA-NEXT: nvvm.cp.async.wait.group 0
 // WGMMA-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // WGMMA-NEXT: gpu.barrier
 // WGMMA-NEXT: scf.yield
-// WGMMA: scf.if
-// WGMMA-NEXT: nvvm.wgmma.fence.aligned
-// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// WGMMA-NOT: wgmma.mma_async
-// WGMMA: nvvm.wgmma.commit.group.sync.aligned
-// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // WGMMA-NOT: nvvm.cp.async
 // WGMMA-NOT: gpu.barrier
 // WGMMA: gpu.return
 
 // The same order in the PTX at d = 128 (8 k-steps of m64n64k16 for S, 4 of
 // m64n128k16 for P V; 128 * 64 * 2 / 16 / 128 = 8 cp.async per tile), with
-// zero-filling cp.async (src-size operand) and 2 CTAs per SM (S_j, P_{j-1},
-// P_j, O and Q are live at once). The PTX sits in one string with its tabs
-// escaped as \09.
+// zero-filling cp.async (src-size operand) and 3 CTAs per SM. The PTX sits
+// in one string with its tabs escaped as \09.
 // WGMMA-PTX: .entry weft_attn_forward_bf16_d128_full_q64_k64_wgmma(
-// WGMMA-PTX-SAME: .minnctapersm 2
+// WGMMA-PTX-SAME: .minnctapersm 3
 // WGMMA-PTX-SAME: cp.async.cg.shared.global [%rd{{[0-9]+}}{{(\+[0-9]+)?}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
 // WGMMA-PTX-SAME: cp.async.commit_group;
 // WGMMA-PTX-SAME: cp.async.wait_group \090;
@@ -147,23 +119,11 @@ module {}
 // WGMMA-PTX-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // WGMMA-PTX-SAME: wgmma.commit_group.sync.aligned
 // WGMMA-PTX-SAME: wgmma.wait_group.sync.aligned \090;
-// WGMMA-PTX-SAME: ex2.approx.ftz.f32
-// WGMMA-PTX-SAME: bar.sync \090;
-// WGMMA-PTX-SAME: cp.async.commit_group;
-// WGMMA-PTX-SAME: wgmma.fence.sync.aligned
-// WGMMA-PTX-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
-// WGMMA-PTX-SAME: wgmma.commit_group.sync.aligned
 // WGMMA-PTX-SAME: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// WGMMA-PTX-SAME: wgmma.commit_group.sync.aligned
-// WGMMA-PTX-SAME: wgmma.wait_group.sync.aligned \091;
-// WGMMA-PTX-SAME: ex2.approx.ftz.f32
 // WGMMA-PTX-SAME: wgmma.wait_group.sync.aligned \090;
 // WGMMA-PTX-SAME: cp.async.wait_group \090;
 // WGMMA-PTX-SAME: fence.proxy.async.shared::cta;
 // WGMMA-PTX-SAME: bar.sync \090;
-// WGMMA-PTX-SAME: wgmma.fence.sync.aligned
-// WGMMA-PTX-SAME: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// WGMMA-PTX-SAME: wgmma.wait_group.sync.aligned \090;
 
 // ERR-WGMMA: error: the warpgroup-MMA attention kernels need block_q = 64 or 128 (one or two warpgroups of 4 warps), got 32
 // ERR: error: the GPU attention kernels support head_dim 64 and 128, got 96

@@ -24,18 +24,15 @@ inline int64_t tilePitch(int64_t headDim) { return (headDim + 8) * 2; }
 int64_t dkdvInnerRows(const AttentionKernelConfig &config);
 int64_t dqInnerRows(const AttentionKernelConfig &config);
 
-/// Dynamic shared memory of the warpgroup-MMA forward (ForwardWarpgroup.cpp):
-/// a ring of two K core-matrix tiles, then a ring of two V tiles; the padded
-/// Q tile, read once into registers before those are first filled, lies
-/// after K stage 0 (over K stage 1 and the V ring, and past it if larger).
+/// Dynamic shared memory of the warpgroup-MMA forward: two stages of K and
+/// V core-matrix tiles; the padded Q tile, read once into registers before
+/// stage 1 is first filled, lies at the start of stage 1.
 inline int64_t wgmmaForwardSmemBytes(const AttentionKernelConfig &config) {
-  int64_t tileBytes = config.blockK * config.headDim * 2;
-  return tileBytes + std::max(3 * tileBytes, config.blockQ * tilePitch(config.headDim));
+  int64_t stageBytes = 2 * config.blockK * config.headDim * 2;
+  return stageBytes + std::max(stageBytes, config.blockQ * tilePitch(config.headDim));
 }
 
 void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
-/// The forward with Hopper warpgroup MMAs (emitForwardBody dispatches to it).
-void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);

@@ -10,13 +10,13 @@
 // RUN: not weft-compile %s --emit=kernels --attention-mma=warpgroup --block-q=32 -o %t/bad 2>&1 | FileCheck %s --check-prefix=ERR-TILE
 
 // Two warpgroups: 256 threads, 128 query rows per CTA. Dynamic shared
-// memory: two-stage rings of K and of V core-matrix tiles (64 x 64 x 2 B =
-// 8192 each); Q's padded tile (128 x (64 + 8) x 2 B = 18432) first lies past
-// K stage 0, within the other three: 4 x 8192 = 32768.
+// memory: stage 0 holds K and V of one key block as core matrices
+// (2 x 64 x 64 x 2 B = 16384); stage 1 the same, or first Q's padded tile
+// (128 x (64 + 8) x 2 B = 18432): 16384 + 18432 = 34816.
 // FWD: "name": "weft_attn_forward_bf16_d64_causal_q128_k64_wgmma"
 // FWD: "threads": 256
 // FWD-NEXT: "rows_per_block": 128
-// FWD: "dynamic_smem_bytes": 32768
+// FWD: "dynamic_smem_bytes": 34816
 // FWD: "spill_store_bytes": 0
 
 // BWD: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q128_k64"
