@@ -1,0 +1,204 @@
+// A compiled training step as the runtime loads it: the host schedule (buffers
+// at arena offsets, kernels, launches, cuBLASLt GEMMs, events), kernel images
+// and optional initial data, and its versioned binary container. No MLIR or
+// LLVM dependency: the runtime reads packages with this library.
+#ifndef WEFT_TARGET_PACKAGE_PACKAGE_H
+#define WEFT_TARGET_PACKAGE_PACKAGE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft::pkg {
+
+/// The container's layout (header, section table, record layouts), written
+/// into every package; a reader refuses any other number.
+inline constexpr uint32_t kFormatVersion = 1;
+/// "no index" in a record (an absent C operand, a kernel without an image).
+inline constexpr uint32_t kNone = 0xFFFFFFFFu;
+/// Limits of one launch on sm_90 (CUDA programming guide, compute capability
+/// 9.0): grid.x < 2^31, grid.y/z <= 65535, block.x/y <= 1024, block.z <= 64,
+/// 1024 threads per block, 227 KiB of shared memory per block (opt-in).
+inline constexpr uint64_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
+inline constexpr uint64_t kMaxBlockXY = 1024, kMaxBlockZ = 64, kMaxThreads = 1024;
+inline constexpr uint64_t kMaxDynamicSmem = 232448;
+
+enum class Role : uint32_t {
+  Parameter, OptimizerState, Input, Output, Gradient, Activation, Temporary,
+  Workspace,
+};
+inline constexpr uint32_t kNumRoles = 8;
+/// "parameter", "optimizer_state", "input", "output", "gradient",
+/// "activation", "temporary", "workspace".
+const char *roleName(Role role);
+std::optional<Role> parseRole(std::string_view name);
+
+enum class ParamKind : uint8_t { Pointer, I32, I64, F32 };
+inline constexpr uint32_t kNumParamKinds = 4;
+/// "ptr", "i32", "i64", "f32".
+const char *paramKindName(ParamKind kind);
+std::optional<ParamKind> parseParamKind(std::string_view name);
+
+enum class DType : uint32_t { BF16, F16, F32, F64 };
+inline constexpr uint32_t kNumDTypes = 4;
+const char *dtypeName(DType dtype); // "bf16", "f16", "f32", "f64"
+std::optional<DType> parseDType(std::string_view name);
+uint64_t dtypeBytes(DType dtype);
+
+/// As weft_gemm_epilogue in runtime/include/weft_runtime.h.
+enum class Epilogue : uint32_t { None, Bias, Gelu, BiasGelu };
+inline constexpr uint32_t kNumEpilogues = 4;
+const char *epilogueName(Epilogue epilogue); // "none", "bias", "gelu", "bias_gelu"
+std::optional<Epilogue> parseEpilogue(std::string_view name);
+
+/// One tensor's bytes in the arena, live during schedule indices
+/// [first, last] (both inclusive).
+struct Buffer {
+  std::string name;
+  /// The tensor type as the IR prints it ("tensor<2x16xbf16>"); may be empty.
+  std::string type;
+  uint64_t offset = 0, size = 0;
+  uint32_t first = 0, last = 0;
+  Role role = Role::Temporary;
+  /// The step function's argument / result this buffer holds; -1 if none.
+  int32_t arg = -1, result = -1;
+};
+
+struct Kernel {
+  std::string name;
+  /// The entry point's name in the image.
+  std::string entry;
+  /// The image the kernel is in: its name, and its index into
+  /// Package::images, kNone when the package lacks it.
+  std::string imageName;
+  uint32_t image = kNone;
+  std::vector<ParamKind> params;
+};
+
+enum class ArgKind : uint32_t { Buffer, I32, I64, F32 };
+inline constexpr uint32_t kNumArgKinds = 4;
+/// A launch argument: a buffer index, or an immediate's bits (an i32 or f32
+/// in the low 32 bits).
+struct Arg {
+  ArgKind kind = ArgKind::Buffer;
+  uint64_t value = 0;
+};
+
+struct Launch {
+  uint32_t kernel = 0;
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  uint32_t smem = 0, stream = 0;
+  /// The schedule index the launch runs at (buffers must be live there).
+  uint32_t index = 0;
+  std::vector<Arg> args;
+};
+
+/// D[m,n] = epilogue(alpha op(A) op(B) + beta C), as weft_gemm_desc. Operands
+/// are buffer indices (c, bias, workspace may be kNone).
+struct Gemm {
+  uint32_t a = 0, b = 0, c = kNone, d = 0, bias = kNone, workspace = kNone;
+  int64_t m = 1, n = 1, k = 1, batch = 1;
+  /// Elements between batches of A, B, C, D (used when batch > 1).
+  int64_t strides[4] = {0, 0, 0, 0};
+  bool transA = false, transB = false;
+  DType dtype = DType::BF16;
+  Epilogue epilogue = Epilogue::None;
+  float alpha = 1.0f, beta = 0.0f;
+  /// A cublasLtMatmulAlgo_t chosen at compile time (weft_gemm_algo.bytes).
+  bool hasAlgo = false;
+  uint8_t algo[64] = {};
+  uint32_t stream = 0, index = 0;
+};
+
+struct Event {
+  bool record = true; // record_event, else wait_event
+  uint32_t stream = 0, event = 0, index = 0;
+};
+
+enum class EntryKind : uint32_t { Launch, Gemm, Event };
+/// The host schedule: launches, GEMMs and events in issue order.
+struct Entry {
+  EntryKind kind = EntryKind::Launch;
+  uint32_t item = 0; // index into launches / gemms / events
+};
+
+struct Image {
+  std::string name;
+  std::optional<std::string> cubin, ptx;
+};
+
+/// Initial bytes of one buffer (parameters, optimizer state).
+struct InitData {
+  uint32_t buffer = 0;
+  std::string bytes;
+};
+
+struct Package {
+  uint32_t formatVersion = kFormatVersion;
+  std::string arch;        // "sm_90a"
+  std::string weftVersion; // the compiler that wrote it
+  std::string stepName;
+  uint64_t arenaBytes = 0, alignment = 1;
+  uint32_t numSteps = 0, numStreams = 1;
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<Launch> launches;
+  std::vector<Gemm> gemms;
+  std::vector<Event> events;
+  std::vector<Entry> schedule;
+  std::vector<Image> images;
+  std::vector<InitData> initData;
+};
+
+//===----------------------------------------------------------------------===//
+// Checks shared by the plan dialect's verifier and `weft-run --check`
+//===----------------------------------------------------------------------===//
+
+/// What a problem is about, so the plan dialect can report it at the op.
+enum class Subject { Step, Buffer, Kernel, Launch, Gemm, Event, Image };
+struct Problem {
+  Subject subject = Subject::Step;
+  uint32_t index = 0; // into the subject's table
+  std::string message;
+};
+
+struct CheckOptions {
+  /// Every kernel must have an image holding a cubin or PTX.
+  bool requireImages = true;
+  /// Stop after this many problems (the overlap check alone can find n^2).
+  size_t maxProblems = 50;
+};
+
+/// Every buffer inside the arena and aligned, no two buffers overlapping in
+/// bytes while both are live, every launch/GEMM operand a defined buffer that
+/// is live at the entry's schedule index and large enough, launch limits,
+/// streams and events consistent, the schedule a permutation in index order,
+/// every kernel's image present (with requireImages). Never reads out of
+/// bounds, whatever the indices say.
+std::vector<Problem> checkPackage(const Package &package,
+                                  const CheckOptions &options = {});
+
+//===----------------------------------------------------------------------===//
+// The container
+//===----------------------------------------------------------------------===//
+
+/// Serializes `package` (little-endian; layout in PackageFormat.h).
+std::string writePackage(const Package &package);
+
+/// Parses a container without trusting it: magic, format version (refused
+/// unless kFormatVersion, naming both), every offset and length against the
+/// file size, every checksum, every record count against its section, every
+/// string and index against its table. On failure returns false with
+/// `error` naming the field and the values.
+bool readPackage(const void *data, size_t size, Package &package,
+                 std::string &error);
+
+/// FNV-1a, 64 bits: the section checksums.
+uint64_t fnv1a64(const void *data, size_t size, uint64_t hash = 0xcbf29ce484222325ull);
+
+} // namespace weft::pkg
+
+#endif // WEFT_TARGET_PACKAGE_PACKAGE_H

@@ -1,0 +1,360 @@
+// The semantic checks of a plan (package or weft_plan.step): arena bounds,
+// byte overlaps of simultaneously live buffers, operand liveness and sizes,
+// launch limits, streams and events, schedule order, images.
+#include "weft/Target/Package/Package.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <string>
+
+namespace weft::pkg {
+
+namespace {
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+class PlanChecker {
+public:
+  PlanChecker(const Package &package, const CheckOptions &options)
+      : package(package), options(options) {}
+
+  std::vector<Problem> run() {
+    checkStep();
+    checkBuffers();
+    checkOverlaps();
+    checkKernels();
+    for (uint32_t i = 0; i < package.launches.size(); ++i)
+      checkLaunch(i);
+    for (uint32_t i = 0; i < package.gemms.size(); ++i)
+      checkGemm(i);
+    checkEventsAndSchedule();
+    if (problems.size() > options.maxProblems)
+      problems.resize(options.maxProblems);
+    return std::move(problems);
+  }
+
+private:
+  void report(Subject subject, uint32_t index, std::string message) {
+    if (problems.size() <= options.maxProblems)
+      problems.push_back({subject, index, std::move(message)});
+  }
+  std::string bufferName(uint64_t index) const {
+    return index < package.buffers.size()
+               ? "'" + package.buffers[index].name + "'"
+               : "#" + str(index);
+  }
+
+  void checkStep() {
+    uint64_t align = package.alignment;
+    if (align == 0 || (align & (align - 1)) != 0)
+      report(Subject::Step, 0, "alignment " + str(align) +
+                                   " is not a power of two");
+    if (package.numStreams == 0)
+      report(Subject::Step, 0, "the step has no stream (streams = 0)");
+  }
+
+  void checkBuffers() {
+    for (uint32_t i = 0; i < package.buffers.size(); ++i) {
+      const Buffer &b = package.buffers[i];
+      std::string name = "buffer '" + b.name + "'";
+      if (b.offset > package.arenaBytes || b.size > package.arenaBytes - b.offset)
+        report(Subject::Buffer, i,
+               name + " at offset " + str(b.offset) + " with size " +
+                   str(b.size) + " ends past the arena of " +
+                   str(package.arenaBytes) + " bytes");
+      uint64_t align = package.alignment;
+      if (align && (align & (align - 1)) == 0 && b.offset % align != 0)
+        report(Subject::Buffer, i,
+               name + " offset " + str(b.offset) +
+                   " is not a multiple of the alignment " + str(align));
+      if (b.first > b.last)
+        report(Subject::Buffer, i,
+               name + " live range [" + str(b.first) + ", " + str(b.last) +
+                   "] ends before it starts");
+      else if (b.last >= package.numSteps)
+        report(Subject::Buffer, i,
+               name + " live range [" + str(b.first) + ", " + str(b.last) +
+                   "] runs past the step's " + str(package.numSteps) +
+                   " schedule indices");
+    }
+  }
+
+  /// Sweep in offset order: each buffer against those that start before its
+  /// end; n log n plus the overlapping pairs.
+  void checkOverlaps() {
+    const std::vector<Buffer> &buffers = package.buffers;
+    std::vector<uint32_t> order(buffers.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return buffers[a].offset < buffers[b].offset ||
+             (buffers[a].offset == buffers[b].offset && a < b);
+    });
+    for (size_t x = 0; x < order.size(); ++x) {
+      const Buffer &a = buffers[order[x]];
+      if (a.size == 0)
+        continue;
+      uint64_t end = a.offset + a.size; // overflow: reported by checkBuffers
+      for (size_t y = x + 1; y < order.size(); ++y) {
+        const Buffer &b = buffers[order[y]];
+        if (b.offset >= end)
+          break;
+        if (b.size == 0 || a.first > b.last || b.first > a.last)
+          continue;
+        uint32_t later = std::max(order[x], order[y]);
+        uint32_t earlier = std::min(order[x], order[y]);
+        const Buffer &l = buffers[later], &e = buffers[earlier];
+        report(Subject::Buffer, later,
+               "buffer '" + l.name + "' [" + str(l.offset) + ", " +
+                   str(l.offset + l.size) + ") overlaps buffer '" + e.name +
+                   "' [" + str(e.offset) + ", " + str(e.offset + e.size) +
+                   ") while both are live (schedule indices " +
+                   str(std::max(l.first, e.first)) + " to " +
+                   str(std::min(l.last, e.last)) + ")");
+        if (problems.size() > options.maxProblems)
+          return;
+      }
+    }
+  }
+
+  void checkKernels() {
+    for (uint32_t i = 0; i < package.kernels.size(); ++i) {
+      const Kernel &kernel = package.kernels[i];
+      if (!options.requireImages)
+        continue;
+      if (kernel.image == kNone || kernel.image >= package.images.size())
+        report(Subject::Kernel, i,
+               "kernel '" + kernel.name + "' has no image in the package "
+               "(wants '" + kernel.imageName + "')");
+      else if (!package.images[kernel.image].cubin &&
+               !package.images[kernel.image].ptx)
+        report(Subject::Kernel, i,
+               "kernel '" + kernel.name + "': its image '" +
+                   package.images[kernel.image].name +
+                   "' holds neither cubin nor PTX");
+    }
+  }
+
+  /// A buffer operand of the entry at `index`: defined and live there.
+  bool checkOperand(Subject subject, uint32_t entry, uint32_t index,
+                    uint64_t buffer, const std::string &what) {
+    std::string where = subject == Subject::Launch ? "launch " : "gemm ";
+    where += str(entry) + " " + what;
+    if (buffer >= package.buffers.size()) {
+      report(subject, entry,
+             where + " names buffer " + str(buffer) + ", undefined: the step has " +
+                 str(package.buffers.size()) + " buffers");
+      return false;
+    }
+    const Buffer &b = package.buffers[buffer];
+    if (index < b.first || index > b.last) {
+      report(subject, entry,
+             where + " uses buffer '" + b.name + "' at schedule index " +
+                 str(index) + ", outside its live range [" + str(b.first) +
+                 ", " + str(b.last) + "]");
+      return false;
+    }
+    return true;
+  }
+
+  void checkLaunch(uint32_t i) {
+    const Launch &launch = package.launches[i];
+    std::string where = "launch " + str(i);
+    if (launch.kernel >= package.kernels.size()) {
+      report(Subject::Launch, i, where + " names kernel " + str(launch.kernel) +
+                                     ", undefined: the step has " +
+                                     str(package.kernels.size()) + " kernels");
+      return;
+    }
+    const Kernel &kernel = package.kernels[launch.kernel];
+    where += " of '" + kernel.name + "'";
+    const uint64_t gridMax[3] = {kMaxGridX, kMaxGridYZ, kMaxGridYZ};
+    const uint64_t blockMax[3] = {kMaxBlockXY, kMaxBlockXY, kMaxBlockZ};
+    const char *axes = "xyz";
+    uint64_t threads = 1;
+    for (int d = 0; d < 3; ++d) {
+      if (launch.grid[d] < 1 || launch.grid[d] > gridMax[d])
+        report(Subject::Launch, i,
+               where + ": grid." + axes[d] + " = " + str(launch.grid[d]) +
+                   " is outside [1, " + str(gridMax[d]) + "]");
+      if (launch.block[d] < 1 || launch.block[d] > blockMax[d])
+        report(Subject::Launch, i,
+               where + ": block." + axes[d] + " = " + str(launch.block[d]) +
+                   " is outside [1, " + str(blockMax[d]) + "]");
+      threads *= launch.block[d];
+    }
+    if (threads > kMaxThreads)
+      report(Subject::Launch, i,
+             where + ": block of " + str(threads) + " threads exceeds " +
+                 str(kMaxThreads));
+    if (launch.smem > kMaxDynamicSmem)
+      report(Subject::Launch, i,
+             where + ": dynamic shared memory " + str(launch.smem) +
+                 " bytes exceeds the " + str(kMaxDynamicSmem) +
+                 " bytes a block may use");
+    if (launch.stream >= package.numStreams)
+      report(Subject::Launch, i,
+             where + ": stream " + str(launch.stream) + " but the step has " +
+                 str(package.numStreams));
+    if (launch.args.size() != kernel.params.size()) {
+      report(Subject::Launch, i,
+             where + " passes " + str(launch.args.size()) +
+                 " arguments, the kernel takes " + str(kernel.params.size()));
+      return;
+    }
+    for (size_t a = 0; a < launch.args.size(); ++a) {
+      const Arg &arg = launch.args[a];
+      ParamKind want = kernel.params[a];
+      bool matches = (want == ParamKind::Pointer && arg.kind == ArgKind::Buffer) ||
+                     (want == ParamKind::I32 && arg.kind == ArgKind::I32) ||
+                     (want == ParamKind::I64 && arg.kind == ArgKind::I64) ||
+                     (want == ParamKind::F32 && arg.kind == ArgKind::F32);
+      if (!matches) {
+        const char *kinds[] = {"buffer", "i32", "i64", "f32"};
+        report(Subject::Launch, i,
+               where + " argument " + str(a) + " is " +
+                   (uint32_t(arg.kind) < 4 ? kinds[uint32_t(arg.kind)] : "?") +
+                   ", the kernel's parameter " + str(a) + " is " +
+                   paramKindName(want));
+        continue;
+      }
+      if (arg.kind == ArgKind::Buffer)
+        checkOperand(Subject::Launch, i, launch.index, arg.value,
+                     "argument " + str(a));
+    }
+  }
+
+  void checkGemm(uint32_t i) {
+    const Gemm &g = package.gemms[i];
+    std::string where = "gemm " + str(i);
+    if (g.m < 1 || g.n < 1 || g.k < 1 || g.batch < 1) {
+      report(Subject::Gemm, i,
+             where + ": m " + std::to_string(g.m) + ", n " + std::to_string(g.n) +
+                 ", k " + std::to_string(g.k) + ", batch " +
+                 std::to_string(g.batch) + " must all be positive");
+      return;
+    }
+    if (g.stream >= package.numStreams)
+      report(Subject::Gemm, i, where + ": stream " + str(g.stream) +
+                                   " but the step has " +
+                                   str(package.numStreams));
+    bool wantsBias = g.epilogue == Epilogue::Bias || g.epilogue == Epilogue::BiasGelu;
+    if (wantsBias != (g.bias != kNone))
+      report(Subject::Gemm, i,
+             where + ": epilogue " + epilogueName(g.epilogue) +
+                 (wantsBias ? " needs a bias buffer" : " takes no bias buffer"));
+    // Elements each operand spans: the last batch's start plus one matrix.
+    uint64_t esize = dtypeBytes(g.dtype);
+    auto need = [&](int s, uint64_t rows, uint64_t cols) -> long double {
+      long double matrix = (long double)rows * cols;
+      return ((g.batch - 1) * (long double)std::max<int64_t>(g.strides[s], 0) +
+              matrix) * esize;
+    };
+    struct Operand {
+      const char *name;
+      uint32_t buffer;
+      long double bytes;
+    } operands[] = {
+        {"a", g.a, need(0, g.m, g.k)},
+        {"b", g.b, need(1, g.k, g.n)},
+        {"c", g.c, need(2, g.m, g.n)},
+        {"d", g.d, need(3, g.m, g.n)},
+        {"bias", g.bias, (long double)g.n * esize},
+        {"workspace", g.workspace, 0},
+    };
+    if (g.batch > 1)
+      for (int s = 0; s < 4; ++s)
+        if (g.strides[s] < 0)
+          report(Subject::Gemm, i, where + ": stride " + std::to_string(s) +
+                                       " is negative (" +
+                                       std::to_string(g.strides[s]) + ")");
+    for (const Operand &op : operands) {
+      if (op.buffer == kNone)
+        continue;
+      if (!checkOperand(Subject::Gemm, i, g.index, op.buffer,
+                        std::string("operand ") + op.name))
+        continue;
+      const Buffer &b = package.buffers[op.buffer];
+      if ((long double)b.size < op.bytes)
+        report(Subject::Gemm, i,
+               where + " operand " + op.name + ": buffer '" + b.name + "' has " +
+                   str(b.size) + " bytes, the GEMM reads or writes " +
+                   std::to_string((unsigned long long)op.bytes));
+    }
+  }
+
+  void checkEventsAndSchedule() {
+    std::vector<std::vector<bool>> seen(3);
+    seen[0].assign(package.launches.size(), false);
+    seen[1].assign(package.gemms.size(), false);
+    seen[2].assign(package.events.size(), false);
+    std::set<uint32_t> recorded;
+    uint64_t lastIndex = 0;
+    for (size_t e = 0; e < package.schedule.size(); ++e) {
+      const Entry &entry = package.schedule[e];
+      uint32_t kind = uint32_t(entry.kind);
+      if (kind > 2 || entry.item >= seen[kind].size()) {
+        report(Subject::Step, 0, "schedule entry " + str(e) + " names item " +
+                                     str(entry.item) + " of kind " + str(kind) +
+                                     ", which does not exist");
+        continue;
+      }
+      if (seen[kind][entry.item]) {
+        report(Subject::Step, 0, "schedule entry " + str(e) +
+                                     " repeats an item already scheduled");
+        continue;
+      }
+      seen[kind][entry.item] = true;
+      Subject subject = kind == 0   ? Subject::Launch
+                        : kind == 1 ? Subject::Gemm
+                                    : Subject::Event;
+      uint32_t index = kind == 0   ? package.launches[entry.item].index
+                       : kind == 1 ? package.gemms[entry.item].index
+                                   : package.events[entry.item].index;
+      if (index >= package.numSteps)
+        report(subject, entry.item,
+               "schedule index " + str(index) + " is past the step's " +
+                   str(package.numSteps) + " indices");
+      if (index < lastIndex)
+        report(subject, entry.item,
+               "schedule index " + str(index) +
+                   " comes after an entry at index " + str(lastIndex) +
+                   " (entries must be in schedule order)");
+      lastIndex = std::max<uint64_t>(lastIndex, index);
+      if (kind != 2)
+        continue;
+      const Event &event = package.events[entry.item];
+      if (event.stream >= package.numStreams)
+        report(Subject::Event, entry.item,
+               "event " + str(event.event) + " on stream " + str(event.stream) +
+                   " but the step has " + str(package.numStreams) + " streams");
+      if (event.record)
+        recorded.insert(event.event);
+      else if (!recorded.count(event.event))
+        report(Subject::Event, entry.item,
+               "wait on event " + str(event.event) + " that no earlier entry "
+               "records");
+    }
+    const char *kinds[] = {"launch", "gemm", "event"};
+    Subject subjects[] = {Subject::Launch, Subject::Gemm, Subject::Event};
+    for (int kind = 0; kind < 3; ++kind)
+      for (uint32_t i = 0; i < seen[kind].size(); ++i)
+        if (!seen[kind][i])
+          report(subjects[kind], i,
+                 std::string(kinds[kind]) + " " + str(i) +
+                     " is not in the schedule");
+  }
+
+  const Package &package;
+  const CheckOptions &options;
+  std::vector<Problem> problems;
+};
+
+} // namespace
+
+std::vector<Problem> checkPackage(const Package &package,
+                                  const CheckOptions &options) {
+  return PlanChecker(package, options).run();
+}
+
+} // namespace weft::pkg

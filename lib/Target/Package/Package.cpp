@@ -1,0 +1,80 @@
+// Names of the package's enumerations and the FNV-1a checksum.
+#include "weft/Target/Package/Package.h"
+
+#include "PackageFormat.h"
+
+namespace weft::pkg {
+
+namespace {
+template <typename Enum, size_t N>
+std::optional<Enum> parseName(std::string_view name, const char *const (&names)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (name == names[i])
+      return Enum(i);
+  return std::nullopt;
+}
+
+const char *const kRoleNames[] = {"parameter", "optimizer_state", "input",
+                                  "output",    "gradient",        "activation",
+                                  "temporary", "workspace"};
+const char *const kParamKindNames[] = {"ptr", "i32", "i64", "f32"};
+const char *const kDTypeNames[] = {"bf16", "f16", "f32", "f64"};
+const char *const kEpilogueNames[] = {"none", "bias", "gelu", "bias_gelu"};
+} // namespace
+
+const char *roleName(Role role) {
+  return uint32_t(role) < kNumRoles ? kRoleNames[uint32_t(role)] : "?";
+}
+std::optional<Role> parseRole(std::string_view name) {
+  return parseName<Role>(name, kRoleNames);
+}
+const char *paramKindName(ParamKind kind) {
+  return uint32_t(kind) < kNumParamKinds ? kParamKindNames[uint32_t(kind)] : "?";
+}
+std::optional<ParamKind> parseParamKind(std::string_view name) {
+  return parseName<ParamKind>(name, kParamKindNames);
+}
+const char *dtypeName(DType dtype) {
+  return uint32_t(dtype) < kNumDTypes ? kDTypeNames[uint32_t(dtype)] : "?";
+}
+std::optional<DType> parseDType(std::string_view name) {
+  return parseName<DType>(name, kDTypeNames);
+}
+uint64_t dtypeBytes(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+  case DType::F16:
+    return 2;
+  case DType::F32:
+    return 4;
+  case DType::F64:
+    return 8;
+  }
+  return 0;
+}
+const char *epilogueName(Epilogue epilogue) {
+  return uint32_t(epilogue) < kNumEpilogues ? kEpilogueNames[uint32_t(epilogue)]
+                                            : "?";
+}
+std::optional<Epilogue> parseEpilogue(std::string_view name) {
+  return parseName<Epilogue>(name, kEpilogueNames);
+}
+
+uint64_t fnv1a64(const void *data, size_t size, uint64_t hash) {
+  const auto *bytes = static_cast<const uint8_t *>(data);
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+const char *format::sectionName(uint32_t kind) {
+  static const char *const names[] = {
+      "?",       "STRINGS", "STEP",   "BUFFERS",  "KERNELS", "PARAM_KINDS",
+      "LAUNCHES", "ARGS",   "GEMMS",  "EVENTS",   "SCHEDULE", "IMAGES",
+      "CUBIN",   "PTX",     "INIT_DATA"};
+  return kind <= kLastKind ? names[kind] : "?";
+}
+
+} // namespace weft::pkg

@@ -1,0 +1,74 @@
+// The byte layout of a package (format version 1), shared by the writer and
+// the reader. Everything is little-endian; records have fixed sizes.
+//
+//   header (80 bytes)
+//     0  char[8]  magic "WEFTPKG\0"
+//     8  u32      format version
+//    12  u32      header bytes (80)
+//    16  u64      file bytes
+//    24  u32      section count
+//    28  u32      reserved (0)
+//    32  u64      section table offset
+//    40  char[16] arch, NUL-padded ("sm_90a")
+//    56  char[16] weft version, NUL-padded
+//    72  u64      FNV-1a 64 of header bytes [0, 72) followed by the table
+//   section table: count x 32 bytes
+//     u32 kind, u32 index (image or buffer for kinds 12-14), u64 offset,
+//     u64 length, u64 FNV-1a 64 of the section's bytes
+//   sections (8-byte aligned). Strings are (u32 offset, u32 length) into the
+//   STRINGS section. Sections 1-11 appear exactly once.
+#ifndef WEFT_LIB_TARGET_PACKAGE_PACKAGEFORMAT_H
+#define WEFT_LIB_TARGET_PACKAGE_PACKAGEFORMAT_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace weft::pkg::format {
+
+inline constexpr char kMagic[8] = {'W', 'E', 'F', 'T', 'P', 'K', 'G', '\0'};
+inline constexpr size_t kHeaderBytes = 80;
+inline constexpr size_t kTableEntryBytes = 32;
+inline constexpr size_t kNameBytes = 16; // arch, weft version
+inline constexpr size_t kChecksumOffset = 72;
+
+enum SectionKind : uint32_t {
+  kStrings = 1,
+  kStep = 2,       // 1 record, 32 bytes: str name, u64 arena, u64 alignment,
+                   //   u32 steps, u32 streams
+  kBuffers = 3,    // 56: str name, str type, u64 offset, u64 size, u32 first,
+                   //   u32 last, u32 role, u32 0, i32 arg, i32 result
+  kKernels = 4,    // 40: str name, str entry, str image, u32 image index,
+                   //   u32 params first, u32 params count, u32 0
+  kParamKinds = 5, // 1 byte per parameter
+  kLaunches = 6,   // 48: u32 kernel, grid[3], block[3], smem, stream, index,
+                   //   args first, args count
+  kArgs = 7,       // 16: u32 kind, u32 0, u64 value
+  kGemms = 8,      // 192: u32 a, b, c, d, bias, workspace, trans_a, trans_b,
+                   //   dtype, epilogue; i64 m, n, k, batch, strides[4];
+                   //   f32 alpha, beta; u32 stream, index, has_algo, 0;
+                   //   u8 algo[64]
+  kEvents = 9,     // 16: u32 record (1) / wait (0), stream, event, index
+  kSchedule = 10,  // 8: u32 entry kind, u32 item
+  kImages = 11,    // 8: str name
+  kCubin = 12,     // index = image; raw bytes
+  kPtx = 13,       // index = image; raw bytes
+  kInitData = 14,  // index = buffer; exactly the buffer's size
+};
+inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kInitData;
+inline constexpr uint32_t kLastRequiredKind = kImages;
+
+inline constexpr size_t kStepBytes = 32;
+inline constexpr size_t kBufferBytes = 56;
+inline constexpr size_t kKernelBytes = 40;
+inline constexpr size_t kLaunchBytes = 48;
+inline constexpr size_t kArgBytes = 16;
+inline constexpr size_t kGemmBytes = 192;
+inline constexpr size_t kEventBytes = 16;
+inline constexpr size_t kEntryBytes = 8;
+inline constexpr size_t kImageBytes = 8;
+
+const char *sectionName(uint32_t kind);
+
+} // namespace weft::pkg::format
+
+#endif // WEFT_LIB_TARGET_PACKAGE_PACKAGEFORMAT_H

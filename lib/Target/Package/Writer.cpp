@@ -1,0 +1,221 @@
+// Serializes a Package into the container of PackageFormat.h: strings
+// interned into one section, fixed-size records, one section per image.
+#include "weft/Target/Package/Package.h"
+
+#include "PackageFormat.h"
+
+#include <cstring>
+#include <map>
+
+namespace weft::pkg {
+
+namespace {
+
+using namespace format;
+
+/// Little-endian appends, independent of the host's byte order.
+class ByteWriter {
+public:
+  void u8(uint8_t v) { bytes.push_back(char(v)); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+      u8(uint8_t(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i)
+      u8(uint8_t(v >> (8 * i)));
+  }
+  void i32(int32_t v) { u32(uint32_t(v)); }
+  void i64(int64_t v) { u64(uint64_t(v)); }
+  void f32(float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    u32(bits);
+  }
+  std::string bytes;
+};
+
+class StringTable {
+public:
+  /// Appends (offset, length) of `text` to `out`; equal strings share bytes.
+  void ref(ByteWriter &out, const std::string &text) {
+    auto [it, inserted] = offsets.try_emplace(text, uint32_t(data.size()));
+    if (inserted)
+      data += text;
+    out.u32(it->second);
+    out.u32(uint32_t(text.size()));
+  }
+  std::string data;
+
+private:
+  std::map<std::string, uint32_t> offsets;
+};
+
+struct Section {
+  uint32_t kind, index;
+  std::string bytes;
+};
+
+void putName(std::string &header, size_t at, const std::string &name) {
+  std::memcpy(&header[at], name.data(), std::min(name.size(), kNameBytes - 1));
+}
+
+} // namespace
+
+std::string writePackage(const Package &package) {
+  StringTable strings;
+  std::vector<Section> sections;
+  auto add = [&](uint32_t kind, ByteWriter &writer, uint32_t index = 0) {
+    sections.push_back({kind, index, std::move(writer.bytes)});
+  };
+
+  ByteWriter step;
+  strings.ref(step, package.stepName);
+  step.u64(package.arenaBytes);
+  step.u64(package.alignment);
+  step.u32(package.numSteps);
+  step.u32(package.numStreams);
+
+  ByteWriter buffers;
+  for (const Buffer &buffer : package.buffers) {
+    strings.ref(buffers, buffer.name);
+    strings.ref(buffers, buffer.type);
+    buffers.u64(buffer.offset);
+    buffers.u64(buffer.size);
+    buffers.u32(buffer.first);
+    buffers.u32(buffer.last);
+    buffers.u32(uint32_t(buffer.role));
+    buffers.u32(0);
+    buffers.i32(buffer.arg);
+    buffers.i32(buffer.result);
+  }
+
+  ByteWriter kernels, paramKinds;
+  uint32_t paramCount = 0;
+  for (const Kernel &kernel : package.kernels) {
+    strings.ref(kernels, kernel.name);
+    strings.ref(kernels, kernel.entry);
+    strings.ref(kernels, kernel.imageName);
+    kernels.u32(kernel.image);
+    kernels.u32(paramCount);
+    kernels.u32(uint32_t(kernel.params.size()));
+    kernels.u32(0);
+    for (ParamKind kind : kernel.params)
+      paramKinds.u8(uint8_t(kind));
+    paramCount += uint32_t(kernel.params.size());
+  }
+
+  ByteWriter launches, args;
+  uint32_t argCount = 0;
+  for (const Launch &launch : package.launches) {
+    launches.u32(launch.kernel);
+    for (uint32_t v : launch.grid)
+      launches.u32(v);
+    for (uint32_t v : launch.block)
+      launches.u32(v);
+    launches.u32(launch.smem);
+    launches.u32(launch.stream);
+    launches.u32(launch.index);
+    launches.u32(argCount);
+    launches.u32(uint32_t(launch.args.size()));
+    for (const Arg &arg : launch.args) {
+      args.u32(uint32_t(arg.kind));
+      args.u32(0);
+      args.u64(arg.value);
+    }
+    argCount += uint32_t(launch.args.size());
+  }
+
+  ByteWriter gemms;
+  for (const Gemm &gemm : package.gemms) {
+    for (uint32_t v : {gemm.a, gemm.b, gemm.c, gemm.d, gemm.bias, gemm.workspace})
+      gemms.u32(v);
+    gemms.u32(gemm.transA);
+    gemms.u32(gemm.transB);
+    gemms.u32(uint32_t(gemm.dtype));
+    gemms.u32(uint32_t(gemm.epilogue));
+    for (int64_t v : {gemm.m, gemm.n, gemm.k, gemm.batch})
+      gemms.i64(v);
+    for (int64_t v : gemm.strides)
+      gemms.i64(v);
+    gemms.f32(gemm.alpha);
+    gemms.f32(gemm.beta);
+    gemms.u32(gemm.stream);
+    gemms.u32(gemm.index);
+    gemms.u32(gemm.hasAlgo);
+    gemms.u32(0);
+    for (uint8_t byte : gemm.algo)
+      gemms.u8(byte);
+  }
+
+  ByteWriter events;
+  for (const Event &event : package.events) {
+    events.u32(event.record);
+    events.u32(event.stream);
+    events.u32(event.event);
+    events.u32(event.index);
+  }
+
+  ByteWriter schedule;
+  for (const Entry &entry : package.schedule) {
+    schedule.u32(uint32_t(entry.kind));
+    schedule.u32(entry.item);
+  }
+
+  ByteWriter images;
+  for (const Image &image : package.images)
+    strings.ref(images, image.name);
+
+  add(kStep, step);
+  add(kBuffers, buffers);
+  add(kKernels, kernels);
+  add(kParamKinds, paramKinds);
+  add(kLaunches, launches);
+  add(kArgs, args);
+  add(kGemms, gemms);
+  add(kEvents, events);
+  add(kSchedule, schedule);
+  add(kImages, images);
+  sections.insert(sections.begin(), {kStrings, 0, strings.data});
+  for (size_t i = 0; i < package.images.size(); ++i) {
+    if (package.images[i].cubin)
+      sections.push_back({kCubin, uint32_t(i), *package.images[i].cubin});
+    if (package.images[i].ptx)
+      sections.push_back({kPtx, uint32_t(i), *package.images[i].ptx});
+  }
+  for (const InitData &data : package.initData)
+    sections.push_back({kInitData, data.buffer, data.bytes});
+
+  // Layout: header, table, then each section at an 8-byte boundary.
+  std::string file(kHeaderBytes + sections.size() * kTableEntryBytes, '\0');
+  ByteWriter table;
+  for (Section &section : sections) {
+    file.resize((file.size() + 7) & ~size_t(7), '\0');
+    table.u32(section.kind);
+    table.u32(section.index);
+    table.u64(file.size());
+    table.u64(section.bytes.size());
+    table.u64(fnv1a64(section.bytes.data(), section.bytes.size()));
+    file += section.bytes;
+  }
+  ByteWriter header;
+  for (char c : kMagic)
+    header.u8(uint8_t(c));
+  header.u32(package.formatVersion);
+  header.u32(kHeaderBytes);
+  header.u64(file.size());
+  header.u32(uint32_t(sections.size()));
+  header.u32(0);
+  header.u64(kHeaderBytes);
+  header.bytes.resize(kChecksumOffset, '\0');
+  putName(header.bytes, 40, package.arch);
+  putName(header.bytes, 56, package.weftVersion);
+  uint64_t checksum = fnv1a64(header.bytes.data(), header.bytes.size());
+  checksum = fnv1a64(table.bytes.data(), table.bytes.size(), checksum);
+  header.u64(checksum);
+  std::memcpy(&file[0], header.bytes.data(), kHeaderBytes);
+  std::memcpy(&file[kHeaderBytes], table.bytes.data(), table.bytes.size());
+  return file;
+}
+
+} // namespace weft::pkg

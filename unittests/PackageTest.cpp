@@ -1,0 +1,270 @@
+// The package container and plan checks: round trip, and every malformed
+// package (truncated, corrupted, wrong version, bad indices, overlapping or
+// out-of-arena buffers) refused with a message naming the values.
+#include "weft/Target/Package/Package.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace weft::pkg;
+
+namespace {
+
+/// A two-entry step: a GEMM d = a b^T and a launch over d, with one image.
+Package makePackage() {
+  Package p;
+  p.arch = "sm_90a";
+  p.weftVersion = "0.5.0";
+  p.stepName = "step";
+  p.arenaBytes = 4096;
+  p.alignment = 256;
+  p.numSteps = 3;
+  auto buffer = [&](std::string name, uint64_t offset, uint64_t size,
+                    uint32_t first, uint32_t last, Role role) {
+    Buffer b;
+    b.name = std::move(name);
+    b.type = "tensor<8x8xbf16>";
+    b.offset = offset;
+    b.size = size;
+    b.first = first;
+    b.last = last;
+    b.role = role;
+    p.buffers.push_back(b);
+  };
+  buffer("a", 0, 128, 0, 2, Role::Parameter);
+  buffer("b", 256, 128, 0, 2, Role::Input);
+  buffer("d", 512, 128, 0, 1, Role::Activation);
+  buffer("e", 512, 128, 2, 2, Role::Output); // reuses d's bytes after it dies
+  Kernel kernel;
+  kernel.name = "relu";
+  kernel.entry = "relu_entry";
+  kernel.imageName = "relu_image";
+  kernel.image = 0;
+  kernel.params = {ParamKind::Pointer, ParamKind::Pointer, ParamKind::I32};
+  p.kernels.push_back(kernel);
+  p.images.push_back({"relu_image", std::string("\x7f" "ELF", 4), std::nullopt});
+  Gemm gemm;
+  gemm.a = 0;
+  gemm.b = 1;
+  gemm.d = 2;
+  gemm.m = gemm.n = gemm.k = 8;
+  gemm.transB = true;
+  gemm.index = 0;
+  p.gemms.push_back(gemm);
+  Launch launch;
+  launch.kernel = 0;
+  launch.grid[0] = 1;
+  launch.block[0] = 64;
+  launch.index = 1;
+  launch.args = {{ArgKind::Buffer, 2}, {ArgKind::Buffer, 3}, {ArgKind::I32, 64}};
+  p.launches.push_back(launch);
+  // e is written at index 1 in this toy; make it live there.
+  p.buffers[3].first = 1;
+  p.buffers[2].last = 1;
+  p.buffers[3].offset = 768;
+  p.schedule = {{EntryKind::Gemm, 0}, {EntryKind::Launch, 0}};
+  return p;
+}
+
+std::string messages(const std::vector<Problem> &problems) {
+  std::string all;
+  for (const Problem &problem : problems)
+    all += problem.message + "\n";
+  return all;
+}
+
+TEST(Package, RoundTripAndClean) {
+  Package p = makePackage();
+  EXPECT_EQ(messages(checkPackage(p)), "");
+  std::string bytes = writePackage(p);
+  Package q;
+  std::string error;
+  ASSERT_TRUE(readPackage(bytes.data(), bytes.size(), q, error)) << error;
+  EXPECT_EQ(q.arch, "sm_90a");
+  EXPECT_EQ(q.weftVersion, "0.5.0");
+  EXPECT_EQ(q.stepName, "step");
+  EXPECT_EQ(q.arenaBytes, 4096u);
+  ASSERT_EQ(q.buffers.size(), 4u);
+  EXPECT_EQ(q.buffers[3].offset, 768u);
+  EXPECT_EQ(q.buffers[3].role, Role::Output);
+  ASSERT_EQ(q.kernels.size(), 1u);
+  EXPECT_EQ(q.kernels[0].params.size(), 3u);
+  EXPECT_EQ(q.kernels[0].imageName, "relu_image");
+  ASSERT_EQ(q.launches.size(), 1u);
+  EXPECT_EQ(q.launches[0].args[2].value, 64u);
+  ASSERT_EQ(q.gemms.size(), 1u);
+  EXPECT_TRUE(q.gemms[0].transB);
+  ASSERT_TRUE(q.images[0].cubin.has_value());
+  EXPECT_EQ(*q.images[0].cubin, std::string("\x7f" "ELF", 4));
+  EXPECT_EQ(messages(checkPackage(q)), "");
+  // Writing what was read gives the same bytes.
+  EXPECT_EQ(writePackage(q), bytes);
+}
+
+TEST(Package, OverlapWhileLive) {
+  Package p = makePackage();
+  p.buffers[3].offset = 512; // d and e overlap, both live at index 1
+  std::string all = messages(checkPackage(p));
+  EXPECT_NE(all.find("buffer 'e' [512, 640) overlaps buffer 'd' [512, 640) "
+                     "while both are live (schedule indices 1 to 1)"),
+            std::string::npos)
+      << all;
+  // Not live together: no problem.
+  p.buffers[3].first = 2;
+  p.launches[0].args[1].value = 2;
+  EXPECT_EQ(checkPackage(p).size(), 0u) << messages(checkPackage(p));
+}
+
+TEST(Package, PastTheArena) {
+  Package p = makePackage();
+  p.buffers[1].offset = 4096 - 128 + 256; // 4224: past the end
+  std::string all = messages(checkPackage(p));
+  EXPECT_NE(all.find("buffer 'b' at offset 4224 with size 128 ends past the "
+                     "arena of 4096 bytes"),
+            std::string::npos)
+      << all;
+  // Sizes near 2^64 must not wrap around.
+  p = makePackage();
+  p.buffers[0].size = ~uint64_t(0) - 10;
+  EXPECT_NE(messages(checkPackage(p)).find("ends past the arena"), std::string::npos);
+}
+
+TEST(Package, UndefinedAndDeadArguments) {
+  Package p = makePackage();
+  p.launches[0].args[0].value = 9;
+  std::string all = messages(checkPackage(p));
+  EXPECT_NE(all.find("launch 0 argument 0 names buffer 9, undefined: the step "
+                     "has 4 buffers"),
+            std::string::npos)
+      << all;
+  // The reader refuses the same index before anything uses it.
+  std::string bytes = writePackage(p), error;
+  Package q;
+  EXPECT_FALSE(readPackage(bytes.data(), bytes.size(), q, error));
+  EXPECT_NE(error.find("argument 0 names buffer 9, undefined: the package has 4 "
+                       "buffers"),
+            std::string::npos)
+      << error;
+
+  p = makePackage();
+  p.launches[0].index = 2; // d died at index 1
+  all = messages(checkPackage(p));
+  EXPECT_NE(all.find("argument 0 uses buffer 'd' at schedule index 2, outside "
+                     "its live range [0, 1]"),
+            std::string::npos)
+      << all;
+}
+
+TEST(Package, LaunchLimitsAndKinds) {
+  Package p = makePackage();
+  p.launches[0].block[0] = 2048;
+  p.launches[0].grid[1] = 0;
+  p.launches[0].args[2].kind = ArgKind::F32;
+  std::string all = messages(checkPackage(p));
+  EXPECT_NE(all.find("block.x = 2048 is outside [1, 1024]"), std::string::npos) << all;
+  EXPECT_NE(all.find("grid.y = 0 is outside [1, 65535]"), std::string::npos) << all;
+  EXPECT_NE(all.find("argument 2 is f32, the kernel's parameter 2 is i32"),
+            std::string::npos)
+      << all;
+}
+
+TEST(Package, GemmOperandTooSmall) {
+  Package p = makePackage();
+  p.gemms[0].k = 64; // a is 128 bytes, 8x64 bf16 needs 1024
+  std::string all = messages(checkPackage(p));
+  EXPECT_NE(all.find("operand a: buffer 'a' has 128 bytes, the GEMM reads or "
+                     "writes 1024"),
+            std::string::npos)
+      << all;
+}
+
+TEST(Package, MissingImageAndEvents) {
+  Package p = makePackage();
+  p.kernels[0].image = kNone;
+  std::string all = messages(checkPackage(p));
+  EXPECT_NE(all.find("kernel 'relu' has no image in the package (wants "
+                     "'relu_image')"),
+            std::string::npos)
+      << all;
+  CheckOptions lenient;
+  lenient.requireImages = false;
+  EXPECT_EQ(checkPackage(p, lenient).size(), 0u);
+
+  p = makePackage();
+  p.numStreams = 2;
+  p.events.push_back({false, 1, 7, 1});
+  p.schedule.push_back({EntryKind::Event, 0});
+  all = messages(checkPackage(p));
+  EXPECT_NE(all.find("wait on event 7 that no earlier entry records"),
+            std::string::npos)
+      << all;
+}
+
+TEST(Package, WrongVersionIsRefusedNamingBoth) {
+  Package p = makePackage();
+  p.formatVersion = kFormatVersion + 1;
+  std::string bytes = writePackage(p), error;
+  Package q;
+  EXPECT_FALSE(readPackage(bytes.data(), bytes.size(), q, error));
+  EXPECT_EQ(error, "package format version " + std::to_string(kFormatVersion + 1) +
+                       " is not supported: this reader reads format version " +
+                       std::to_string(kFormatVersion));
+}
+
+TEST(Package, EveryTruncationIsRefused) {
+  std::string bytes = writePackage(makePackage());
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    Package q;
+    std::string error;
+    EXPECT_FALSE(readPackage(bytes.data(), size, q, error)) << size;
+    EXPECT_FALSE(error.empty()) << size;
+  }
+  Package q;
+  std::string error;
+  readPackage(bytes.data(), bytes.size() - 1, q, error);
+  EXPECT_NE(error.find("but the file has " + std::to_string(bytes.size() - 1) +
+                       " (truncated)"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Package, EveryFlippedByteIsRefusedOrHarmless) {
+  // A flipped bit anywhere: refused (checksums cover header, table and every
+  // section) -- except padding between sections, which nothing reads.
+  std::string bytes = writePackage(makePackage());
+  size_t refused = 0;
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    std::string copy = bytes;
+    copy[at] ^= 0x10;
+    Package q;
+    std::string error;
+    if (!readPackage(copy.data(), copy.size(), q, error))
+      ++refused;
+    else
+      EXPECT_EQ(writePackage(q), bytes) << "byte " << at << " changed the plan";
+  }
+  EXPECT_GT(refused, bytes.size() * 9 / 10);
+}
+
+TEST(Package, CorruptedSectionNamesIt) {
+  std::string bytes = writePackage(makePackage());
+  // The BUFFERS section: the table's third entry (kind 3).
+  uint64_t offset;
+  std::memcpy(&offset, &bytes[80 + 2 * 32 + 8], 8);
+  bytes[offset + 20] ^= 1;
+  Package q;
+  std::string error;
+  EXPECT_FALSE(readPackage(bytes.data(), bytes.size(), q, error));
+  EXPECT_NE(error.find("(kind 3 BUFFERS): checksum mismatch"), std::string::npos)
+      << error;
+}
+
+TEST(Package, NotAPackage) {
+  Package q;
+  std::string error;
+  EXPECT_FALSE(readPackage("hello", 5, q, error));
+  EXPECT_NE(error.find("not a Weft package"), std::string::npos);
+}
+
+} // namespace
