@@ -30,7 +30,8 @@ namespace weft {
 // weft-train-pipeline
 //===----------------------------------------------------------------------===//
 
-/// Options of the training pipeline: weft-autodiff -> weft-remat ->
+/// Options of the training pipeline: weft-autodiff -> [weft-fuse-elementwise]
+/// -> weft-remat ->
 /// weft-plan-memory -> weft-training-report. weft-compile's flags of the same
 /// names fill the same struct.
 struct TrainingPipelineOptions
@@ -61,6 +62,12 @@ struct TrainingPipelineOptions
   Option<std::string> memoryReport{
       *this, "memory-report",
       llvm::cl::desc("Write the step's memory and FLOP report as JSON here")};
+  Option<bool> fuseElementwise{
+      *this, "fuse-elementwise",
+      llvm::cl::desc("Group pointwise, norm and row-reduction ops into "
+                     "weft.fused kernels (weft-fuse-elementwise) before "
+                     "weft-remat, which then decides on groups"),
+      llvm::cl::init(false)};
 };
 
 /// The name of the step function the pipeline builds from `entry`.

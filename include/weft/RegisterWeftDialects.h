@@ -35,6 +35,7 @@ inline void registerWeftPasses() {
   mlir::registerInlinerPass();
   registerWeftAnalysisPasses();
   registerFuseAttentionPass();
+  registerFuseElementwisePass();
   registerPlanMemoryPass();
   registerAutodiffPass();
   registerRematPass();

@@ -274,16 +274,34 @@ LogicalResult LivenessBuilder::tieAliases() {
   return success();
 }
 
-void LivenessBuilder::computeBackwardStart() {
-  int64_t numSteps = result.getNumSteps();
-  int64_t start = numSteps;
-  for (auto [step, op] : llvm::enumerate(result.schedule))
-    if (op->getName().stripDialect().ends_with("_grad")) {
-      start = step;
-      break;
-    }
-  Operation *terminator = result.schedule.back();
-  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+/// A gradient op, or a weft.fused group holding one.
+static bool isGradientOp(Operation *op) {
+  return op
+      ->walk([](Operation *nested) {
+        return nested->getName().stripDialect().ends_with("_grad")
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+int64_t weft::findBackwardStart(func::FuncOp func) {
+  if (func.isExternal() || !llvm::hasSingleElement(func.getBody()))
+    return 0;
+  Block &block = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> stepOf;
+  int64_t numSteps = 0;
+  int64_t start = -1;
+  for (Operation &op : block) {
+    if (start < 0 && isGradientOp(&op))
+      start = numSteps;
+    stepOf[&op] = numSteps++;
+  }
+  if (start < 0)
+    start = numSteps;
+  int64_t lastStep = numSteps - 1;
+  Operation *terminator = block.empty() ? nullptr : &block.back();
+  for (unsigned i = 0, e = func.getNumResults(); terminator && i < e; ++i) {
     if (func.getResultAttr(i, kAliasAttrName) ||
         i >= terminator->getNumOperands())
       continue;
@@ -292,14 +310,18 @@ void LivenessBuilder::computeBackwardStart() {
     if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
       continue;
     if (Operation *def = value.getDefiningOp()) {
-      int64_t next = result.stepOf.lookup(def) + 1;
+      int64_t next = stepOf.lookup(def) + 1;
       // A loss followed only by the return has no backward.
       if (next < lastStep)
         start = std::min(start, next);
     }
     break;
   }
-  result.backwardStart = start;
+  return start;
+}
+
+void LivenessBuilder::computeBackwardStart() {
+  result.backwardStart = findBackwardStart(func);
 }
 
 void LivenessBuilder::buildBuffers() {

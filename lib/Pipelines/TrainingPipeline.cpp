@@ -1,4 +1,5 @@
-// weft-train-pipeline: weft-autodiff -> weft-remat -> weft-plan-memory ->
+// weft-train-pipeline: weft-autodiff -> [weft-fuse-elementwise] -> weft-remat
+// -> weft-plan-memory ->
 // weft-training-report, one definition for weft-opt's named pipeline and
 // weft-compile --train.
 #include "weft/Pipelines.h"
@@ -115,6 +116,11 @@ LogicalResult weft::buildTrainingPipeline(
   autodiff.lr = options.lr;
   autodiff.weightDecay = options.weightDecay;
   pm.addPass(createAutodiffPass(autodiff));
+
+  // Groups form on the whole step (forward and backward apart) so that remat
+  // recomputes and the planner places groups, never their intermediates.
+  if (options.fuseElementwise)
+    pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
 
   // A fixed policy gets no budget: the planned peak is checked against it
   // after planning (weft-training-report), where the arena's peak is known.

@@ -180,6 +180,9 @@ private:
   using Frame = llvm::DenseMap<Value, Tensor>;
 
   LogicalResult execute(Operation *op, PerRank<Frame> &frames, int depth);
+  /// Runs a weft.fused group's body on every rank: the group's values are
+  /// its ops' values, each rounded to its declared type as when unfused.
+  LogicalResult runFused(FusedOp fused, PerRank<Frame> &frames, int depth);
   /// Runs `op` on every rank, filling `results[rank]` (pre-shaped).
   LogicalResult compute(Operation *op, PerRank<Frame> &frames,
                         PerRank<std::vector<Tensor>> &results, int depth);
@@ -345,6 +348,36 @@ LogicalResult LockstepExecutor::execute(Operation *op, PerRank<Frame> &frames,
   return success();
 }
 
+LogicalResult LockstepExecutor::runFused(FusedOp fused, PerRank<Frame> &frames,
+                                         int depth) {
+  Block &body = fused.getBodyBlock();
+  PerRank<Frame> inner(ranks);
+  for (int64_t rank = 0; rank < ranks; ++rank)
+    for (auto [i, input, arg] :
+         llvm::enumerate(fused.getInputs(), body.getArguments())) {
+      auto it = frames[rank].find(input);
+      if (it == frames[rank].end())
+        return fused.emitOpError(
+                   "reference interpreter has no value for input #")
+               << i;
+      inner[rank][arg] = it->second;
+    }
+  for (Operation &op : body.without_terminator())
+    if (failed(execute(&op, inner, depth)))
+      return failure();
+  for (int64_t rank = 0; rank < ranks; ++rank)
+    for (auto [result, value] :
+         llvm::zip(fused.getResults(), fused.getYield().getValues())) {
+      auto it = inner[rank].find(value);
+      if (it == inner[rank].end())
+        return fused.emitOpError("reference interpreter has no value for "
+                                 "yielded result #")
+               << result.getResultNumber();
+      frames[rank][result] = it->second;
+    }
+  return success();
+}
+
 FailureOr<PerRank<std::vector<Tensor>>>
 LockstepExecutor::call(func::FuncOp func, PerRank<std::vector<Tensor>> args,
                        int depth) {
@@ -395,6 +428,9 @@ LockstepExecutor::call(func::FuncOp func, PerRank<std::vector<Tensor>> args,
       for (Frame &frame : frames)
         if (failed(detail::runStructuredOp(&op, frame)))
           return failure();
+    } else if (auto fused = dyn_cast<FusedOp>(op)) {
+      if (failed(runFused(fused, frames, depth)))
+        return failure();
     } else if (op.getNumRegions() != 0) {
       return op.emitOpError("reference interpreter cannot run '")
              << op.getName() << "' (ops with regions are not supported)";

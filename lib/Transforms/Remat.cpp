@@ -99,10 +99,16 @@ llvm::DenseSet<Operation *> findCoreAttention(const ForwardLayer &layer) {
     return ta && tb && ta.getShape() == tb.getShape();
   };
   for (Operation *op : layer.ops) {
-    auto softmax = dyn_cast<SoftmaxOp>(op);
-    if (!softmax)
+    // A softmax, or a weft-fuse-elementwise group around one.
+    bool isSoftmax = isa<SoftmaxOp>(op);
+    if (auto fused = dyn_cast<FusedOp>(op))
+      isSoftmax = op->getNumResults() == 1 &&
+                  llvm::any_of(fused.getBodyBlock(), [](Operation &inner) {
+                    return isa<SoftmaxOp>(inner);
+                  });
+    if (!isSoftmax)
       continue;
-    Value probs = softmax.getResult();
+    Value probs = op->getResult(0);
     core.insert(op);
     for (Operation *cur = op;;) {
       Operation *def = cur->getOperand(0).getDefiningOp();

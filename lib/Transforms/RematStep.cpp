@@ -111,8 +111,11 @@ bool StepStructure::isBackward(Operation *op) const {
 
 namespace {
 
+/// A weft.fused group clones with its body (it is isolated from above and
+/// pure when its body is), so remat recomputes groups as well as ops.
 bool isCloneable(Operation *op) {
-  return op->getNumRegions() == 0 && isMemoryEffectFree(op) &&
+  return (op->getNumRegions() == 0 || isa<FusedOp>(op)) &&
+         isMemoryEffectFree(op) &&
          !op->hasTrait<OpTrait::IsTerminator>();
 }
 
@@ -240,6 +243,16 @@ ScopeModel weft::remat::buildScopeModel(const StepStructure &step,
   return result;
 }
 
+/// An op's attributes but those that differ between isomorphic layers.
+static void printSignatureAttributes(Operation *op, llvm::raw_ostream &os) {
+  for (NamedAttribute attr : op->getAttrDictionary()) {
+    StringRef name = attr.getName().getValue();
+    if (name == WeftDialect::kLayerAttr || name == WeftDialect::kRngIdAttr)
+      continue;
+    os << name << "=" << attr.getValue() << ",";
+  }
+}
+
 std::string weft::remat::getLayerSignature(const ForwardLayer &layer,
                                            const ScopeActivations &activations) {
   std::string text;
@@ -256,13 +269,22 @@ std::string weft::remat::getLayerSignature(const ForwardLayer &layer,
         os << "ext:" << operand.getType() << ",";
     }
     os << "){";
-    for (NamedAttribute attr : op->getAttrDictionary()) {
-      StringRef name = attr.getName().getValue();
-      if (name == WeftDialect::kLayerAttr || name == WeftDialect::kRngIdAttr)
-        continue;
-      os << name << "=" << attr.getValue() << ",";
+    printSignatureAttributes(op, os);
+    os << "}";
+    // Two groups of one kind may differ in their bodies.
+    if (auto fused = dyn_cast<FusedOp>(op)) {
+      os << "[";
+      for (Operation &inner : fused.getBodyBlock()) {
+        os << inner.getName() << "(";
+        for (Value operand : inner.getOperands())
+          os << operand.getType() << ",";
+        os << "){";
+        printSignatureAttributes(&inner, os);
+        os << "};";
+      }
+      os << "]";
     }
-    os << "}->";
+    os << "->";
     for (OpResult result : op->getResults()) {
       local[result] = {unsigned(index), result.getResultNumber()};
       char role = candidates.contains(result)           ? 'c'

@@ -30,7 +30,8 @@
 //  - saved_activations: buffers written before the backward start and read
 //    by an op (not the return) at or after it;
 //  - temporaries: the rest.
-// The backward starts at the first op whose name ends in `_grad`, or at the
+// The backward starts at the first op whose name ends in `_grad` (or a
+// weft.fused group holding one), or at the
 // op after the one defining the loss (the first 0-d floating-point function
 // result without `weft.alias`), whichever is earlier; without either, there
 // is no backward and no saved activation or gradient.
@@ -143,6 +144,12 @@ private:
 
   friend class LivenessBuilder;
 };
+
+/// The backward-start rule above on the op order of `func`'s single-block
+/// body (a weft.fused group holding a `*_grad` op counts as one); the number
+/// of ops, terminator included, when there is no backward; 0 for a function
+/// without a single-block body.
+int64_t findBackwardStart(mlir::func::FuncOp func);
 
 /// A function's arena plan: offsets indexed like getBuffers(), the peak, the
 /// max-live lower bound and bytes by category (each buffer rounded up to the

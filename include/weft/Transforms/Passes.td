@@ -136,6 +136,41 @@ def PlanMemoryPass : Pass<"weft-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def FuseElementwisePass : Pass<"weft-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Group pointwise, normalization and row-reduction ops into weft.fused kernels";
+  let description = [{
+    Every op that `getFusionDomain` accepts (pointwise ops, layer_norm,
+    rms_norm, last-dim softmax, cross_entropy, AdamW and their gradients,
+    with operands a row-wise kernel can index) joins a group; a consumer
+    joins its producer's group when they share the iteration domain, the
+    value between them is domain-shaped (not broadcast), they carry the same
+    `weft.layer` and both are forward or both backward (the liveness rule's
+    backward start), and the merged group has no path out of it and back in
+    through an op outside it (which would make the group a cycle). GEMMs,
+    attention and shape ops never join, so no group spans them. A group's
+    inputs are the values its ops read from outside, its results the values
+    used outside it; the block is then re-sorted topologically (each op at
+    the position of its last member, ties in the old order), which succeeds
+    because the groups are acyclic. The typical groups: bias + GELU,
+    dropout + residual add + LayerNorm, RMSNorm (+ residual), cross-entropy
+    and its gradient, LayerNorm/RMSNorm/GELU gradients with the gradient
+    accumulation around them, and each AdamW update.
+
+    ```mlir
+    %d = weft.dropout %x, %seed {p = 0.1 : f64, weft.rng_id = 2 : i64} : ...
+    %r = weft.add %res, %d : ...
+    %y = weft.layer_norm %r, %g, %b : ...
+    // becomes
+    %r, %y = weft.fused %x, %seed, %res, %g, %b {kind = "dropout+add+layer_norm"} : ... {
+    ^bb0(...):
+      ...
+      weft.yield %r1, %y1 : ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FuseAttentionPass : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Replace the unfused attention chain with weft.attention";
   let description = [{

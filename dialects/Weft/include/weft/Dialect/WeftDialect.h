@@ -30,4 +30,13 @@ int64_t defaultResultBytes(mlir::Operation *op);
 #define GET_OP_CLASSES
 #include "weft/Dialect/WeftOps.h.inc"
 
+namespace weft {
+/// The iteration domain `[..., n]` of an op that may join a `weft.fused`
+/// group (WeftFused.cpp): a pointwise op, a norm, a last-dim softmax, a
+/// cross-entropy or an AdamW update, each of whose tensor operands is
+/// domain-shaped, a row vector `[n]`, one value per row `[...]` or 0-d.
+/// nullopt for every other op.
+std::optional<llvm::SmallVector<int64_t>> getFusionDomain(mlir::Operation *op);
+} // namespace weft
+
 #endif // WEFT_DIALECT_WEFTDIALECT_H

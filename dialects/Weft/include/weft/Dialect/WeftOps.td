@@ -477,4 +477,57 @@ def Weft_AdamWOp : Weft_Op<"adamw"> {
                       Weft_FloatTensor:$new_v);
 }
 
+//===----------------------------------------------------------------------===//
+// Fused groups (weft-fuse-elementwise)
+//===----------------------------------------------------------------------===//
+
+def Weft_FusedOp : Op<Weft_Dialect, "fused", [IsolatedFromAbove,
+    RecursiveMemoryEffects, SingleBlock,
+    DeclareOpInterfaceMethods<Weft_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Weft_MemoryOpInterface>]> {
+  let summary = "a group of pointwise, normalization and row-reduction ops run as one kernel";
+  let description = [{
+    The body's block arguments are the group's inputs (the operands, in
+    order); `weft.yield` names the values used outside the group (the
+    results). Body ops are pointwise, normalization or row-reduction weft
+    ops over one iteration domain `[..., n]`: no GEMM, attention or shape
+    op. Running the op runs its body, so its values are those of the
+    unfused ops; only its intermediates never reach memory. `kind` names
+    the group for kernels and reports (its ops' mnemonics joined by `+`).
+    ```mlir
+    %y = weft.fused %x, %b {kind = "add+gelu"} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+    ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
+      %s = weft.add %a, %c : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+      %g = weft.gelu %s : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      weft.yield %g : tensor<4x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Weft_AnyTensor>:$inputs, StrAttr:$kind);
+  let results = (outs Variadic<Weft_AnyTensor>:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The body's single block.
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// The body's terminator.
+    YieldOp getYield();
+  }];
+}
+
+def Weft_YieldOp : Op<Weft_Dialect, "yield", [Pure, Terminator,
+    HasParent<"FusedOp">]> {
+  let summary = "the values a weft.fused group returns";
+  let description = [{
+    ```mlir
+    weft.yield %g, %s : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Weft_AnyTensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
 #endif // WEFT_OPS_TD

@@ -1,0 +1,143 @@
+// weft.fused: which ops may join a fused group (one iteration domain
+// [..., n] with operands that a row-wise kernel can index), the group's
+// verifier and its cost as one kernel.
+#include "weft/Dialect/WeftDialect.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+std::optional<ArrayRef<int64_t>> staticShape(Value value) {
+  auto tensor = dyn_cast<RankedTensorType>(value.getType());
+  if (!tensor || !tensor.hasStaticShape())
+    return std::nullopt;
+  return tensor.getShape();
+}
+
+/// Whether a row-wise kernel over `domain` can index `shape`: the whole
+/// domain, a row vector [n] broadcast over rows, one value per row, or a
+/// scalar.
+bool isDomainIndexable(ArrayRef<int64_t> shape, ArrayRef<int64_t> domain) {
+  return shape == domain || shape.empty() ||
+         (shape.size() == 1 && shape[0] == domain.back()) ||
+         shape == domain.drop_back();
+}
+
+bool isLastDim(int64_t dim, Value x) {
+  auto tensor = cast<RankedTensorType>(x.getType());
+  return dim == -1 || dim == tensor.getRank() - 1;
+}
+
+} // namespace
+
+std::optional<SmallVector<int64_t>> weft::getFusionDomain(Operation *op) {
+  // The value whose shape is the op's iteration domain; null: not fusible.
+  Value anchor =
+      llvm::TypeSwitch<Operation *, Value>(op)
+          .Case<AddOp, SubOp, MulOp, WhereOp, ScaleOp, DropoutOp, ConvertOp,
+                GeluOp, SiluOp>(
+              [](Operation *op) { return op->getResult(0); })
+          .Case([](GeluGradOp op) { return op.getX(); })
+          .Case([](SiluGradOp op) { return op.getX(); })
+          .Case([](LayerNormOp op) { return op.getX(); })
+          .Case([](RmsNormOp op) { return op.getX(); })
+          .Case([](LayerNormGradOp op) { return op.getX(); })
+          .Case([](RmsNormGradOp op) { return op.getX(); })
+          .Case([](SoftmaxOp op) {
+            return isLastDim(op.getDim(), op.getX()) ? op.getX() : Value();
+          })
+          .Case([](SoftmaxGradOp op) {
+            return isLastDim(op.getDim(), op.getY()) ? op.getY() : Value();
+          })
+          .Case([](CrossEntropyOp op) { return op.getLogits(); })
+          .Case([](CrossEntropyGradOp op) { return op.getLogits(); })
+          .Case([](AdamWOp op) { return op.getParam(); })
+          .Default([](Operation *) { return Value(); });
+  if (!anchor)
+    return std::nullopt;
+  std::optional<ArrayRef<int64_t>> domain = staticShape(anchor);
+  if (!domain || domain->empty() || llvm::is_contained(*domain, 0))
+    return std::nullopt;
+  for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+    std::optional<ArrayRef<int64_t>> shape = staticShape(value);
+    if (!shape || !isDomainIndexable(*shape, *domain))
+      return std::nullopt;
+  }
+  return SmallVector<int64_t>(domain->begin(), domain->end());
+}
+
+YieldOp FusedOp::getYield() {
+  return cast<YieldOp>(getBodyBlock().getTerminator());
+}
+
+LogicalResult FusedOp::verify() {
+  if (getKind().empty())
+    return emitOpError("expects a non-empty 'kind'");
+  return success();
+}
+
+LogicalResult FusedOp::verifyRegions() {
+  Block &body = getBodyBlock();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("expects one body argument per input (")
+           << getInputs().size() << "), got " << body.getNumArguments();
+  for (auto [i, input, arg] : llvm::enumerate(getInputs(), body.getArguments()))
+    if (input.getType() != arg.getType())
+      return emitOpError("expects body argument #")
+             << i << " to have the type of input #" << i << " ("
+             << input.getType() << "), got " << arg.getType();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("expects its body to end in weft.yield");
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError("expects weft.yield to return one value per result (")
+           << getNumResults() << "), got " << yield.getValues().size();
+  for (auto [i, value, result] :
+       llvm::enumerate(yield.getValues(), getResults()))
+    if (value.getType() != result.getType())
+      return emitOpError("expects yielded value #")
+             << i << " to have the type of result #" << i << " ("
+             << result.getType() << "), got " << value.getType();
+  std::optional<SmallVector<int64_t>> domain;
+  Operation *first = nullptr;
+  for (Operation &op : body.without_terminator()) {
+    std::optional<SmallVector<int64_t>> opDomain = getFusionDomain(&op);
+    if (!opDomain)
+      return op.emitOpError("cannot be fused: a weft.fused body holds only "
+                            "pointwise, normalization, last-dim softmax, "
+                            "cross-entropy and AdamW ops whose operands "
+                            "are domain-shaped, [n], per-row or 0-d");
+    if (!domain) {
+      domain = opDomain;
+      first = &op;
+    } else if (*domain != *opDomain) {
+      InFlightDiagnostic diag = op.emitOpError("iterates over ");
+      diag << "[";
+      llvm::interleaveComma(*opDomain, diag);
+      diag << "], but '" << first->getName() << "' in the same weft.fused "
+           << "group iterates over [";
+      llvm::interleaveComma(*domain, diag);
+      return diag << "]";
+    }
+  }
+  if (!first)
+    return emitOpError("expects at least one op in its body");
+  return success();
+}
+
+int64_t FusedOp::getFlops() {
+  int64_t flops = 0;
+  for (Operation &op : getBodyBlock().without_terminator())
+    if (auto cost = dyn_cast<CostOpInterface>(op)) {
+      int64_t add = cost.getFlops();
+      flops = add > std::numeric_limits<int64_t>::max() - flops
+                  ? std::numeric_limits<int64_t>::max()
+                  : flops + add;
+    }
+  return flops;
+}

@@ -1,0 +1,284 @@
+// weft-fuse-elementwise: groups pointwise, normalization and row-reduction
+// ops into weft.fused ops (one kernel each), then restores a topological
+// order of the block.
+#include "weft/Analysis/Liveness.h"
+#include "weft/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/DebugLog.h"
+
+#include <queue>
+
+#define DEBUG_TYPE "weft-fuse-elementwise"
+
+namespace weft {
+#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Calls `fn` with every top-level op of `block` that `op` (or an op nested
+/// in it) reads a value of: its dependencies in the block.
+template <typename Fn>
+void forEachDependency(Operation *op, Block &block, Fn fn) {
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (Operation *top = block.findAncestorOpInBlock(*def); top && top != op)
+          fn(top);
+  });
+}
+
+/// One group being formed: members in block order and what they share.
+struct Group {
+  SmallVector<Operation *> members;
+  SmallVector<int64_t> domain;
+  bool backward = false;
+  Attribute layer;
+};
+
+class ElementwiseFuser {
+public:
+  explicit ElementwiseFuser(func::FuncOp func)
+      : func(func), block(func.getBody().front()) {}
+
+  LogicalResult run();
+
+private:
+  void formGroups();
+  /// Whether some op outside `members` depends on one of them and is read
+  /// by one of them: fusing them would make the group a cycle.
+  bool hasOutsidePath(ArrayRef<Operation *> members) const;
+  void buildFusedOp(ArrayRef<Operation *> members);
+  LogicalResult sortBlock();
+
+  func::FuncOp func;
+  Block &block;
+  llvm::DenseMap<Operation *, int64_t> position;
+  SmallVector<Group> groups;
+  llvm::DenseMap<Operation *, unsigned> groupOf;
+};
+
+bool ElementwiseFuser::hasOutsidePath(ArrayRef<Operation *> members) const {
+  llvm::DenseSet<Operation *> inGroup(members.begin(), members.end());
+  int64_t first = position.lookup(members.front());
+  for (Operation *member : members)
+    first = std::min(first, position.lookup(member));
+  // Walk up from the outside ops the group reads; an op before the group's
+  // first member cannot depend on it, which bounds the walk.
+  SmallVector<Operation *> worklist;
+  llvm::DenseSet<Operation *> visited;
+  for (Operation *member : members)
+    forEachDependency(member, block, [&](Operation *def) {
+      if (!inGroup.contains(def) && position.lookup(def) > first)
+        worklist.push_back(def);
+    });
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!visited.insert(op).second)
+      continue;
+    bool cycle = false;
+    forEachDependency(op, block, [&](Operation *def) {
+      if (inGroup.contains(def))
+        cycle = true;
+      else if (position.lookup(def) > first)
+        worklist.push_back(def);
+    });
+    if (cycle)
+      return true;
+  }
+  return false;
+}
+
+void ElementwiseFuser::formGroups() {
+  int64_t backwardStart = findBackwardStart(func);
+  for (Operation &op : block) {
+    std::optional<SmallVector<int64_t>> domain = getFusionDomain(&op);
+    if (!domain)
+      continue;
+    Group mine;
+    mine.members.push_back(&op);
+    mine.domain = *domain;
+    mine.backward = position.lookup(&op) >= backwardStart;
+    mine.layer = op.getAttr(WeftDialect::kLayerAttr);
+
+    // Producer groups this op may join: same domain, phase and layer,
+    // reached through a domain-shaped value (a broadcast operand is an
+    // input, not fused data flow).
+    SmallVector<unsigned> producers;
+    for (Value operand : op.getOperands()) {
+      auto it = groupOf.find(operand.getDefiningOp());
+      if (it == groupOf.end() || llvm::is_contained(producers, it->second))
+        continue;
+      const Group &producer = groups[it->second];
+      auto type = cast<RankedTensorType>(operand.getType());
+      if (producer.domain == mine.domain &&
+          type.getShape() == ArrayRef<int64_t>(mine.domain) &&
+          producer.backward == mine.backward && producer.layer == mine.layer)
+        producers.push_back(it->second);
+    }
+    for (unsigned index : producers) {
+      SmallVector<Operation *> merged(groups[index].members);
+      llvm::append_range(merged, mine.members);
+      llvm::sort(merged, [&](Operation *a, Operation *b) {
+        return position.lookup(a) < position.lookup(b);
+      });
+      if (hasOutsidePath(merged)) {
+        LDBG() << "not fusing " << op.getName() << " into a group of "
+               << groups[index].members.size() << ": a cycle";
+        continue;
+      }
+      mine.members = std::move(merged);
+      groups[index].members.clear(); // absorbed
+    }
+    unsigned index = groups.size();
+    for (Operation *member : mine.members)
+      groupOf[member] = index;
+    groups.push_back(std::move(mine));
+  }
+}
+
+/// "dropout+add+layer_norm": the members' mnemonics, each once, in order.
+std::string groupKind(ArrayRef<Operation *> members) {
+  SmallVector<StringRef> names;
+  for (Operation *op : members) {
+    StringRef name = op->getName().stripDialect();
+    if (!llvm::is_contained(names, name))
+      names.push_back(name);
+  }
+  return llvm::join(names, "+");
+}
+
+void ElementwiseFuser::buildFusedOp(ArrayRef<Operation *> members) {
+  llvm::DenseSet<Operation *> inGroup(members.begin(), members.end());
+  llvm::SetVector<Value> inputs;
+  SmallVector<Value> outputs;
+  for (Operation *member : members) {
+    for (Value operand : member->getOperands())
+      if (!inGroup.contains(operand.getDefiningOp()))
+        inputs.insert(operand);
+    for (Value result : member->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !inGroup.contains(block.findAncestorOpInBlock(*user));
+          }))
+        outputs.push_back(result);
+  }
+
+  Operation *last = members.back();
+  OpBuilder builder(last);
+  SmallVector<Location> locations;
+  for (Operation *member : members)
+    locations.push_back(member->getLoc());
+  Location loc = builder.getFusedLoc(locations);
+  SmallVector<Type> resultTypes;
+  for (Value output : outputs)
+    resultTypes.push_back(output.getType());
+  auto fused = FusedOp::create(builder, loc, resultTypes,
+                               inputs.getArrayRef(), groupKind(members));
+  if (Attribute layer = members.front()->getAttr(WeftDialect::kLayerAttr))
+    fused->setAttr(WeftDialect::kLayerAttr, layer);
+
+  SmallVector<Type> inputTypes;
+  SmallVector<Location> inputLocs;
+  for (Value input : inputs) {
+    inputTypes.push_back(input.getType());
+    inputLocs.push_back(input.getLoc());
+  }
+  OpBuilder bodyBuilder(builder.getContext());
+  Block *body = bodyBuilder.createBlock(&fused.getBody(), {}, inputTypes,
+                                        inputLocs);
+  IRMapping mapping;
+  mapping.map(inputs.getArrayRef(), body->getArguments());
+  for (Operation *member : members)
+    bodyBuilder.clone(*member, mapping);
+  SmallVector<Value> yielded;
+  for (Value output : outputs)
+    yielded.push_back(mapping.lookup(output));
+  YieldOp::create(bodyBuilder, loc, yielded);
+
+  for (auto [output, result] : llvm::zip(outputs, fused.getResults()))
+    output.replaceAllUsesWith(result);
+  for (Operation *member : llvm::reverse(members)) {
+    member->dropAllUses(); // uses by later members, erased already
+    member->erase();
+  }
+}
+
+/// Kahn's algorithm over the block, smallest old position first: the old
+/// order wherever it is still valid. A fused op sits at its last member's
+/// position, so outside ops that read its results and came earlier wait for
+/// it, and outside ops its later members read are placed before it.
+LogicalResult ElementwiseFuser::sortBlock() {
+  Operation *terminator = block.getTerminator();
+  SmallVector<Operation *> ops;
+  llvm::DenseMap<Operation *, unsigned> indexOf;
+  for (Operation &op : block.without_terminator()) {
+    indexOf[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  SmallVector<unsigned> pending(ops.size(), 0);
+  SmallVector<SmallVector<unsigned>> readers(ops.size());
+  for (auto [index, op] : llvm::enumerate(ops)) {
+    llvm::SmallDenseSet<Operation *, 8> seen;
+    forEachDependency(op, block, [&](Operation *def) {
+      if (def == terminator || !seen.insert(def).second)
+        return;
+      ++pending[index];
+      readers[indexOf.lookup(def)].push_back(index);
+    });
+  }
+  std::priority_queue<unsigned, std::vector<unsigned>, std::greater<unsigned>>
+      ready;
+  for (unsigned index = 0; index < ops.size(); ++index)
+    if (pending[index] == 0)
+      ready.push(index);
+  SmallVector<Operation *> sorted;
+  while (!ready.empty()) {
+    unsigned index = ready.top();
+    ready.pop();
+    sorted.push_back(ops[index]);
+    for (unsigned reader : readers[index])
+      if (--pending[reader] == 0)
+        ready.push(reader);
+  }
+  if (sorted.size() != ops.size())
+    return func.emitOpError("weft-fuse-elementwise left a cycle: ")
+           << ops.size() - sorted.size() << " ops cannot be ordered";
+  for (Operation *op : sorted)
+    op->moveBefore(terminator);
+  return success();
+}
+
+LogicalResult ElementwiseFuser::run() {
+  for (Operation &op : block)
+    position[&op] = position.size();
+  formGroups();
+  int64_t count = 0;
+  for (Group &group : groups)
+    if (!group.members.empty()) {
+      buildFusedOp(group.members);
+      ++count;
+    }
+  LDBG() << "formed " << count << " groups in @" << func.getSymName();
+  return count == 0 ? success() : sortBlock();
+}
+
+struct FuseElementwisePass
+    : public weft::impl::FuseElementwisePassBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || !llvm::hasSingleElement(func.getBody()))
+      return;
+    if (failed(ElementwiseFuser(func).run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace
