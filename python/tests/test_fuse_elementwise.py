@@ -212,13 +212,15 @@ def test_step_fused_bit_exact(model):
     assert_bitwise_equal(got, ref, model)
 
 
-def pipeline(model, options):
-    """The fused training step through weft-train-pipeline and its report."""
+def pipeline(model, options, fuse=True):
+    """The training step through weft-train-pipeline (fused unless `fuse` is
+    False) and its memory report."""
     tmp = tmpdir()
     report = os.path.join(tmp, "report.json")
     text = emit_module(MODELS[model])
     proc = weft_opt(text, f"--weft-train-pipeline=entry=forward optimizer=adamw "
-                          f"fuse-elementwise=true memory-report={report} {options}",
+                          f"fuse-elementwise={str(fuse).lower()} memory-report={report} "
+                          f"{options}",
                     check=False)
     data = json.load(open(report)) if os.path.exists(report) else None
     return proc, data
@@ -244,6 +246,15 @@ def test_pipeline_budget_peak_within_budget(model):
     proc, report = pipeline(model, "remat=none")
     assert proc.returncode == 0, proc.stderr[-4000:]
     unconstrained = report["peak_bytes"]
+    # Against the unfused step: intermediates of a group are never stored, so
+    # the peak does not grow; each group moves only its inputs and results,
+    # so the roofline step time falls; FLOPs are the same.
+    unfused_proc, unfused = pipeline(model, "remat=none", fuse=False)
+    assert unfused_proc.returncode == 0 and "weft.fused" not in unfused_proc.stdout
+    assert unconstrained <= unfused["peak_bytes"]
+    assert report["step_time_estimate_s"] < unfused["step_time_estimate_s"]
+    for key in ("forward_flops", "backward_flops", "optimizer_flops"):
+        assert report[key] == unfused[key], key
     # The smallest reachable peak, from the infeasible-budget diagnostic.
     proc, _ = pipeline(model, "remat=budget memory-budget=1")
     assert proc.returncode != 0
