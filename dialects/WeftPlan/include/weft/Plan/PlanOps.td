@@ -1,0 +1,175 @@
+// The weft_plan dialect: the host schedule of one compiled training step
+// (arena buffers, kernel declarations, launches, cuBLASLt GEMMs, events), as
+// weft-build-plan writes it and the package serializes it.
+#ifndef WEFT_PLAN_OPS_TD
+#define WEFT_PLAN_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+def WeftPlan_Dialect : Dialect {
+  let name = "weft_plan";
+  let cppNamespace = "::weft::plan";
+  let summary = "The host schedule of a compiled step: buffers, launches, GEMMs, events.";
+  let description = [{
+    One `weft_plan.step` per compiled step. Its body declares the arena's
+    buffers (offset, size, live range in schedule indices, role) and the
+    kernels, then lists the schedule in issue order: kernel launches,
+    cuBLASLt GEMMs and stream events, each at a schedule index (the step of
+    the weft op it came from). The step's verifier checks what the runtime
+    relies on: every buffer inside the arena, no two buffers overlapping in
+    bytes while both are live, every operand a defined buffer live at its
+    use, launch limits, events recorded before they are waited on.
+  }];
+}
+
+class WeftPlan_Op<string mnemonic, list<Trait> traits = []>
+    : Op<WeftPlan_Dialect, mnemonic, traits>;
+
+def WeftPlan_StepOp : WeftPlan_Op<"step", [Symbol, SymbolTable,
+    IsolatedFromAbove, NoTerminator, SingleBlock, NoRegionArguments]> {
+  let summary = "the host schedule of one step over one arena";
+  let description = [{
+    `arena` bytes in one allocation aligned to `align`; `arch` the target
+    ("sm_90a"); `version` the plan/package format version (must be the
+    current one); `steps` the number of schedule indices; `streams` the
+    streams launches may use.
+    ```mlir
+    weft_plan.step @train arena 1024 align 256 arch "sm_90a" version 1 steps 2 streams 1 {
+      weft_plan.buffer @x offset 0 size 512 live [0, 1] "input"
+      weft_plan.buffer @y offset 512 size 512 live [0, 1] "output"
+      weft_plan.kernel @relu image "relu" entry "relu" params ["ptr", "ptr", "i32"]
+      weft_plan.launch @relu [@x, @y, 256 : i32] grid [1, 1, 1] block [256, 1, 1] smem 0 stream 0 at 0
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$arena_bytes,
+                       I64Attr:$alignment, StrAttr:$arch,
+                       I64Attr:$format_version, I64Attr:$num_steps,
+                       I64Attr:$num_streams);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `arena` $arena_bytes `align` $alignment `arch` $arch
+    `version` $format_version `steps` $num_steps `streams` $num_streams
+    attr-dict-with-keyword $body
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+  }];
+}
+
+def WeftPlan_BufferOp : WeftPlan_Op<"buffer", [Symbol, HasParent<"StepOp">]> {
+  let summary = "a tensor's bytes in the arena and when they are live";
+  let description = [{
+    Bytes `[offset, offset + size)` of the arena, live at schedule indices
+    `[first, last]`. The role is one of parameter, optimizer_state, input,
+    output, gradient, activation, temporary, workspace. Optional: the tensor
+    type, and `arg` / `result`, the step function's argument or result held.
+    ```mlir
+    weft_plan.buffer @arg0 offset 0 size 4096 live [0, 9] "parameter" : tensor<32x32xf32> {arg = 0 : i64}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$offset, I64Attr:$size,
+                       I64Attr:$first, I64Attr:$last, StrAttr:$role,
+                       OptionalAttr<TypeAttr>:$type,
+                       OptionalAttr<I64Attr>:$arg, OptionalAttr<I64Attr>:$result);
+  let assemblyFormat = [{
+    $sym_name `offset` $offset `size` $size `live` `[` $first `,` $last `]`
+    $role (`:` $type^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def WeftPlan_KernelOp : WeftPlan_Op<"kernel", [Symbol, HasParent<"StepOp">]> {
+  let summary = "a GPU kernel: the image holding it, its entry and parameters";
+  let description = [{
+    `image` names the module (cubin / PTX) holding entry `entry`; `params`
+    are the parameter kinds in order: "ptr", "i32", "i64", "f32".
+    ```mlir
+    weft_plan.kernel @relu image "relu" entry "relu" params ["ptr", "ptr", "i32"]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$image, StrAttr:$entry,
+                       StrArrayAttr:$params);
+  let assemblyFormat = "$sym_name `image` $image `entry` $entry `params` $params attr-dict";
+  let hasVerifier = 1;
+}
+
+def WeftPlan_LaunchOp : WeftPlan_Op<"launch", [HasParent<"StepOp">]> {
+  let summary = "a kernel launch at a schedule index";
+  let description = [{
+    Arguments in parameter order: buffer symbols for "ptr" parameters,
+    `N : i32`, `N : i64` or `X : f32` immediates for the scalars.
+    ```mlir
+    weft_plan.launch @relu [@x, @y, 256 : i32] grid [1, 1, 1] block [256, 1, 1] smem 0 stream 0 at 0
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, ArrayAttr:$args,
+                       DenseI64ArrayAttr:$grid, DenseI64ArrayAttr:$block,
+                       I64Attr:$smem, I64Attr:$stream, I64Attr:$index);
+  let assemblyFormat = [{
+    $kernel $args `grid` $grid `block` $block `smem` $smem `stream` $stream
+    `at` $index attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
+  let summary = "a cuBLASLt matmul: D = epilogue(alpha op(A) op(B) + beta C)";
+  let description = [{
+    As `weft_gemm_desc` (runtime/include/weft_runtime.h): row-major A
+    `[m, k]` (`[k, m]` with `trans_a`), B `[k, n]` (`[n, k]` with
+    `trans_b`), C and D `[m, n]`, `batch` strided batches (`strides` in
+    elements for A, B, C, D), `dtype` bf16 / f16 / f32 / f64, `epilogue`
+    none / bias / gelu / bias_gelu. `algo` holds the 64 bytes of a chosen
+    cublasLtMatmulAlgo_t when one is stored.
+    ```mlir
+    weft_plan.gemm @d = @a, @b bias @bias m 32 n 768 k 256 dtype "bf16" stream 0 at 3 {trans_b, epilogue = "bias"}
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$d, FlatSymbolRefAttr:$a,
+                       FlatSymbolRefAttr:$b, OptionalAttr<FlatSymbolRefAttr>:$c,
+                       OptionalAttr<FlatSymbolRefAttr>:$bias,
+                       OptionalAttr<FlatSymbolRefAttr>:$workspace,
+                       I64Attr:$m, I64Attr:$n, I64Attr:$k,
+                       DefaultValuedAttr<I64Attr, "1">:$batch,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       UnitAttr:$trans_a, UnitAttr:$trans_b, StrAttr:$dtype,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$epilogue,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "0.0">:$beta,
+                       OptionalAttr<DenseI8ArrayAttr>:$algo,
+                       I64Attr:$stream, I64Attr:$index);
+  let assemblyFormat = [{
+    $d `=` $a `,` $b (`c` $c^)? (`bias` $bias^)? (`workspace` $workspace^)?
+    `m` $m `n` $n `k` $k `dtype` $dtype `stream` $stream `at` $index attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def WeftPlan_RecordEventOp : WeftPlan_Op<"record_event", [HasParent<"StepOp">]> {
+  let summary = "record event `event` on stream `stream`";
+  let description = [{
+    ```mlir
+    weft_plan.record_event stream 0 event 0 at 4
+    ```
+  }];
+  let arguments = (ins I64Attr:$stream, I64Attr:$event, I64Attr:$index);
+  let assemblyFormat = "`stream` $stream `event` $event `at` $index attr-dict";
+}
+
+def WeftPlan_WaitEventOp : WeftPlan_Op<"wait_event", [HasParent<"StepOp">]> {
+  let summary = "make stream `stream` wait for event `event`";
+  let description = [{
+    The event must be recorded by an earlier entry of the step.
+    ```mlir
+    weft_plan.wait_event stream 1 event 0 at 5
+    ```
+  }];
+  let arguments = (ins I64Attr:$stream, I64Attr:$event, I64Attr:$index);
+  let assemblyFormat = "`stream` $stream `event` $event `at` $index attr-dict";
+}
+
+#endif // WEFT_PLAN_OPS_TD

@@ -1,0 +1,128 @@
+// The weft_plan dialect: registration and each op's own checks (values in
+// range, known roles, kinds and dtypes). Checks across ops (symbols, arena,
+// overlaps, liveness) are the step's, in PlanExport.cpp.
+#include "weft/Plan/PlanDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace weft::plan;
+
+#include "weft/Plan/PlanDialect.cpp.inc"
+
+void WeftPlanDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "weft/Plan/PlanOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "weft/Plan/PlanOps.cpp.inc"
+
+LogicalResult BufferOp::verify() {
+  if (int64_t(getOffset()) < 0 || int64_t(getSize()) < 0)
+    return emitOpError("expects a non-negative offset and size, got offset ")
+           << int64_t(getOffset()) << " and size " << int64_t(getSize());
+  if (int64_t(getFirst()) < 0 || int64_t(getFirst()) > int64_t(getLast()))
+    return emitOpError("expects a live range [first, last] with 0 <= first "
+                       "<= last, got [")
+           << int64_t(getFirst()) << ", " << int64_t(getLast()) << "]";
+  if (!weft::pkg::parseRole(getRole().str()))
+    return emitOpError("has role '")
+           << getRole()
+           << "', not one of parameter, optimizer_state, input, output, "
+              "gradient, activation, temporary, workspace";
+  return success();
+}
+
+LogicalResult KernelOp::verify() {
+  for (auto [i, param] : llvm::enumerate(getParams().getAsValueRange<StringAttr>()))
+    if (!weft::pkg::parseParamKind(param.str()))
+      return emitOpError("parameter ")
+             << i << " has kind '" << param << "', not one of ptr, i32, i64, f32";
+  return success();
+}
+
+/// grid / block: three positive extents within sm_90's limits.
+static LogicalResult verifyExtents(Operation *op, StringRef name,
+                                   ArrayRef<int64_t> extents,
+                                   ArrayRef<uint64_t> limits) {
+  if (extents.size() != 3)
+    return op->emitOpError("expects ")
+           << name << " to have 3 extents (x, y, z), got " << extents.size();
+  const char *axes = "xyz";
+  for (int d = 0; d < 3; ++d)
+    if (extents[d] < 1 || uint64_t(extents[d]) > limits[d])
+      return op->emitOpError() << name << "." << axes[d] << " = " << extents[d]
+                               << " is outside [1, " << limits[d] << "]";
+  return success();
+}
+
+LogicalResult LaunchOp::verify() {
+  using namespace weft::pkg;
+  if (failed(verifyExtents(*this, "grid", getGrid(),
+                           {kMaxGridX, kMaxGridYZ, kMaxGridYZ})) ||
+      failed(verifyExtents(*this, "block", getBlock(),
+                           {kMaxBlockXY, kMaxBlockXY, kMaxBlockZ})))
+    return failure();
+  int64_t threads = getBlock()[0] * getBlock()[1] * getBlock()[2];
+  if (uint64_t(threads) > kMaxThreads)
+    return emitOpError("block of ")
+           << threads << " threads exceeds " << kMaxThreads;
+  if (int64_t(getSmem()) < 0 || uint64_t(getSmem()) > kMaxDynamicSmem)
+    return emitOpError("dynamic shared memory ")
+           << int64_t(getSmem()) << " bytes is outside [0, " << kMaxDynamicSmem << "]";
+  if (int64_t(getStream()) < 0 || int64_t(getIndex()) < 0)
+    return emitOpError("expects a non-negative stream and index, got stream ")
+           << int64_t(getStream()) << " and index " << int64_t(getIndex());
+  for (auto [i, arg] : llvm::enumerate(getArgs())) {
+    if (isa<FlatSymbolRefAttr>(arg))
+      continue;
+    if (auto integer = dyn_cast<IntegerAttr>(arg))
+      if (integer.getType().isInteger(32) || integer.getType().isInteger(64))
+        continue;
+    if (auto real = dyn_cast<FloatAttr>(arg))
+      if (real.getType().isF32())
+        continue;
+    return emitOpError("argument ")
+           << i << " is " << arg
+           << ": expected a buffer symbol or an i32, i64 or f32 immediate";
+  }
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  if (int64_t(getM()) < 1 || int64_t(getN()) < 1 || int64_t(getK()) < 1 || int64_t(getBatch()) < 1)
+    return emitOpError("expects positive m, n, k and batch, got m ")
+           << int64_t(getM()) << ", n " << int64_t(getN()) << ", k " << int64_t(getK()) << ", batch "
+           << int64_t(getBatch());
+  if (!weft::pkg::parseDType(getDtype().str()))
+    return emitOpError("has dtype '") << getDtype()
+                                      << "', not one of bf16, f16, f32, f64";
+  std::optional<weft::pkg::Epilogue> epilogue =
+      weft::pkg::parseEpilogue(getEpilogue().str());
+  if (!epilogue)
+    return emitOpError("has epilogue '")
+           << getEpilogue() << "', not one of none, bias, gelu, bias_gelu";
+  bool wantsBias = *epilogue == weft::pkg::Epilogue::Bias ||
+                   *epilogue == weft::pkg::Epilogue::BiasGelu;
+  if (wantsBias != bool(getBias()))
+    return emitOpError("epilogue '")
+           << getEpilogue()
+           << (wantsBias ? "' needs a bias buffer" : "' takes no bias buffer");
+  if (int64_t(getBatch()) > 1 && (!getStrides() || getStrides()->size() != 4))
+    return emitOpError("with batch ")
+           << int64_t(getBatch()) << " expects strides = array<i64: a, b, c, d>";
+  if (getStrides() && getStrides()->size() != 4)
+    return emitOpError("expects 4 strides (a, b, c, d), got ")
+           << getStrides()->size();
+  if (getAlgo() && getAlgo()->size() != 64)
+    return emitOpError("expects algo to hold the 64 bytes of a "
+                       "cublasLtMatmulAlgo_t, got ")
+           << getAlgo()->size();
+  if (int64_t(getStream()) < 0 || int64_t(getIndex()) < 0)
+    return emitOpError("expects a non-negative stream and index, got stream ")
+           << int64_t(getStream()) << " and index " << int64_t(getIndex());
+  return success();
+}

@@ -1,0 +1,295 @@
+// weft_plan.step -> pkg::Package (symbols resolved to indices), and the step's
+// verifier: the package's plan checks, each reported at the op it concerns.
+#include "weft/Plan/PlanDialect.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace weft;
+using namespace weft::plan;
+
+namespace {
+
+/// Index fields of the package are 32-bit.
+bool fitsU32(int64_t value) {
+  return value >= 0 && value <= int64_t(std::numeric_limits<uint32_t>::max());
+}
+
+class StepExporter {
+public:
+  StepExporter(StepOp step, bool diagnose) : step(step), diagnose(diagnose) {}
+
+  FailureOr<pkg::Package> run();
+  /// The ops behind the package's tables, for diagnostics.
+  SmallVector<Operation *> bufferOps, kernelOps, launchOps, gemmOps, eventOps;
+
+private:
+  InFlightDiagnostic error(Operation *op) {
+    return diagnose ? op->emitOpError() : InFlightDiagnostic();
+  }
+  FailureOr<uint32_t> lookupBuffer(Operation *op, FlatSymbolRefAttr symbol,
+                                   const Twine &what);
+  LogicalResult addLaunch(LaunchOp launch, pkg::Package &package);
+  LogicalResult addGemm(GemmOp gemm, pkg::Package &package);
+
+  StepOp step;
+  bool diagnose;
+  llvm::StringMap<uint32_t> buffers, kernels;
+};
+
+FailureOr<uint32_t> StepExporter::lookupBuffer(Operation *op,
+                                               FlatSymbolRefAttr symbol,
+                                               const Twine &what) {
+  auto it = buffers.find(symbol.getValue());
+  if (it != buffers.end())
+    return it->second;
+  if (kernels.count(symbol.getValue()))
+    error(op) << what << " names " << symbol << ", a kernel, not a buffer";
+  else
+    error(op) << what << " names " << symbol
+              << ", which is not a buffer of the step";
+  return failure();
+}
+
+LogicalResult StepExporter::addLaunch(LaunchOp launch, pkg::Package &package) {
+  auto kernel = kernels.find(launch.getKernel());
+  if (kernel == kernels.end()) {
+    error(launch) << "names kernel @" << launch.getKernel()
+                  << ", which the step does not declare";
+    return failure();
+  }
+  pkg::Launch entry;
+  entry.kernel = kernel->second;
+  for (int d = 0; d < 3; ++d) {
+    entry.grid[d] = uint32_t(launch.getGrid()[d]);
+    entry.block[d] = uint32_t(launch.getBlock()[d]);
+  }
+  if (!fitsU32(int64_t(launch.getStream())) || !fitsU32(int64_t(launch.getIndex()))) {
+    error(launch) << "stream " << int64_t(launch.getStream()) << " or index "
+                  << int64_t(launch.getIndex()) << " does not fit 32 bits";
+    return failure();
+  }
+  entry.smem = uint32_t(int64_t(launch.getSmem()));
+  entry.stream = uint32_t(int64_t(launch.getStream()));
+  entry.index = uint32_t(int64_t(launch.getIndex()));
+  for (auto [i, arg] : llvm::enumerate(launch.getArgs())) {
+    pkg::Arg value;
+    if (auto symbol = dyn_cast<FlatSymbolRefAttr>(arg)) {
+      FailureOr<uint32_t> buffer =
+          lookupBuffer(launch, symbol, "argument " + Twine(i));
+      if (failed(buffer))
+        return failure();
+      value = {pkg::ArgKind::Buffer, *buffer};
+    } else if (auto integer = dyn_cast<IntegerAttr>(arg)) {
+      bool is32 = integer.getType().isInteger(32);
+      value = {is32 ? pkg::ArgKind::I32 : pkg::ArgKind::I64,
+               is32 ? uint64_t(uint32_t(integer.getInt()))
+                    : uint64_t(integer.getInt())};
+    } else {
+      float f = float(cast<FloatAttr>(arg).getValueAsDouble());
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      value = {pkg::ArgKind::F32, bits};
+    }
+    entry.args.push_back(value);
+  }
+  package.schedule.push_back({pkg::EntryKind::Launch,
+                              uint32_t(package.launches.size())});
+  package.launches.push_back(std::move(entry));
+  launchOps.push_back(launch);
+  return success();
+}
+
+LogicalResult StepExporter::addGemm(GemmOp gemm, pkg::Package &package) {
+  pkg::Gemm entry;
+  struct Operand {
+    const char *name;
+    FlatSymbolRefAttr symbol;
+    uint32_t *field;
+  } operands[] = {{"operand a", gemm.getAAttr(), &entry.a},
+                  {"operand b", gemm.getBAttr(), &entry.b},
+                  {"operand c", gemm.getCAttr(), &entry.c},
+                  {"operand d", gemm.getDAttr(), &entry.d},
+                  {"bias", gemm.getBiasAttr(), &entry.bias},
+                  {"workspace", gemm.getWorkspaceAttr(), &entry.workspace}};
+  for (Operand &operand : operands) {
+    if (!operand.symbol)
+      continue;
+    FailureOr<uint32_t> buffer = lookupBuffer(gemm, operand.symbol, operand.name);
+    if (failed(buffer))
+      return failure();
+    *operand.field = *buffer;
+  }
+  if (!fitsU32(int64_t(gemm.getStream())) || !fitsU32(int64_t(gemm.getIndex()))) {
+    error(gemm) << "stream " << int64_t(gemm.getStream()) << " or index "
+                << int64_t(gemm.getIndex()) << " does not fit 32 bits";
+    return failure();
+  }
+  entry.m = int64_t(gemm.getM());
+  entry.n = int64_t(gemm.getN());
+  entry.k = int64_t(gemm.getK());
+  entry.batch = int64_t(gemm.getBatch());
+  if (gemm.getStrides())
+    for (int s = 0; s < 4; ++s)
+      entry.strides[s] = (*gemm.getStrides())[s];
+  entry.transA = gemm.getTransA();
+  entry.transB = gemm.getTransB();
+  entry.dtype = *pkg::parseDType(gemm.getDtype().str());
+  entry.epilogue = *pkg::parseEpilogue(gemm.getEpilogue().str());
+  entry.alpha = gemm.getAlpha().convertToFloat();
+  entry.beta = gemm.getBeta().convertToFloat();
+  if (gemm.getAlgo()) {
+    entry.hasAlgo = true;
+    for (int i = 0; i < 64; ++i)
+      entry.algo[i] = uint8_t((*gemm.getAlgo())[i]);
+  }
+  entry.stream = uint32_t(int64_t(gemm.getStream()));
+  entry.index = uint32_t(int64_t(gemm.getIndex()));
+  package.schedule.push_back({pkg::EntryKind::Gemm, uint32_t(package.gemms.size())});
+  package.gemms.push_back(entry);
+  gemmOps.push_back(gemm);
+  return success();
+}
+
+FailureOr<pkg::Package> StepExporter::run() {
+  pkg::Package package;
+  if (int64_t(step.getFormatVersion()) != pkg::kFormatVersion) {
+    error(step) << "has plan format version " << int64_t(step.getFormatVersion())
+                << "; this compiler reads and writes version "
+                << pkg::kFormatVersion;
+    return failure();
+  }
+  if (int64_t(step.getArenaBytes()) < 0 || int64_t(step.getAlignment()) < 1 ||
+      !fitsU32(int64_t(step.getNumSteps())) || int64_t(step.getNumStreams()) < 1 ||
+      !fitsU32(int64_t(step.getNumStreams()))) {
+    error(step) << "expects arena >= 0, align >= 1, 0 <= steps < 2^32 and 1 "
+                   "<= streams < 2^32, got arena "
+                << int64_t(step.getArenaBytes()) << ", align " << int64_t(step.getAlignment())
+                << ", steps " << int64_t(step.getNumSteps()) << ", streams "
+                << int64_t(step.getNumStreams());
+    return failure();
+  }
+  package.arch = step.getArch().str();
+  package.stepName = step.getSymName().str();
+  package.arenaBytes = uint64_t(int64_t(step.getArenaBytes()));
+  package.alignment = uint64_t(int64_t(step.getAlignment()));
+  package.numSteps = uint32_t(int64_t(step.getNumSteps()));
+  package.numStreams = uint32_t(int64_t(step.getNumStreams()));
+
+  // Declarations first: the schedule may name buffers declared after it.
+  for (Operation &op : step.getBodyBlock()) {
+    if (auto buffer = dyn_cast<BufferOp>(op)) {
+      if (!fitsU32(int64_t(buffer.getLast()))) {
+        error(buffer) << "live range end " << int64_t(buffer.getLast())
+                      << " does not fit 32 bits";
+        return failure();
+      }
+      pkg::Buffer entry;
+      entry.name = buffer.getSymName().str();
+      if (buffer.getType()) {
+        llvm::raw_string_ostream os(entry.type);
+        os << *buffer.getType();
+      }
+      entry.offset = uint64_t(int64_t(buffer.getOffset()));
+      entry.size = uint64_t(int64_t(buffer.getSize()));
+      entry.first = uint32_t(int64_t(buffer.getFirst()));
+      entry.last = uint32_t(int64_t(buffer.getLast()));
+      entry.role = *pkg::parseRole(buffer.getRole().str());
+      entry.arg = buffer.getArg() ? int32_t(*buffer.getArg()) : -1;
+      entry.result = buffer.getResult() ? int32_t(*buffer.getResult()) : -1;
+      buffers[entry.name] = uint32_t(package.buffers.size());
+      package.buffers.push_back(std::move(entry));
+      bufferOps.push_back(buffer);
+    } else if (auto kernel = dyn_cast<KernelOp>(op)) {
+      pkg::Kernel entry;
+      entry.name = kernel.getSymName().str();
+      entry.entry = kernel.getEntry().str();
+      entry.imageName = kernel.getImage().str();
+      for (StringRef param : kernel.getParams().getAsValueRange<StringAttr>())
+        entry.params.push_back(*pkg::parseParamKind(param.str()));
+      kernels[entry.name] = uint32_t(package.kernels.size());
+      package.kernels.push_back(std::move(entry));
+      kernelOps.push_back(kernel);
+    }
+  }
+  for (Operation &op : step.getBodyBlock()) {
+    if (auto launch = dyn_cast<LaunchOp>(op)) {
+      if (failed(addLaunch(launch, package)))
+        return failure();
+    } else if (auto gemm = dyn_cast<GemmOp>(op)) {
+      if (failed(addGemm(gemm, package)))
+        return failure();
+    } else if (isa<RecordEventOp, WaitEventOp>(op)) {
+      auto [stream, event, index] =
+          isa<RecordEventOp>(op)
+              ? std::tuple(int64_t(cast<RecordEventOp>(op).getStream()),
+                           cast<RecordEventOp>(op).getEvent(),
+                           int64_t(cast<RecordEventOp>(op).getIndex()))
+              : std::tuple(int64_t(cast<WaitEventOp>(op).getStream()),
+                           cast<WaitEventOp>(op).getEvent(),
+                           int64_t(cast<WaitEventOp>(op).getIndex()));
+      if (!fitsU32(stream) || !fitsU32(event) || !fitsU32(index)) {
+        error(&op) << "expects stream, event and index in [0, 2^32), got "
+                   << stream << ", " << event << ", " << index;
+        return failure();
+      }
+      package.schedule.push_back(
+          {pkg::EntryKind::Event, uint32_t(package.events.size())});
+      package.events.push_back({isa<RecordEventOp>(op), uint32_t(stream),
+                                uint32_t(event), uint32_t(index)});
+      eventOps.push_back(&op);
+    } else if (!isa<BufferOp, KernelOp>(op)) {
+      error(&op) << "is not a weft_plan op; a step holds only buffers, "
+                    "kernels, launches, GEMMs and events";
+      return failure();
+    }
+  }
+  return package;
+}
+
+} // namespace
+
+FailureOr<pkg::Package> weft::plan::exportStep(StepOp step, bool diagnose) {
+  return StepExporter(step, diagnose).run();
+}
+
+LogicalResult StepOp::verifyRegions() {
+  StepExporter exporter(*this, /*diagnose=*/true);
+  FailureOr<pkg::Package> package = exporter.run();
+  if (failed(package))
+    return failure();
+  pkg::CheckOptions options;
+  options.requireImages = false; // images are the package writer's business
+  std::vector<pkg::Problem> problems = pkg::checkPackage(*package, options);
+  for (const pkg::Problem &problem : problems) {
+    Operation *op = getOperation();
+    auto pick = [&](ArrayRef<Operation *> ops) {
+      if (problem.index < ops.size())
+        op = ops[problem.index];
+    };
+    switch (problem.subject) {
+    case pkg::Subject::Buffer:
+      pick(exporter.bufferOps);
+      break;
+    case pkg::Subject::Kernel:
+      pick(exporter.kernelOps);
+      break;
+    case pkg::Subject::Launch:
+      pick(exporter.launchOps);
+      break;
+    case pkg::Subject::Gemm:
+      pick(exporter.gemmOps);
+      break;
+    case pkg::Subject::Event:
+      pick(exporter.eventOps);
+      break;
+    case pkg::Subject::Step:
+    case pkg::Subject::Image:
+      break;
+    }
+    op->emitOpError(problem.message);
+  }
+  return success(problems.empty());
+}

@@ -1,0 +1,54 @@
+// weft-build-plan: the host schedule of a planned training step as a
+// weft_plan.step, and the attention kernel images that schedule needs.
+#ifndef WEFT_CONVERSION_WEFTTOPLAN_BUILDPLAN_H
+#define WEFT_CONVERSION_WEFTTOPLAN_BUILDPLAN_H
+
+#include "weft/Conversion/AttentionKernels.h"
+#include "weft/Plan/PlanDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+#define GEN_PASS_DECL
+#include "weft/Conversion/WeftToPlan/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "weft/Conversion/WeftToPlan/Passes.h.inc"
+
+struct BuildPlanOptions {
+  std::string arch = "sm_90a";
+  /// Sets an attention op's tiles (blockQ, blockK, warpgroupMma) on a config
+  /// whose dtype, head_dim and causal are filled in; default 64/64 mma.sync.
+  std::function<void(gpu::AttentionKernelConfig &config, bool backward)>
+      chooseTiles;
+};
+
+/// A module of attention kernels the step launches: the image to build.
+struct AttentionImage {
+  std::string name; // "weft_attention_<suffix>" / "weft_attention_grad_<suffix>"
+  gpu::AttentionKernelConfig config;
+  bool backward = false;
+};
+
+struct BuiltPlan {
+  plan::StepOp step;
+  std::vector<AttentionImage> attentionImages;
+};
+
+/// Appends `weft_plan.step @<func>_plan` after `func`, which must carry
+/// weft-plan-memory's offsets. Emits diagnostics at the ops it cannot plan.
+mlir::FailureOr<BuiltPlan> buildPlan(mlir::func::FuncOp func,
+                                     const BuildPlanOptions &options);
+
+/// Registers the plan dialect in `registry` (tools that parse or build plans).
+void registerPlanDialect(mlir::DialectRegistry &registry);
+
+} // namespace weft
+
+#endif // WEFT_CONVERSION_WEFTTOPLAN_BUILDPLAN_H

@@ -1,0 +1,56 @@
+// The schedule half of weft-build-plan: turns each op of a planned step into
+// weft_plan entries (GEMMs, attention launches, one kernel per other op).
+#ifndef WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
+#define WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
+
+#include "weft/Analysis/Liveness.h"
+#include "weft/Conversion/WeftToPlan/BuildPlan.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace weft {
+
+class PlanBuilder {
+public:
+  PlanBuilder(const ScheduleLiveness &liveness, const BuildPlanOptions &options,
+              plan::StepOp step,
+              llvm::DenseMap<unsigned, mlir::FlatSymbolRefAttr> bufferSymbols)
+      : liveness(liveness), options(options), step(step),
+        bufferSymbols(std::move(bufferSymbols)),
+        builder(mlir::OpBuilder::atBlockEnd(&step.getBodyBlock())) {}
+
+  /// The entries of `op` at schedule index `index`; a diagnostic at the op
+  /// when it cannot be planned.
+  mlir::LogicalResult addOp(mlir::Operation *op, int64_t index);
+
+  std::vector<AttentionImage> attentionImages;
+
+private:
+  mlir::FailureOr<mlir::FlatSymbolRefAttr> bufferOf(mlir::Operation *op,
+                                                    mlir::Value value);
+  void declareKernel(llvm::StringRef name, llvm::StringRef image,
+                     llvm::ArrayRef<llvm::StringRef> params);
+  void launch(mlir::Location loc, llvm::StringRef kernel,
+              llvm::ArrayRef<mlir::Attribute> args,
+              llvm::ArrayRef<int64_t> grid, int64_t threads, int64_t smem,
+              int64_t index);
+  mlir::LogicalResult addLinear(mlir::Operation *op, int64_t index);
+  mlir::LogicalResult addMatmul(mlir::Operation *op, int64_t index);
+  mlir::LogicalResult addAttention(mlir::Operation *op, int64_t index);
+  mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
+  mlir::LogicalResult addKernelPerOp(mlir::Operation *op, int64_t index);
+
+  const ScheduleLiveness &liveness;
+  const BuildPlanOptions &options;
+  plan::StepOp step;
+  llvm::DenseMap<unsigned, mlir::FlatSymbolRefAttr> bufferSymbols;
+  mlir::OpBuilder builder;
+  /// Kernels are declared before the first schedule entry.
+  mlir::Operation *firstEntry = nullptr;
+  llvm::StringSet<> kernels, images;
+};
+
+} // namespace weft
+
+#endif // WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H

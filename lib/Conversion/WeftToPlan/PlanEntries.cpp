@@ -1,0 +1,377 @@
+// weft-build-plan's schedule entries: GEMMs for linear / matmul, the GPU
+// attention kernels (attentionKernelSpecs) for attention / attention_grad,
+// one kernel launch per other weft op or fused group, a fill kernel per
+// splat constant.
+#include "PlanBuilder.h"
+
+#include "weft/Dialect/WeftDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace weft {
+
+namespace {
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t result = 1;
+  for (int64_t d : dims)
+    result *= d;
+  return result;
+}
+
+/// "bf16", "f16", "f32", "f64"; empty for anything else.
+std::string dtypeOf(Type type) {
+  Type element = cast<ShapedType>(type).getElementType();
+  if (element.isBF16())
+    return "bf16";
+  if (element.isF16())
+    return "f16";
+  if (element.isF32())
+    return "f32";
+  if (element.isF64())
+    return "f64";
+  return "";
+}
+
+/// Kernel names for ops: weft.layer_norm_grad -> layer_norm_grad.
+std::string identifier(StringRef text) {
+  std::string result;
+  for (char c : text)
+    result += llvm::isAlnum(c) ? c : '_';
+  return result;
+}
+
+} // namespace
+
+FailureOr<FlatSymbolRefAttr> PlanBuilder::bufferOf(Operation *op, Value value) {
+  std::optional<unsigned> buffer = liveness.lookupBuffer(value);
+  auto it = buffer ? bufferSymbols.find(*buffer) : bufferSymbols.end();
+  if (it == bufferSymbols.end())
+    return op->emitError("cannot plan ")
+           << op->getName() << ": an operand or result has no arena buffer";
+  return it->second;
+}
+
+void PlanBuilder::declareKernel(StringRef name, StringRef image,
+                                ArrayRef<StringRef> params) {
+  if (!kernels.insert(name).second)
+    return;
+  OpBuilder::InsertionGuard guard(builder);
+  if (firstEntry)
+    builder.setInsertionPoint(firstEntry);
+  SmallVector<Attribute> kinds;
+  for (StringRef param : params)
+    kinds.push_back(builder.getStringAttr(param));
+  // The entry point is the kernel's own name (the gpu.func / PTX entry).
+  plan::KernelOp::create(builder, step.getLoc(), name, image, name,
+                         builder.getArrayAttr(kinds));
+}
+
+void PlanBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> args,
+                         ArrayRef<int64_t> grid, int64_t threads, int64_t smem,
+                         int64_t index) {
+  auto op = plan::LaunchOp::create(builder, loc, kernel, builder.getArrayAttr(args),
+                                   grid, {threads, 1, 1}, smem, /*stream=*/0,
+                                   index);
+  if (!firstEntry)
+    firstEntry = op;
+}
+
+LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
+  auto linear = cast<LinearOp>(op);
+  auto x = linear.getX().getType();
+  auto w = cast<RankedTensorType>(linear.getW().getType());
+  int64_t k = x.getShape().back();
+  int64_t m = product(x.getShape().drop_back());
+  int64_t n = w.getShape()[0];
+  std::string dtype = dtypeOf(x);
+  FailureOr<FlatSymbolRefAttr> a = bufferOf(op, linear.getX()),
+                               b = bufferOf(op, linear.getW()),
+                               d = bufferOf(op, linear.getY());
+  FailureOr<FlatSymbolRefAttr> bias = FlatSymbolRefAttr();
+  if (linear.getBias())
+    bias = bufferOf(op, linear.getBias());
+  if (failed(a) || failed(b) || failed(d) || failed(bias))
+    return failure();
+  // y[m, n] = x[m, k] w[n, k]^T (+ bias[n]): cuBLASLt's bias epilogue.
+  auto gemm = plan::GemmOp::create(
+      builder, op->getLoc(), *d, *a, *b, nullptr, *bias, nullptr,
+      builder.getI64IntegerAttr(m), builder.getI64IntegerAttr(n),
+      builder.getI64IntegerAttr(k), builder.getI64IntegerAttr(1), nullptr,
+      nullptr, builder.getUnitAttr(), builder.getStringAttr(dtype),
+      builder.getStringAttr(*bias ? "bias" : "none"), builder.getF32FloatAttr(1.0f),
+      builder.getF32FloatAttr(0.0f), nullptr, builder.getI64IntegerAttr(0),
+      builder.getI64IntegerAttr(index));
+  if (!firstEntry)
+    firstEntry = gemm;
+  return success();
+}
+
+LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
+  auto matmul = cast<MatmulOp>(op);
+  auto aType = cast<RankedTensorType>(matmul.getA().getType());
+  auto bType = cast<RankedTensorType>(matmul.getB().getType());
+  ArrayRef<int64_t> aShape = aType.getShape(), bShape = bType.getShape();
+  bool transA = matmul.getTransposeA(), transB = matmul.getTransposeB();
+  int64_t m = transA ? aShape.back() : aShape[aShape.size() - 2];
+  int64_t k = transA ? aShape[aShape.size() - 2] : aShape.back();
+  int64_t n = transB ? bShape[bShape.size() - 2] : bShape.back();
+  int64_t batch = product(aShape.drop_back(2));
+  bool sharedB = bShape.size() == 2 && aShape.size() > 2;
+  if (sharedB && !transA) {
+    // Every batch of a times one b: one GEMM over batch * m rows.
+    m *= batch;
+    batch = 1;
+  } else if (sharedB && batch > 1) {
+    return op->emitError("cannot plan weft.matmul: a transposed batched a (")
+           << aType << ") times a shared 2-d b (" << bType
+           << ") is not one strided cuBLASLt GEMM";
+  }
+  FailureOr<FlatSymbolRefAttr> a = bufferOf(op, matmul.getA()),
+                               b = bufferOf(op, matmul.getB()),
+                               d = bufferOf(op, matmul.getC());
+  if (failed(a) || failed(b) || failed(d))
+    return failure();
+  DenseI64ArrayAttr strides;
+  if (batch > 1)
+    strides = builder.getDenseI64ArrayAttr({m * k, k * n, m * n, m * n});
+  auto gemm = plan::GemmOp::create(
+      builder, op->getLoc(), *d, *a, *b, nullptr, nullptr, nullptr,
+      builder.getI64IntegerAttr(m), builder.getI64IntegerAttr(n),
+      builder.getI64IntegerAttr(k), builder.getI64IntegerAttr(batch), strides,
+      transA ? builder.getUnitAttr() : nullptr,
+      transB ? builder.getUnitAttr() : nullptr,
+      builder.getStringAttr(dtypeOf(aType)), builder.getStringAttr("none"),
+      builder.getF32FloatAttr(1.0f), builder.getF32FloatAttr(0.0f), nullptr,
+      builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(index));
+  if (!firstEntry)
+    firstEntry = gemm;
+  return success();
+}
+
+LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
+  bool backward = isa<AttentionGradOp>(op);
+  Value q, k, v, out, lse, dout, dq, dk, dv;
+  double scale, dropout;
+  bool causal;
+  if (auto forward = dyn_cast<AttentionOp>(op)) {
+    q = forward.getQ(), k = forward.getK(), v = forward.getV();
+    out = forward.getOut(), lse = forward.getLse();
+    scale = forward.getScaleValue();
+    dropout = forward.getDropoutP().convertToDouble();
+    causal = forward.getCausal();
+  } else {
+    auto grad = cast<AttentionGradOp>(op);
+    q = grad.getQ(), k = grad.getK(), v = grad.getV(), out = grad.getOut();
+    lse = grad.getLse(), dout = grad.getDout();
+    dq = grad.getDq(), dk = grad.getDk(), dv = grad.getDv();
+    scale = grad.getScaleValue();
+    dropout = grad.getDropoutP().convertToDouble();
+    causal = grad.getCausal();
+  }
+  // What the GPU kernels implement (AotKernels.cpp checks the same).
+  std::string dtype = dtypeOf(q.getType());
+  if (dtype != "bf16" && dtype != "f16")
+    return op->emitError("cannot plan ")
+           << op->getName() << ": the GPU attention kernels take bf16 or f16, got "
+           << cast<ShapedType>(q.getType()).getElementType();
+  if (dropout > 0.0)
+    return op->emitError("cannot plan ")
+           << op->getName() << ": the GPU attention kernels do not implement "
+           << "dropout (dropout_p = " << dropout << ")";
+  if (!lse)
+    return op->emitError("cannot plan weft.attention without its lse result: "
+                         "the forward kernel writes the row log-sum-exp");
+  ArrayRef<int64_t> qShape = cast<ShapedType>(q.getType()).getShape();
+  ArrayRef<int64_t> kShape = cast<ShapedType>(k.getType()).getShape();
+  ArrayRef<int64_t> vShape = cast<ShapedType>(v.getType()).getShape();
+  if (qShape[3] != vShape[3])
+    return op->emitError("cannot plan ")
+           << op->getName() << ": the GPU attention kernels need the value dim ("
+           << vShape[3] << ") to equal head_dim (" << qShape[3] << ")";
+  gpu::AttentionKernelConfig config;
+  config.bf16 = dtype == "bf16";
+  config.headDim = qShape[3];
+  config.causal = causal;
+  if (options.chooseTiles)
+    options.chooseTiles(config, backward);
+  if (backward)
+    config.warpgroupMma = false; // the backward kernels are warp-level only
+  std::string message;
+  if (failed(gpu::verifyAttentionKernelConfig(config, message)))
+    return op->emitError("cannot plan ") << op->getName() << ": " << message;
+
+  // Operands by the kernels' parameter names; delta is the op's workspace.
+  llvm::StringMap<Value> tensors = {{"q", q},       {"k", k},     {"v", v},
+                                    {"out", out},   {"lse", lse}, {"dout", dout},
+                                    {"dq", dq},     {"dk", dk},   {"dv", dv}};
+  FlatSymbolRefAttr delta;
+  if (backward) {
+    std::optional<unsigned> workspace = liveness.lookupWorkspace(op);
+    auto it = workspace ? bufferSymbols.find(*workspace) : bufferSymbols.end();
+    if (it == bufferSymbols.end())
+      return op->emitError("cannot plan weft.attention_grad: no planned "
+                           "workspace for delta");
+    delta = it->second;
+  }
+  int64_t batch = qShape[0], qHeads = qShape[1], kvHeads = kShape[1];
+  int64_t qLen = qShape[2], kLen = kShape[2];
+  std::string image = (backward ? "weft_attention_grad_" : "weft_attention_") +
+                      config.suffix();
+  if (images.insert(image).second)
+    attentionImages.push_back({image, config, backward});
+  for (const gpu::KernelSpec &spec : gpu::attentionKernelSpecs(config, backward)) {
+    SmallVector<StringRef> kinds;
+    SmallVector<Attribute> args;
+    for (const gpu::KernelParam &param : spec.params) {
+      switch (param.kind) {
+      case gpu::KernelParam::Kind::Pointer: {
+        kinds.push_back("ptr");
+        if (param.name == "delta") {
+          args.push_back(delta);
+          break;
+        }
+        Value tensor = tensors.lookup(param.name);
+        if (!tensor)
+          return op->emitError("cannot plan ")
+                 << op->getName() << ": kernel " << spec.name
+                 << " takes a tensor '" << param.name << "' the op does not have";
+        FailureOr<FlatSymbolRefAttr> buffer = bufferOf(op, tensor);
+        if (failed(buffer))
+          return failure();
+        args.push_back(*buffer);
+        break;
+      }
+      case gpu::KernelParam::Kind::I32: {
+        kinds.push_back("i32");
+        int64_t value = llvm::StringSwitch<int64_t>(param.name)
+                            .Case("batch", batch)
+                            .Case("q_heads", qHeads)
+                            .Case("kv_heads", kvHeads)
+                            .Case("q_len", qLen)
+                            .Case("k_len", kLen)
+                            .Default(-1);
+        if (value < 0)
+          return op->emitError("cannot plan ")
+                 << op->getName() << ": kernel " << spec.name
+                 << " takes an i32 '" << param.name << "' the planner does not know";
+        args.push_back(builder.getI32IntegerAttr(int32_t(value)));
+        break;
+      }
+      case gpu::KernelParam::Kind::F32:
+        kinds.push_back("f32");
+        args.push_back(builder.getF32FloatAttr(float(scale)));
+        break;
+      }
+    }
+    declareKernel(spec.name, image, kinds);
+    // Grid: (ceil(len / rows per block), heads, batch), as KernelSpec says.
+    int64_t len = spec.overKeys ? kLen : qLen;
+    int64_t heads = spec.overKeys ? kvHeads : qHeads;
+    launch(op->getLoc(), spec.name, args,
+           {(len + spec.rowsPerBlock - 1) / spec.rowsPerBlock, heads, batch},
+           spec.threads, spec.dynamicSmemBytes, index);
+  }
+  return success();
+}
+
+LogicalResult PlanBuilder::addKernelPerOp(Operation *op, int64_t index) {
+  std::string name;
+  if (op->getNumRegions() == 0) {
+    name = "weft_" + identifier(op->getName().stripDialect());
+  } else if (auto kind = op->getAttrOfType<StringAttr>("kind");
+             kind && op->getName().getStringRef() == "weft.fused") {
+    name = "weft_fused_" + identifier(kind.getValue());
+  } else {
+    return op->emitError("cannot plan ")
+           << op->getName() << ": an op with regions that is not a fused group";
+  }
+  name += llvm::formatv("_{0}", index).str();
+  // Pointers to every tensor operand, result and the workspace, in order.
+  SmallVector<StringRef> kinds;
+  SmallVector<Attribute> args;
+  int64_t elements = 1;
+  auto addTensor = [&](Value value) -> LogicalResult {
+    if (!isa<RankedTensorType>(value.getType()))
+      return op->emitError("cannot plan ")
+             << op->getName() << ": it has a non-tensor operand or result of type "
+             << value.getType();
+    FailureOr<FlatSymbolRefAttr> buffer = bufferOf(op, value);
+    if (failed(buffer))
+      return failure();
+    kinds.push_back("ptr");
+    args.push_back(*buffer);
+    elements = std::max(elements, tensorElements(value.getType()));
+    return success();
+  };
+  for (Value operand : op->getOperands())
+    if (failed(addTensor(operand)))
+      return failure();
+  for (Value result : op->getResults())
+    if (failed(addTensor(result)))
+      return failure();
+  if (std::optional<unsigned> workspace = liveness.lookupWorkspace(op)) {
+    kinds.push_back("ptr");
+    args.push_back(bufferSymbols.lookup(*workspace));
+  }
+  declareKernel(name, name, kinds);
+  // One thread per element of the largest tensor, 256 per block: the launch
+  // the kernel generator is given along with the kernel's name.
+  constexpr int64_t kThreads = 256;
+  int64_t blocks = std::min<int64_t>((elements + kThreads - 1) / kThreads,
+                                     int64_t(pkg::kMaxGridX));
+  launch(op->getLoc(), name, args, {std::max<int64_t>(blocks, 1), 1, 1},
+         kThreads, /*smem=*/0, index);
+  return success();
+}
+
+LogicalResult PlanBuilder::addConstant(Operation *op, int64_t index) {
+  auto value = dyn_cast<SplatElementsAttr>(cast<arith::ConstantOp>(op).getValue());
+  if (!value || !isa<FloatType>(value.getElementType()))
+    return op->emitError("cannot plan arith.constant: only floating-point "
+                         "splat tensors are filled by a kernel, got ")
+           << cast<arith::ConstantOp>(op).getValue().getType();
+  FailureOr<FlatSymbolRefAttr> buffer = bufferOf(op, op->getResult(0));
+  if (failed(buffer))
+    return failure();
+  // One fill kernel per element type: (ptr, i64 elements, f32 value).
+  std::string name = "weft_fill_" + dtypeOf(value.getType());
+  declareKernel(name, name, {"ptr", "i64", "f32"});
+  int64_t elements = value.getNumElements();
+  float splat = float(value.getSplatValue<APFloat>().convertToDouble());
+  constexpr int64_t kThreads = 256;
+  launch(op->getLoc(), name,
+         {*buffer, builder.getI64IntegerAttr(elements), builder.getF32FloatAttr(splat)},
+         {std::max<int64_t>((elements + kThreads - 1) / kThreads, 1), 1, 1},
+         kThreads, /*smem=*/0, index);
+  return success();
+}
+
+LogicalResult PlanBuilder::addOp(Operation *op, int64_t index) {
+  if (isa<arith::ConstantOp>(op))
+    return addConstant(op, index);
+  if (!isa<WeftDialect>(op->getDialect()))
+    return op->emitError("cannot plan ")
+           << op->getName() << ": weft-build-plan has no kernel for ops of the '"
+           << op->getDialect()->getNamespace() << "' dialect";
+  // A reshape is a view of its operand's buffer: nothing to run.
+  if (isa<ReshapeOp>(op))
+    return success();
+  if (isa<LinearOp>(op))
+    return addLinear(op, index);
+  if (isa<MatmulOp>(op))
+    return addMatmul(op, index);
+  if (isa<AttentionOp, AttentionGradOp>(op))
+    return addAttention(op, index);
+  return addKernelPerOp(op, index);
+}
+
+} // namespace weft
