@@ -1,0 +1,32 @@
+// RUN: weft-opt %s --split-input-file --weft-plan-memory --weft-build-plan --verify-diagnostics
+
+func.func @f32_attention(%q: tensor<1x2x16x64xf32>) -> tensor<1x2x16x64xf32> {
+  // expected-error @+1 {{cannot plan weft.attention: the GPU attention kernels take bf16 or f16, got 'f32'}}
+  %o, %lse = weft.attention %q, %q, %q : (tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>) -> (tensor<1x2x16x64xf32>, tensor<1x2x16xf32>)
+  return %o : tensor<1x2x16x64xf32>
+}
+
+// -----
+
+func.func @head_dim(%q: tensor<1x2x16x32xbf16>) -> tensor<1x2x16x32xbf16> {
+  // expected-error @+1 {{cannot plan weft.attention: the GPU attention kernels support head_dim 64 and 128, got 32}}
+  %o, %lse = weft.attention %q, %q, %q : (tensor<1x2x16x32xbf16>, tensor<1x2x16x32xbf16>, tensor<1x2x16x32xbf16>) -> (tensor<1x2x16x32xbf16>, tensor<1x2x16xf32>)
+  return %o : tensor<1x2x16x32xbf16>
+}
+
+// -----
+
+func.func @no_lse(%q: tensor<1x2x16x64xbf16>) -> tensor<1x2x16x64xbf16> {
+  // expected-error @+1 {{cannot plan weft.attention without its lse result}}
+  %o = weft.attention %q, %q, %q : (tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>) -> tensor<1x2x16x64xbf16>
+  return %o : tensor<1x2x16x64xbf16>
+}
+
+// -----
+
+func.func @not_splat(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{cannot plan arith.constant: only floating-point splat tensors are filled by a kernel}}
+  %c = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %y = weft.add %x, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
