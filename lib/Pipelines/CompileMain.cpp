@@ -4,6 +4,7 @@
 #include "weft/Pipelines.h"
 #include "weft/Target/GPU/AotKernels.h"
 #include "weft/Target/GPU/Serialize.h"
+#include "weft/Target/Package/PlanPackage.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -52,10 +53,13 @@ struct CompileOptions {
       cl::desc("step (default): the step IR; kernels: the AOT attention units "
                "(.ptx, .cubin, .h, .c, .json) of every weft.attention / "
                "attention_grad; gpu-binary: PTX and cubin of hand-written "
-               "gpu.modules, with ptxas's resources on stdout"),
+               "gpu.modules, with ptxas's resources on stdout; package: "
+               "the step's plan and kernel images (--train, -o FILE.weftpkg)"),
       cl::init("step"), cl::cat(category)};
   cl::opt<std::string> chip{"chip", cl::desc("GPU architecture of kernels"),
                             cl::init("sm_90a"), cl::cat(category)};
+  cl::alias target{"target", cl::desc("Alias for --chip"),
+                   cl::aliasopt(chip), cl::cat(category)};
   cl::opt<int64_t> blockQ{"block-q",
                           cl::desc("Query rows per kernel tile (default: "
                                    "the tuning table's, else 64)"),
@@ -70,6 +74,11 @@ struct CompileOptions {
                "Hopper warpgroup MMA (warpgroup); default: the tuning "
                "table's \"mma\", else warp"),
       cl::init("warp"), cl::cat(category)};
+  cl::opt<int64_t> attentionStages{
+      "attention-stages",
+      cl::desc("K/V pipeline stages of the warpgroup attention forward "
+               "(2..4; default: the tuning table's, else 2)"),
+      cl::init(2), cl::cat(category)};
   cl::opt<std::string> tuningTable{
       "tuning-table",
       cl::desc("The autotuner's tiles per configuration for --emit=kernels "
@@ -151,15 +160,22 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
           "  weft-compile FILE --emit=kernels -o DIR [--block-q=N --block-k=N]\n"
           "    [--tuning-table=FILE|none]\n"
           "    [--chip=sm_90a] [--train --entry NAME ...]\n"
-          "  weft-compile FILE --emit=gpu-binary -o DIR [--chip=sm_90a]\n",
+          "  weft-compile FILE --emit=gpu-binary -o DIR [--chip=sm_90a]\n"
+          "  weft-compile FILE --entry NAME --train [--optimizer=adamw]\n"
+          "    [--memory-budget=SIZE] --target=sm_90a --emit=package "
+          "-o STEP.weftpkg\n",
           &llvm::errs()))
     return kExitUsage;
 
   bool emitKernels = cli.emit == "kernels";
   bool emitGpuBinary = cli.emit == "gpu-binary";
-  if (!emitKernels && !emitGpuBinary && cli.emit != "step")
+  bool emitPackage = cli.emit == "package";
+  if (!emitKernels && !emitGpuBinary && !emitPackage && cli.emit != "step")
     return usageError("--emit=" + cli.emit +
-                      " is not one of step, kernels, gpu-binary");
+                      " is not one of step, kernels, gpu-binary, package");
+  if (emitPackage && (!cli.train || cli.output == "-"))
+    return usageError("--emit=package packages a training step: give --train "
+                      "--entry NAME and -o FILE.weftpkg");
   if ((emitKernels || emitGpuBinary) && cli.output == "-")
     return usageError("--emit=" + cli.emit +
                       " writes several files: give the directory with -o DIR");
@@ -187,6 +203,7 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.memoryReport = cli.memoryReport;
 
   weft::gpu::registerGpuTargetDialects(registry);
+  weft::registerPlanDialect(registry);
   MLIRContext context(registry);
   // A diagnostic names the function and the values; a dump of the whole step
   // after it (MLIR's default for errors on ops) buries it.
@@ -222,8 +239,10 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   // Given on the command line it wins over the table's "mma", as --block-q.
   if (cli.attentionMma.getNumOccurrences())
     kernelOptions.warpgroupMma = cli.attentionMma == "warpgroup";
+  if (cli.attentionStages.getNumOccurrences())
+    kernelOptions.fixedStages = cli.attentionStages;
   std::optional<weft::gpu::AttentionTuningTable> table;
-  if (emitKernels) {
+  if (emitKernels || emitPackage) {
     std::string path = tuningTablePath(cli.tuningTable);
     if (!path.empty()) {
       std::string message;
@@ -269,6 +288,43 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
     if (failed(pm.run(*module)) || !finishDiffEachPass(*status) ||
         failed(weft::gpu::emitAttentionKernelUnits(*module, kernelOptions)))
       return kExitFailed;
+    return kExitOk;
+  }
+
+  if (emitPackage) {
+    // Opened first, as below; the package is written only when it is whole.
+    std::unique_ptr<llvm::ToolOutputFile> out =
+        openOutputFile(cli.output, &errorMessage);
+    if (!out)
+      return usageError(errorMessage);
+    if (failed(pm.run(*module)) || !finishDiffEachPass(*status))
+      return kExitFailed;
+    auto step = module->lookupSymbol<func::FuncOp>(cli.entry + "_step");
+    if (!step)
+      return usageError("the pipeline built no @" + cli.entry + "_step");
+    // The same tiles --emit=kernels would use: fixed, else the table's.
+    weft::BuildPlanOptions planOptions;
+    planOptions.arch = cli.chip;
+    planOptions.chooseTiles = [&](weft::gpu::AttentionKernelConfig &config,
+                                  bool backward) {
+      weft::gpu::AttentionTiles tiles{kernelOptions.blockQ, kernelOptions.blockK};
+      if (kernelOptions.tuningTable)
+        if (auto tuned = kernelOptions.tuningTable->lookup(
+                cli.chip, config.bf16, config.headDim, config.causal, backward))
+          tiles = *tuned;
+      config.blockQ = kernelOptions.fixedBlockQ.value_or(tiles.blockQ);
+      config.blockK = kernelOptions.fixedBlockK.value_or(tiles.blockK);
+      config.warpgroupMma = kernelOptions.warpgroupMma.value_or(tiles.warpgroupMma);
+    };
+    FailureOr<weft::BuiltPlan> built = weft::buildPlan(step, planOptions);
+    if (failed(built))
+      return kExitFailed;
+    FailureOr<weft::pkg::Package> package = weft::makePackage(
+        *built, cli.chip, weft::gpu::kWeftVersion, llvm::errs());
+    if (failed(package))
+      return kExitFailed;
+    out->os() << weft::pkg::writePackage(*package);
+    out->keep();
     return kExitOk;
   }
 

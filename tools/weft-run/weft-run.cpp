@@ -2,6 +2,7 @@
 // an .npz file (or reproducible random ones), prints a checksum line per
 // result, and can write the results and compare them with a reference .npz.
 // Exit codes: 0 ok, 1 a check failed or the run failed, 2 usage or input error.
+#include "CheckPackage.h"
 #include "weft/Reference/Interpreter.h"
 #include "weft/Reference/RandomInputs.h"
 #include "weft/RegisterWeftDialects.h"
@@ -68,6 +69,18 @@ cl::opt<double> relTolerance("rtol", cl::desc("Relative tolerance of --expect"),
                      cl::init(1e-5), cl::cat(runCategory));
 cl::opt<double> absTolerance("atol", cl::desc("Absolute tolerance of --expect"),
                      cl::init(1e-8), cl::cat(runCategory));
+
+cl::opt<bool> checkPackage(
+    "check",
+    cl::desc("Validate a package (weft-compile --emit=package) without a "
+             "GPU: format, bounds, checksums, buffers inside the arena and "
+             "not overlapping while live, arguments defined and live, "
+             "kernel images"),
+    cl::cat(runCategory));
+cl::opt<bool> allowMissingImages(
+    "allow-missing-images",
+    cl::desc("With --check: kernels without an image are a warning"),
+    cl::cat(runCategory));
 
 int fail(ExitCode code, const llvm::Twine &message) {
   // Keep the order of result lines and errors when both go to one terminal.
@@ -313,6 +326,10 @@ int main(int argc, char **argv) {
           &llvm::errs()))
     return kExitUsage;
 
+  if (allowMissingImages && !checkPackage)
+    return fail(kExitUsage, "--allow-missing-images needs --check");
+  if (checkPackage)
+    return weft::checkPackageFile(inputFilename, allowMissingImages);
   if (!inputsFile.empty() && randomInputs)
     return fail(kExitUsage, "--inputs and --random-inputs exclude each other");
   if (seed.getNumOccurrences() && !randomInputs)

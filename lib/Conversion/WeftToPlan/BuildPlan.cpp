@@ -102,6 +102,8 @@ FailureOr<BuiltPlan> weft::buildPlan(func::FuncOp func,
   if (failed(liveness))
     return failure();
 
+  // Callers outside a pass (weft-compile) may have only registered it.
+  func.getContext()->getOrLoadDialect<plan::WeftPlanDialect>();
   OpBuilder builder(func.getContext());
   builder.setInsertionPointAfter(func);
   std::string name = (func.getSymName() + "_plan").str();

@@ -1,0 +1,86 @@
+// weft_plan.step + attention images -> pkg::Package. The attention images are
+// built as weft-compile --emit=kernels builds them (buildAttentionKernels,
+// lowerToPtx, assemblePtx); other kernels' images come from elsewhere.
+#include "weft/Target/Package/PlanPackage.h"
+
+#include "weft/Target/GPU/Serialize.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+
+using namespace mlir;
+
+namespace weft {
+
+namespace {
+
+/// One attention image, built in a module of its own.
+FailureOr<gpu::GpuBinary> buildAttentionImage(MLIRContext *context,
+                                              const AttentionImage &image,
+                                              StringRef chip, Location loc) {
+  DialectRegistry registry;
+  gpu::registerGpuTargetDialects(registry);
+  context->appendDialectRegistry(registry);
+  context->loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  if (failed(gpu::buildAttentionKernels(*module, image.name, image.config,
+                                        image.backward)))
+    return emitError(loc, "building the attention kernels of image ")
+           << image.name << " failed";
+  FailureOr<std::string> ptx = gpu::lowerToPtx(*module, image.name, chip);
+  if (failed(ptx))
+    return emitError(loc, "lowering image ") << image.name << " to PTX for "
+                                             << chip << " failed";
+  gpu::GpuBinary binary;
+  std::string message;
+  if (failed(gpu::assemblePtx(*ptx, chip, binary, message)))
+    return emitError(loc, "assembling image ") << image.name << ": " << message;
+  binary.ptx = *ptx;
+  return binary;
+}
+
+} // namespace
+
+FailureOr<pkg::Package> makePackage(const BuiltPlan &built, StringRef chip,
+                                    StringRef weftVersion,
+                                    llvm::raw_ostream &notes) {
+  plan::StepOp step = built.step;
+  FailureOr<pkg::Package> package = plan::exportStep(step);
+  if (failed(package))
+    return failure();
+  package->weftVersion = weftVersion.str();
+  Location loc = step.getLoc();
+  bool havePtxas = !gpu::findPtxas().empty();
+  if (!havePtxas && !built.attentionImages.empty())
+    notes << "note: no ptxas ($WEFT_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin, "
+             "PATH): the "
+          << built.attentionImages.size()
+          << " attention image(s) are not in the package\n";
+  for (const AttentionImage &image : built.attentionImages) {
+    if (!havePtxas)
+      break;
+    FailureOr<gpu::GpuBinary> binary =
+        buildAttentionImage(step.getContext(), image, chip, loc);
+    if (failed(binary))
+      return failure();
+    pkg::Image entry;
+    entry.name = image.name;
+    entry.cubin = std::string(binary->cubin.begin(), binary->cubin.end());
+    entry.ptx = binary->ptx;
+    package->images.push_back(std::move(entry));
+  }
+  size_t missing = 0;
+  for (pkg::Kernel &kernel : package->kernels) {
+    for (size_t i = 0; i < package->images.size(); ++i)
+      if (package->images[i].name == kernel.imageName)
+        kernel.image = uint32_t(i);
+    missing += kernel.image == pkg::kNone;
+  }
+  if (missing)
+    notes << "note: " << missing << " of " << package->kernels.size()
+          << " kernels have no image yet (only the attention kernels are "
+             "generated); the package records them as missing\n";
+  return package;
+}
+
+} // namespace weft

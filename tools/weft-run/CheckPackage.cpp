@@ -1,0 +1,82 @@
+// weft-run --check: validates a package without a GPU (the reader's bounds
+// and checksums, then the plan checks) and prints a short summary.
+#include "CheckPackage.h"
+
+#include "weft/Target/Package/Package.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace weft {
+
+int checkPackageFile(llvm::StringRef path, bool allowMissingImages) {
+  auto error = [&](const llvm::Twine &message) {
+    llvm::outs().flush();
+    llvm::WithColor::error(llvm::errs(), "weft-run") << path << ": " << message
+                                                      << "\n";
+  };
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!file) {
+    error("cannot read: " + file.getError().message());
+    return 2;
+  }
+  pkg::Package package;
+  std::string message;
+  if (!pkg::readPackage((*file)->getBufferStart(), (*file)->getBufferSize(),
+                        package, message)) {
+    error(message);
+    return 1;
+  }
+  pkg::CheckOptions options;
+  options.requireImages = false; // reported below, all in one line
+  std::vector<pkg::Problem> problems = pkg::checkPackage(package, options);
+  for (const pkg::Problem &problem : problems)
+    error(problem.message);
+  if (!problems.empty())
+    return 1;
+
+  std::vector<std::string> missing;
+  for (const pkg::Kernel &kernel : package.kernels)
+    if (kernel.image == pkg::kNone ||
+        (!package.images[kernel.image].cubin && !package.images[kernel.image].ptx))
+      missing.push_back(kernel.name);
+  llvm::outs() << path << ": package format " << package.formatVersion
+               << ", weft " << package.weftVersion << ", arch " << package.arch
+               << ", step @" << package.stepName << "\n";
+  llvm::outs() << "  arena " << package.arenaBytes << " bytes ("
+               << llvm::format("%.2f", double(package.arenaBytes) / (1 << 20))
+               << " MiB), alignment " << package.alignment << ", "
+               << package.numSteps << " schedule indices, " << package.numStreams
+               << (package.numStreams == 1 ? " stream\n" : " streams\n");
+  llvm::outs() << "  " << package.buffers.size() << " buffers, "
+               << package.kernels.size() << " kernels ("
+               << package.kernels.size() - missing.size() << " with images), "
+               << package.launches.size() << " launches, "
+               << package.gemms.size() << " gemms, " << package.events.size()
+               << " events, " << package.images.size() << " images\n";
+  if (!missing.empty()) {
+    std::string names;
+    for (size_t i = 0; i < missing.size() && i < 5; ++i)
+      names += (i ? ", " : "") + missing[i];
+    if (missing.size() > 5)
+      names += ", ...";
+    std::string text = std::to_string(missing.size()) + " of " +
+                       std::to_string(package.kernels.size()) +
+                       " kernels have no image in the package (" + names + ")";
+    if (!allowMissingImages) {
+      error(text + "; a GPU cannot run this step");
+      return 1;
+    }
+    llvm::outs().flush();
+    llvm::WithColor::warning(llvm::errs(), "weft-run") << path << ": " << text
+                                                        << "\n";
+  }
+  llvm::outs() << "  ok\n";
+  return 0;
+}
+
+} // namespace weft
