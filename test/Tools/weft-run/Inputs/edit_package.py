@@ -1,0 +1,93 @@
+"""Makes bad packages on purpose for weft-run --check tests: edits one field
+of a valid package and, unless told not to, re-signs it (section and header
+FNV-1a checksums), following lib/Target/Package/PackageFormat.h.
+
+  edit_package.py IN OUT overlap | past-arena | undefined-arg
+  edit_package.py IN OUT flip SECTION_KIND   (no re-signing: checksum fails)
+  edit_package.py IN OUT version N           (the header's format version)
+"""
+import struct
+import sys
+
+HEADER, ENTRY = 80, 32
+STEP, BUFFERS, LAUNCHES, ARGS = 2, 3, 6, 7
+BUFFER_BYTES, LAUNCH_BYTES, ARG_BYTES = 56, 48, 16
+
+
+def fnv(data, h=0xcbf29ce484222325):
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def table(pkg):
+    count, = struct.unpack_from("<I", pkg, 24)
+    off, = struct.unpack_from("<Q", pkg, 32)
+    return [struct.unpack_from("<IIQQQ", pkg, off + i * ENTRY) + (off + i * ENTRY,)
+            for i in range(count)]
+
+
+def section(pkg, kind):
+    for k, _, off, length, _, _ in table(pkg):
+        if k == kind:
+            return off, length
+    raise SystemExit("no section %d" % kind)
+
+
+def resign(pkg):
+    for k, idx, off, length, _, at in table(pkg):
+        struct.pack_into("<Q", pkg, at + 24, fnv(pkg[off:off + length]))
+    count, = struct.unpack_from("<I", pkg, 24)
+    toff, = struct.unpack_from("<Q", pkg, 32)
+    h = fnv(pkg[toff:toff + count * ENTRY], fnv(pkg[:72]))
+    struct.pack_into("<Q", pkg, 72, h)
+
+
+def buffers(pkg):
+    off, length = section(pkg, BUFFERS)
+    out = []
+    for i in range(length // BUFFER_BYTES):
+        at = off + i * BUFFER_BYTES
+        offset, size, first, last = struct.unpack_from("<QQII", pkg, at + 16)
+        out.append((at, offset, size, first, last))
+    return out
+
+
+def main():
+    src, dst, what = sys.argv[1:4]
+    pkg = bytearray(open(src, "rb").read())
+    if what == "overlap":
+        # Move a buffer onto another one live at the same time.
+        bs = [b for b in buffers(pkg) if b[2] > 0]
+        for a in bs:
+            for b in bs:
+                if a is not b and a[3] <= b[4] and b[3] <= a[4] and a[1] != b[1]:
+                    struct.pack_into("<Q", pkg, b[0] + 16, a[1])
+                    resign(pkg)
+                    open(dst, "wb").write(pkg)
+                    return
+        raise SystemExit("no two buffers live together")
+    elif what == "past-arena":
+        soff, _ = section(pkg, STEP)
+        arena, = struct.unpack_from("<Q", pkg, soff + 8)
+        struct.pack_into("<Q", pkg, buffers(pkg)[0][0] + 16, arena)
+        resign(pkg)
+    elif what == "undefined-arg":
+        aoff, alen = section(pkg, ARGS)
+        for i in range(alen // ARG_BYTES):
+            kind, = struct.unpack_from("<I", pkg, aoff + i * ARG_BYTES)
+            if kind == 0:
+                struct.pack_into("<Q", pkg, aoff + i * ARG_BYTES + 8, 999999)
+                break
+        resign(pkg)
+    elif what == "flip":
+        off, length = section(pkg, int(sys.argv[4]))
+        pkg[off + length // 2] ^= 0x40
+    elif what == "version":
+        struct.pack_into("<I", pkg, 8, int(sys.argv[4]))
+    else:
+        raise SystemExit("unknown edit " + what)
+    open(dst, "wb").write(pkg)
+
+
+main()
