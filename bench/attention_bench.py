@@ -64,8 +64,9 @@ def parse_args(argv):
 # ---- choosing what to time (host side, tested without a GPU) ---------------
 
 def load_tuning(path):
-    """{(arch, dtype, head_dim, causal): ((fq, fk, mma), (bq, bk))} from the
-    table; the forward's mma is "warp" where the entry has none."""
+    """{(arch, dtype, head_dim, causal): ((fq, fk, mma, stages), (bq, bk))}
+    from the table; the forward's mma is "warp" where the entry has none,
+    stages 2 where it has none."""
     import json
     try:
         with open(path) as f:
@@ -77,7 +78,8 @@ def load_tuning(path):
         try:
             key = (entry["arch"], entry["dtype"], entry["head_dim"], entry["causal"])
             fwd, bwd = entry["forward"], entry["backward"]
-            chosen[key] = ((fwd["block_q"], fwd["block_k"], fwd.get("mma", "warp")),
+            chosen[key] = ((fwd["block_q"], fwd["block_k"], fwd.get("mma", "warp"),
+                            fwd.get("stages", 2)),
                            (bwd["block_q"], bwd["block_k"]))
         except (KeyError, TypeError) as e:
             raise ku.UnitError(f"tuning table {path}: entries[{i}] lacks {e}") from e
@@ -95,7 +97,7 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None):
         for key in keys:
             fwd, bwd = groups[key].get("forward"), groups[key].get("backward")
             if fwd and bwd:
-                variants.append((wa.config_label(key[3:5], key[3:5], key[5]), fwd, bwd))
+                variants.append((wa.config_label(key[3:5], key[3:5], key[5], key[6]), fwd, bwd))
             else:
                 notes.append(f"{ku.config_name(key)}: no {'forward' if not fwd else 'backward'} "
                              f"unit")
@@ -104,19 +106,22 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None):
         return variants, notes
     arch = next((groups[k][d].arch for k in keys for d in groups[k]), "sm_90a")
     fwd_tiles, bwd_tiles = tuning.get((arch, dtype, head_dim, causal),
-                                      ((64, 64, "warp"), (64, 64)))
-    # (bq, bk) alone is a warp forward, as a table entry without "mma".
-    fwd_tiles, bwd_tiles = tuple(fwd_tiles[:2]) + (tuple(fwd_tiles[2:]) or ("warp",)), \
-        tuple(bwd_tiles[:2]) + ("warp",)
+                                      ((64, 64, "warp", 2), (64, 64)))
+    # (bq, bk) alone is a warp forward, as a table entry without "mma";
+    # stages 2 where the entry has none.
+    fwd_tiles = tuple(fwd_tiles[:2]) + (tuple(fwd_tiles[2:3]) or ("warp",)) + \
+        (tuple(fwd_tiles[3:4]) or (2,))
+    bwd_tiles = tuple(bwd_tiles[:2]) + ("warp", 2)
     fwd = groups.get((dtype, head_dim, causal) + fwd_tiles, {}).get("forward")
     bwd = groups.get((dtype, head_dim, causal) + bwd_tiles, {}).get("backward")
-    missing = [f"{d} q{t[0]}k{t[1]}{ku.mma_suffix(t[2])}"
+    missing = [f"{d} q{t[0]}k{t[1]}{ku.mma_suffix(t[2], ' ', t[3])}"
                for d, t, u in (("forward", fwd_tiles, fwd), ("backward", bwd_tiles, bwd))
                if u is None]
     if missing:
         return [], [f"{dtype} d{head_dim} {'causal' if causal else 'full'}: the table's "
                     f"{' and '.join(missing)} unit is not in the kernels directory"]
-    return [("tuned " + wa.config_label(fwd_tiles[:2], bwd_tiles[:2], fwd_tiles[2]), fwd, bwd)], []
+    return [("tuned " + wa.config_label(fwd_tiles[:2], bwd_tiles[:2], fwd_tiles[2], fwd_tiles[3]),
+             fwd, bwd)], []
 
 
 # ---- the report (host side, tested with fake timings) ----------------------

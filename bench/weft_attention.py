@@ -71,12 +71,12 @@ def tflops(shape, mode, ms):
     return flops(shape, mode) / ms / 1e9 if ms else None
 
 
-def config_label(fwd_tiles, bwd_tiles, fwd_mma="warp"):
+def config_label(fwd_tiles, bwd_tiles, fwd_mma="warp", fwd_stages=2):
     """'q64k64' when both directions share tiles, else 'fwd q128k64 / bwd
     q64k128'; a warpgroup-MMA forward adds ' wgmma' ('q128k64 wgmma', 'fwd
     q128k64 wgmma / bwd q64k128'), the backward being warp-level always."""
     f, b = f"q{fwd_tiles[0]}k{fwd_tiles[1]}", f"q{bwd_tiles[0]}k{bwd_tiles[1]}"
-    kind = ku.mma_suffix(fwd_mma)
+    kind = ku.mma_suffix(fwd_mma, " ", fwd_stages)
     return f + kind if f == b else f"fwd {f}{kind} / bwd {b}"
 
 
@@ -216,7 +216,8 @@ class WeftAttention:
     @staticmethod
     def _prepare(loaded, values, shapes):
         return [(fn, ku.grid_for(kernel, shapes), (kernel.threads, 1, 1),
-                 kernel.dynamic_smem_bytes, ku.build_args(kernel, values))
+                 kernel.dynamic_smem_bytes,
+                 ku.build_args(kernel, values, loaded.unit.dtype, loaded.unit.head_dim))
                 for kernel, fn in zip(loaded.unit.kernels, loaded.functions)]
 
     def _run(self, launches):

@@ -186,22 +186,26 @@ def test_autotune_arguments(tmp_path, capsys):
     assert "candidates.json" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         at.parse_args(["run", str(tmp_path)])  # --out is required
-    # block_q {64, 128} x block_k {32, 64, 128}, with each forward MMA kind.
+    # Warp: block_q {64, 128} x block_k {32, 64, 128}; warpgroup: block_q
+    # {64, 128} x block_k {64, 128} x stages {2, 3}.
     keys = at.candidate_keys()
-    assert len(keys) == 2 * 2 * 2 * 2 * 3 + 2 * 2 * 2 * 2 * 3
+    assert len(keys) == 2 * 2 * 2 * 2 * 3 + 2 * 2 * 2 * 2 * 2 * 2
     assert len(set(keys)) == len(keys)
     wgmma = [k for k in keys if k[5] == "warpgroup"]
-    assert {k[3] for k in wgmma} == {64, 128} and {k[4] for k in wgmma} == {32, 64, 128}
-    assert [ku.config_name(k) for k in at.candidate_keys("d64-causal-q128k64")] == [
-        "bf16-d64-causal-q128k64", "f16-d64-causal-q128k64",
-        "bf16-d64-causal-q128k64-wgmma", "f16-d64-causal-q128k64-wgmma"]
-    command = at.compile_command("wc", "IR", "DIR", ("bf16", 64, True, 128, 64, "warpgroup"))
+    assert {k[3] for k in wgmma} == {64, 128} and {k[4] for k in wgmma} == {64, 128}
+    assert {k[6] for k in wgmma} == {2, 3} and {k[6] for k in keys if k[5] == "warp"} == {2}
+    assert [ku.config_name(k) for k in at.candidate_keys("bf16-d64-causal-q128k64")] == [
+        "bf16-d64-causal-q128k64", "bf16-d64-causal-q128k64-wgmma",
+        "bf16-d64-causal-q128k64-wgmma-s3"]
+    command = at.compile_command("wc", "IR", "DIR", ("bf16", 64, True, 128, 64, "warpgroup", 3))
+    assert "--attention-stages=3" in command
     assert "--attention-mma=warpgroup" in command and "--block-q=128" in command
 
 
 @pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
 def test_prepare_compiles_then_reuses(tmp_path, capsys):
-    # "$": not its wgmma twin, bf16-d64-causal-q128k32-wgmma.
+    # "$": a name ending there, not a longer one that starts with it (as a
+    # wgmma candidate's -wgmma-s3 twin does).
     only = "bf16-d64-causal-q128k32"
     manifest = at.prepare(str(tmp_path), only + "$")
     (record,) = manifest["candidates"]
@@ -262,24 +266,30 @@ def test_weft_compile_reads_the_table_from_the_environment(tmp_path):
 def test_choose_the_forward_over_both_mma_kinds():
     rows = [{"block_q": 64, "block_k": 64, "mma": "warp", "fwd_ms": 2.0, "bwd_ms": 5.0},
             {"block_q": 128, "block_k": 64, "fwd_ms": 1.8, "bwd_ms": 6.0},
-            {"block_q": 128, "block_k": 64, "mma": "warpgroup", "fwd_ms": 1.5,
+            {"block_q": 128, "block_k": 64, "mma": "warpgroup", "stages": 2, "fwd_ms": 1.5,
              "fwdbwd_ms": 6.5, "bwd_note": "the warp backward"},
             # A wgmma row's bwd_ms (should one appear) is never the backward.
             {"block_q": 64, "block_k": 32, "mma": "warpgroup", "fwd_ms": 1.9, "bwd_ms": 0.1},
             {"block_q": 64, "block_k": 128, "mma": "warpgroup", "fwd_ms": 0.5,
              "fwd_skip": "spills: 8 B"}]
     fwd, bwd = at.choose(rows)
-    assert fwd == {"block_q": 128, "block_k": 64, "mma": "warpgroup", "ms": 1.5}
+    # A wgmma forward's pick names its stages (2 where its row has none).
+    assert fwd == {"block_q": 128, "block_k": 64, "mma": "warpgroup", "stages": 2, "ms": 1.5}
     assert bwd == {"block_q": 64, "block_k": 64, "ms": 5.0}
     assert at.row_label(fwd) == "q128k64 wgmma" and at.row_label(bwd) == "q64k64"
     # Slower wgmma: the warp forward wins and says so.
     fwd, _ = at.choose([dict(rows[2], fwd_ms=3.0)] + rows[:2])
     assert fwd == {"block_q": 128, "block_k": 64, "mma": "warp", "ms": 1.8}
+    # A 3-stage wgmma forward, when fastest, is picked and labelled so.
+    fwd, _ = at.choose(rows + [dict(rows[2], stages=3, fwd_ms=1.4)])
+    assert fwd == {"block_q": 128, "block_k": 64, "mma": "warpgroup", "stages": 3, "ms": 1.4}
+    assert at.row_label(fwd) == "q128k64 wgmma s3"
     # Only wgmma rows: a forward, but no backward, so no entry.
     assert at.choose(rows[2:4])[1] is None
     assert at.table_entry("sm_90a", "bf16", 64, False, rows[2:4]) is None
     entry = at.table_entry("sm_90a", "bf16", 64, False, rows)
     assert entry["forward"]["mma"] == "warpgroup" and "mma" not in entry["backward"]
+    assert entry["forward"]["stages"] == 2 and "stages" not in entry["backward"]
     text = at.render_table({"entries": [entry]})
     assert "forward q128k64 wgmma 1.500 ms" in text and "backward q64k64 5.000 ms" in text
 
@@ -303,29 +313,48 @@ def test_bench_labels_and_tunes_the_mma_kind(tmp_path):
     old = dict(entry, head_dim=64, forward={"block_q": 64, "block_k": 64})
     table.write_text(json.dumps({"entries": [entry, old]}))
     tuning = ab.load_tuning(str(table))
-    assert tuning[("sm_90a", "bf16", 128, False)] == ((128, 64, "warpgroup"), (64, 128))
-    assert tuning[("sm_90a", "bf16", 64, False)] == ((64, 64, "warp"), (64, 128))
+    # Stages 2 where the entry has none (every warp forward, older wgmma ones).
+    assert tuning[("sm_90a", "bf16", 128, False)] == ((128, 64, "warpgroup", 2), (64, 128))
+    assert tuning[("sm_90a", "bf16", 64, False)] == ((64, 64, "warp", 2), (64, 128))
     (label, fwd, bwd), = ab.weft_variants(groups, "bf16", 128, False, tuning)[0]
     assert label == "tuned fwd q128k64 wgmma / bwd q64k128"
     assert (fwd.mma, fwd.block_q, bwd.mma, bwd.block_q) == ("warpgroup", 128, "warp", 64)
     # The table's wgmma forward missing from the directory is named as such.
-    tuning[("sm_90a", "bf16", 128, False)] = ((128, 128, "warpgroup"), (64, 128))
+    tuning[("sm_90a", "bf16", 128, False)] = ((128, 128, "warpgroup", 2), (64, 128))
     variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning)
     assert variants == [] and "forward q128k128 wgmma unit is not in" in notes[0]
+    # So is one of other stages than the directory's.
+    table.write_text(json.dumps({"entries": [dict(
+        entry, forward=dict(entry["forward"], stages=3))]}))
+    tuning = ab.load_tuning(str(table))
+    assert tuning[("sm_90a", "bf16", 128, False)] == ((128, 64, "warpgroup", 3), (64, 128))
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning)
+    assert variants == [] and "forward q128k64 wgmma s3 unit is not in" in notes[0]
     assert wa.config_label((128, 64), (128, 64), "warpgroup") == "q128k64 wgmma"
+    assert wa.config_label((128, 64), (64, 128), "warpgroup", 3) == \
+        "fwd q128k64 wgmma s3 / bwd q64k128"
     assert wa.config_label((128, 64), (128, 64)) == "q128k64"
 
 
 @pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
 def test_prepare_a_wgmma_candidate(tmp_path):
+    # "$": the 2-stage candidate, not its -wgmma-s3 twin.
     only = "bf16-d64-causal-q128k64-wgmma"
-    (record,) = at.prepare(str(tmp_path), only)["candidates"]
+    (record,) = at.prepare(str(tmp_path), only + "$")["candidates"]
     assert record["mma"] == "warpgroup" and record["forward"]["status"] == "ok"
+    assert record["stages"] == 2
     units = {u.direction: u for u in ku.load_units(str(tmp_path / only))}
     assert units["forward"].mma == "warpgroup" and units["backward"].mma == "warp"
-    assert units["forward"].kernels[0].name.endswith("_wgmma")
+    assert units["forward"].stages == 2 and units["backward"].stages == 2
+    kernel = units["forward"].kernels[0]
+    assert kernel.name.endswith("_wgmma_s2")
+    # It reads q, k, v through TMA tensor maps; one warpgroup per 64 query
+    # rows plus the producer's.
+    assert kernel.tensor_maps == {"q": ("q_len", "q_heads", 128), "k": ("k_len", "kv_heads", 64),
+                                  "v": ("k_len", "kv_heads", 64)}
+    assert kernel.threads == 128 + 128 // 64 * 128
     groups, _ = ku.group_units(list(units.values()))
-    assert set(groups[("bf16", 64, True, 128, 64, "warpgroup")]) == {"forward", "backward"}
+    assert set(groups[("bf16", 64, True, 128, 64, "warpgroup", 2)]) == {"forward", "backward"}
 
 
 @pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
@@ -346,7 +375,8 @@ def test_install_and_weft_compile_take_the_forward_mma(tmp_path, monkeypatch):
                     f"--tuning-table={target}"], check=True)
     fwd = json.loads((tmp_path / "u" / "tune_attention_0.json").read_text())
     bwd = json.loads((tmp_path / "u" / "tune_attention_grad_0.json").read_text())
-    assert fwd["config"]["mma"] == "warpgroup" and fwd["kernels"][0]["name"].endswith("_wgmma")
+    assert fwd["config"]["mma"] == "warpgroup" and fwd["kernels"][0]["name"].endswith("_wgmma_s2")
+    assert fwd["config"]["stages"] == 2 and "stages" not in bwd["config"]
     assert (bwd["config"]["mma"], bwd["config"]["block_q"]) == ("warp", 64)
     bad = tmp_path / "bad.json"
     entry = dict(table["entries"][0])
@@ -387,11 +417,12 @@ def test_time_a_wgmma_candidate_with_fake_kernels(monkeypatch):
                                                        "fwdbwd": 3.0}[fn()])
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     record = {"dtype": "bf16", "head_dim": 64, "causal": True, "block_q": 128, "block_k": 64,
-              "mma": "warpgroup", "dir": "x", "forward": {"status": "ok"},
+              "mma": "warpgroup", "stages": 2, "dir": "x", "forward": {"status": "ok"},
               "backward": {"status": "ok"}}
     row = at.time_candidate(None, None, "root", record, None, (), None)
     assert built == [("u_forward_128_64_wgmma", "u_backward_128_64")]
-    assert (row["mma"], row["fwd_ms"], row["fwdbwd_ms"]) == ("warpgroup", 1.0, 3.0)
+    assert (row["mma"], row["stages"], row["fwd_ms"], row["fwdbwd_ms"]) == \
+        ("warpgroup", 2, 1.0, 3.0)
     assert "bwd_ms" not in row and "bwd_skip" not in row and "warp backward" in row["bwd_note"]
     reasons.append("dq err 0.5 > 0.02")
     row = at.time_candidate(None, None, "root", record, None, (), None)
@@ -400,4 +431,4 @@ def test_time_a_wgmma_candidate_with_fake_kernels(monkeypatch):
     units[0] = unit("forward", 128, 64, True, 64)
     row = at.time_candidate(None, None, "root", dict(record, mma="warp"), None, (), None)
     assert row["fwd_ms"] == 1.0 and row["bwd_skip"].startswith("wrong: dq")
-    assert "fwdbwd_ms" not in row and "bwd_note" not in row
+    assert "fwdbwd_ms" not in row and "bwd_note" not in row and "stages" not in row

@@ -188,9 +188,9 @@ def test_load_units_groups_by_config(tmp_path):
     configs = [("bf16", 64, True), ("f16", 128, False)]
     units = ku.load_units(write_kernels_dir(tmp_path, configs))
     groups, notes = ku.group_units(units)
-    assert not notes and set(groups) == {("bf16", 64, True, 64, 64, "warp"),
-                                         ("f16", 128, False, 64, 64, "warp")}
-    bwd = groups[("f16", 128, False, 64, 64, "warp")]["backward"]
+    assert not notes and set(groups) == {("bf16", 64, True, 64, 64, "warp", 2),
+                                         ("f16", 128, False, 64, 64, "warp", 2)}
+    bwd = groups[("f16", 128, False, 64, 64, "warp", 2)]["backward"]
     assert [k.role for k in bwd.kernels] == ["backward_preprocess", "backward_dkdv", "backward_dq"]
     assert bwd.workspaces == [("delta", "f32")] and bwd.cubin_path.endswith(".cubin")
     dup = ku.group_units(units + units[:1])[1]
@@ -208,7 +208,7 @@ def test_units_with_tuned_tiles_pair_by_problem(tmp_path):
     obj["config"].update(block_q=128, block_k=128)
     fwd_json.write_text(json.dumps(obj))
     assert set(ku.group_units(ku.load_units(directory))[0]) == {
-        ("bf16", 128, False, 128, 128, "warp"), ("bf16", 128, False, 64, 64, "warp")}
+        ("bf16", 128, False, 128, 128, "warp", 2), ("bf16", 128, False, 64, 64, "warp", 2)}
     groups, notes = ku.group_by_problem(ku.load_units(directory))
     assert not notes and list(groups) == [("bf16", 128, False)]
     assert set(groups[("bf16", 128, False)]) == {"forward", "backward"}
@@ -485,7 +485,7 @@ def test_units_keep_their_mma_kind_apart(tmp_path):
     sub = tmp_path / "ir0"
     obj = json.loads((sub / "step_attention_0.json").read_text())
     obj.update(name="wg_forward")
-    obj["config"]["mma"] = "warpgroup"
+    obj["config"].update(mma="warpgroup", stages=2)
     (sub / "wg_forward.json").write_text(json.dumps(obj))
     (sub / "wg_forward.cubin").write_bytes(b"fake")
     index = json.loads((sub / "kernels.json").read_text())
@@ -494,9 +494,9 @@ def test_units_keep_their_mma_kind_apart(tmp_path):
     units = ku.load_units(directory)
     assert sorted(u.mma for u in units) == ["warp", "warp", "warpgroup"]
     groups, notes = ku.group_units(units)
-    assert not notes and set(groups) == {("bf16", 64, True, 64, 64, "warp"),
-                                         ("bf16", 64, True, 64, 64, "warpgroup")}
-    wg = groups[("bf16", 64, True, 64, 64, "warpgroup")]
+    assert not notes and set(groups) == {("bf16", 64, True, 64, 64, "warp", 2),
+                                         ("bf16", 64, True, 64, 64, "warpgroup", 2)}
+    wg = groups[("bf16", 64, True, 64, 64, "warpgroup", 2)]
     # The wgmma forward pairs with the warp backward of its tiles.
     assert wg["forward"].name == "wg_forward" and wg["backward"].name == "step_attention_grad_0"
     assert ku.config_name(wg["forward"].config_key) == "bf16-d64-causal-q64k64-wgmma"

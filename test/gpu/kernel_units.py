@@ -11,7 +11,11 @@ ROLES = ("forward", "backward_preprocess", "backward_dkdv", "backward_dq")
 # A forward unit's MMA kind (its JSON config "mma"; absent in older units =
 # warp); backward units are always warp.
 MMA_KINDS = ("warp", "warpgroup")
-PARAM_KINDS = {"pointer": "ptr", "i32": "i32", "f32": "f32"}
+PARAM_KINDS = {"pointer": "ptr", "i32": "i32", "f32": "f32", "tensormap": "tensormap"}
+# A tensormap param's tensor viewed as [batch * heads][len][head_dim]: its
+# "len" and "heads" name these scalars.
+TENSOR_MAP_LENS = ("q_len", "k_len")
+TENSOR_MAP_HEADS = ("q_heads", "kv_heads")
 SCALAR_PARAMS = ("batch", "q_heads", "kv_heads", "q_len", "k_len", "scale")
 # Spellings a kernel's params might use for the harness's buffers; the contract
 # names are the keys' targets, the rest are accepted so a rename in the kernel
@@ -41,6 +45,8 @@ class Kernel:
     registers: int = 0
     spill_store_bytes: int = 0
     spill_load_bytes: int = 0
+    # {param name: (len scalar, heads scalar, box rows)} of tensormap params.
+    tensor_maps: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -58,12 +64,14 @@ class Unit:
     kernels: list
     workspaces: list = field(default_factory=list)  # [(name, dtype)]
     mma: str = "warp"
+    stages: int = 2
 
     @property
     def config_key(self):
-        """(dtype, head_dim, causal, block_q, block_k, mma): two forward units
-        that differ only in MMA kind are two configs."""
-        return (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k, self.mma)
+        """(dtype, head_dim, causal, block_q, block_k, mma, stages): two forward
+        units that differ only in MMA kind or pipeline stages are two configs."""
+        return (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k, self.mma,
+                self.stages)
 
 
 def config_name(key):
@@ -75,13 +83,17 @@ def config_name(key):
         return f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}"
     dtype, head_dim, causal, block_q, block_k = key[:5]
     mma = key[5] if len(key) > 5 else "warp"
+    stages = key[6] if len(key) > 6 else 2
     return (f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}-q{block_q}k{block_k}"
-            + mma_suffix(mma, "-"))
+            + mma_suffix(mma, "-", stages))
 
 
-def mma_suffix(mma, sep=" "):
-    """'' for warp, ' wgmma' (with `sep`) for warpgroup: names and labels."""
-    return f"{sep}wgmma" if mma == "warpgroup" else ""
+def mma_suffix(mma, sep=" ", stages=2):
+    """'' for warp, ' wgmma' (with `sep`) for warpgroup, ' wgmma s3' when its
+    K/V pipeline has other than 2 stages: names and labels."""
+    if mma != "warpgroup":
+        return ""
+    return f"{sep}wgmma" + (f"{sep}s{stages}" if stages != 2 else "")
 
 
 def _field(obj, key, types, where):
@@ -108,7 +120,7 @@ def _parse_kernel(obj, where):
     role = _field(obj, "role", str, where)
     if role not in ROLES:
         raise UnitError(f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
-    params = []
+    params, tensor_maps = [], {}
     for i, p in enumerate(_field(obj, "params", list, where)):
         pname = _field(p, "name", str, f"{where} param {i}")
         kind = _field(p, "kind", str, f"{where} param {pname}")
@@ -116,7 +128,19 @@ def _parse_kernel(obj, where):
             raise UnitError(f"{where} param {pname}: kind {kind!r} is not one of "
                             f"{', '.join(PARAM_KINDS)}")
         params.append((pname, kind))
-    kernel = Kernel(name=name, role=role, params=params,
+        if kind == "tensormap":
+            where_p = f"{where} param {pname}"
+            length = _field(p, "len", str, where_p)
+            heads = _field(p, "heads", str, where_p)
+            box_rows = _field(p, "box_rows", int, where_p)
+            if length not in TENSOR_MAP_LENS or heads not in TENSOR_MAP_HEADS:
+                raise UnitError(f"{where_p}: tensor map over len {length!r} and heads "
+                                f"{heads!r}; expected one of {TENSOR_MAP_LENS} and "
+                                f"{TENSOR_MAP_HEADS}")
+            if not 1 <= box_rows <= 256:
+                raise UnitError(f"{where_p}: box_rows {box_rows} is outside 1..256")
+            tensor_maps[pname] = (length, heads, box_rows)
+    kernel = Kernel(name=name, role=role, params=params, tensor_maps=tensor_maps,
                     threads=_field(obj, "threads", int, where),
                     rows_per_block=_field(obj, "rows_per_block", int, where),
                     over_keys=_field(obj, "over_keys", bool, where),
@@ -181,7 +205,7 @@ def parse_unit(obj, directory, where):
                 block_q=_field(config, "block_q", int, f"{where} config"),
                 block_k=_field(config, "block_k", int, f"{where} config"),
                 arch=obj.get("arch", "?"), cubin_path=cubin, kernels=kernels,
-                workspaces=workspaces, mma=mma)
+                workspaces=workspaces, mma=mma, stages=config.get("stages", 2))
 
 
 def load_units(root):
@@ -223,7 +247,7 @@ def group_units(units):
     groups, notes = _group(units, lambda unit: unit.config_key)
     for key, slot in groups.items():
         if key[5] != "warp" and "backward" not in slot:
-            warp = groups.get(key[:5] + ("warp",), {}).get("backward")
+            warp = groups.get(key[:5] + ("warp", 2), {}).get("backward")
             if warp is not None:
                 slot["backward"] = warp
     return groups, notes
@@ -278,12 +302,32 @@ def _pointer(value):
     return value if isinstance(value, int) else value.data_ptr()
 
 
-def build_args(kernel, values):
+def tensor_map_for(kernel, pname, values, dtype, head_dim):
+    """The CUtensorMap (runtime.TensorMap) of tensormap param `pname`: its
+    tensor as [batch * heads][len][head_dim], box (64, box rows, 1), 128-byte
+    swizzle, as the warpgroup forward reads it."""
+    from weft import runtime as rt
+    length, heads, box_rows = kernel.tensor_maps[pname]
+    rows, planes = values[length], values["batch"] * values[heads]
+    pointer = _pointer(values[pname])
+    return rt.tensor_map_encode_tiled(dtype, pointer, (head_dim, rows, planes),
+                                      (head_dim * 2, rows * head_dim * 2),
+                                      (64, box_rows, 1), swizzle=128)
+
+
+def build_args(kernel, values, dtype=None, head_dim=None):
     """The runtime's argument list for `kernel`: [(kind, value)] in param order.
     `values` maps contract names (q, ..., delta, batch, ..., scale) to tensors
-    (anything with data_ptr()) or ints for pointers, and ints/floats for scalars."""
+    (anything with data_ptr()) or ints for pointers, and ints/floats for scalars.
+    A kernel with tensormap params also needs the unit's dtype and head_dim."""
     args = []
     for pname, kind in kernel.params:
+        if kind == "tensormap":
+            if dtype is None or head_dim is None or pname not in values:
+                raise UnitError(f"kernel {kernel.name}: tensormap param {pname!r} needs its "
+                                f"tensor, the dtype and head_dim")
+            args.append(("tensormap", tensor_map_for(kernel, pname, values, dtype, head_dim)))
+            continue
         key = pname if pname in values else PARAM_ALIASES.get(pname, pname)
         if key not in values:
             raise UnitError(f"kernel {kernel.name}: param {pname!r} ({kind}) names nothing the "
@@ -331,7 +375,7 @@ class LoadedUnit:
         for kernel, fn in zip(self.unit.kernels, self.functions):
             grid = grid_for(kernel, shapes)
             block = (kernel.threads, 1, 1)
-            args = build_args(kernel, values)
+            args = build_args(kernel, values, self.unit.dtype, self.unit.head_dim)
             rt.launch(fn, grid, block, kernel.dynamic_smem_bytes, stream, args)
             launched.append((kernel.name, grid, block, kernel.dynamic_smem_bytes))
         return launched

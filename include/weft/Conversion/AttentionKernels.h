@@ -28,20 +28,32 @@ struct AttentionKernelConfig {
   /// weft-tile-attention's tile sizes: query rows and key rows per tile.
   /// blockQ = 16 x warps of the forward / dQ kernels; blockK a multiple of 16.
   int64_t blockQ = 64, blockK = 64;
-  /// The forward's matmuls as Hopper warpgroup MMAs (wgmma.mma_async, K and V
-  /// read by shared-memory descriptors) instead of warp-level mma.sync; needs
-  /// blockQ = 64 (one warpgroup).
+  /// The forward as a Hopper kernel: a TMA producer warpgroup and blockQ / 64
+  /// consumer warpgroups whose matmuls are wgmma.mma_async (see
+  /// ForwardWarpgroup.cpp), instead of warp-level mma.sync; blockQ 64 or 128.
   bool warpgroupMma = false;
+  /// Slots of the warpgroup forward's K/V ring in shared memory (2..4).
+  int64_t stages = 2;
 
   /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64".
   std::string suffix() const;
 };
 
+/// The gpu.func attribute listing the indices of by-value tensor-map
+/// parameters (lowerToPtx makes them `.param .align 64 .b8 [128]`).
+inline constexpr llvm::StringLiteral kGridConstantArgsAttrName = "weft_grid_constant_args";
+
 /// One kernel argument, in launch order.
 struct KernelParam {
-  enum class Kind { Pointer, I32, F32 };
+  enum class Kind { Pointer, I32, F32, TensorMap };
   std::string name;
   Kind kind;
+  /// A TensorMap parameter is the 128-byte CUtensorMap (by value, 64-byte
+  /// aligned) of the tensor `name`, viewed as 3-D [heads * batch][len][d]:
+  /// dims innermost first (head_dim, `lenName`, batch * `headsName`), box
+  /// (64, boxRows, 1), 128-byte swizzle, out-of-bounds rows read as zeros.
+  std::string lenName, headsName;
+  int64_t boxRows = 0;
 };
 
 /// How to launch one kernel of the module. Grid: x = ceil(len / rowsPerBlock)

@@ -29,7 +29,9 @@ def EmitAttentionKernelsPass : Pass<"weft-emit-attention-kernels", "mlir::Module
     Option<"blockQ", "block-q", "int64_t", "64", "Query rows per tile">,
     Option<"blockK", "block-k", "int64_t", "64", "Key rows per tile">,
     Option<"warpgroupMma", "wgmma", "bool", "false",
-           "Forward matmuls as Hopper warpgroup MMAs (wgmma)">,
+           "Forward as the Hopper kernel (TMA producer, wgmma consumers)">,
+    Option<"stages", "stages", "int64_t", "2",
+           "K/V pipeline stages of the warpgroup forward">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -40,7 +41,8 @@ KernelSpec spec(const AttentionKernelConfig &config, llvm::StringRef role,
 std::string AttentionKernelConfig::suffix() const {
   return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}{5}", bf16 ? "bf16" : "f16", headDim,
                        causal ? "causal" : "full", blockQ, blockK,
-                       warpgroupMma ? "_wgmma" : "")
+                       warpgroupMma ? llvm::formatv("_wgmma_s{0}", stages).str()
+                                    : std::string())
       .str();
 }
 
@@ -69,12 +71,28 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
       return failure();
     }
   }
-  // Each warpgroup (4 warps) owns 64 query rows of the CTA.
+  // Each consumer warpgroup (4 warps) owns 64 query rows of the CTA.
   if (config.warpgroupMma && config.blockQ != 64 && config.blockQ != 128) {
     message = llvm::formatv("the warpgroup-MMA attention kernels need block_q "
-                            "= 64 or 128 (one or two warpgroups of 4 warps), "
-                            "got {0}",
+                            "= 64 or 128 (one or two consumer warpgroups of 4 "
+                            "warps), got {0}",
                             config.blockQ);
+    return failure();
+  }
+  if (config.warpgroupMma && (config.stages < 2 || config.stages > 4)) {
+    message = llvm::formatv("the warpgroup-MMA attention forward needs 2..4 "
+                            "pipeline stages, got {0}", config.stages);
+    return failure();
+  }
+  // 227 KiB is what an sm_90 CTA may opt in to.
+  constexpr int64_t kMaxSmem = 227 * 1024;
+  if (config.warpgroupMma && tmaForwardLayout(config).total > kMaxSmem) {
+    message = llvm::formatv("the warpgroup-MMA attention forward with block_q "
+                            "{0}, block_k {1}, head_dim {2} and {3} stages needs "
+                            "{4} bytes of shared memory, more than the {5} a "
+                            "CTA can have",
+                            config.blockQ, config.blockK, config.headDim,
+                            config.stages, tmaForwardLayout(config).total, kMaxSmem);
     return failure();
   }
   return success();
@@ -85,11 +103,22 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
   auto smem = [&](int64_t tileRows) { return tileRows * tilePitch(config.headDim); };
   if (!backward) {
     KernelSpec forward = spec(config, "forward", {"q", "k", "v", "out", "lse"});
-    forward.threads = config.blockQ / 16 * 32;
     forward.rowsPerBlock = config.blockQ;
-    forward.dynamicSmemBytes = config.warpgroupMma
-                                   ? wgmmaForwardSmemBytes(config)
-                                   : smem(config.blockQ) + 2 * smem(config.blockK);
+    if (!config.warpgroupMma) {
+      forward.threads = config.blockQ / 16 * 32;
+      forward.dynamicSmemBytes = smem(config.blockQ) + 2 * smem(config.blockK);
+      return {forward};
+    }
+    // A producer warpgroup and blockQ / 64 consumers; q, k, v by TMA.
+    forward.threads = 128 + config.blockQ / 64 * 128;
+    forward.dynamicSmemBytes = tmaForwardLayout(config).total;
+    for (KernelParam &param : llvm::MutableArrayRef(forward.params).take_front(3)) {
+      bool isQ = param.name == "q";
+      param.kind = KernelParam::Kind::TensorMap;
+      param.lenName = isQ ? "q_len" : "k_len";
+      param.headsName = isQ ? "q_heads" : "kv_heads";
+      param.boxRows = isQ ? config.blockQ : config.blockK;
+    }
     return {forward};
   }
   KernelSpec preprocess = spec(config, "backward_preprocess", {"out", "dout", "delta"});
@@ -127,21 +156,43 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
   auto gpuModule = mlir::gpu::GPUModuleOp::create(b, moduleName);
   b.setInsertionPointToStart(gpuModule.getBody());
   // The dynamic shared memory: `.extern .shared .align 16 .b8 weft_smem[]`.
+  // 1024-byte aligned: the 128-byte swizzle atoms of the TMA tiles.
   LLVM::GlobalOp::create(b, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
                          /*isConstant=*/false, LLVM::Linkage::External,
-                         "weft_smem", Attribute(), /*alignment=*/16,
+                         "weft_smem", Attribute(), /*alignment=*/1024,
                          /*addrSpace=*/3);
 
   Type globalPtr = LLVM::LLVMPointerType::get(context, 1);
+  Type genericPtr = LLVM::LLVMPointerType::get(context);
   for (const KernelSpec &kernel : attentionKernelSpecs(config, backward)) {
     SmallVector<Type> argTypes;
-    for (const KernelParam &param : kernel.params)
-      argTypes.push_back(param.kind == KernelParam::Kind::Pointer ? globalPtr
-                         : param.kind == KernelParam::Kind::I32  ? Type(b.getI32Type())
-                                                                 : Type(b.getF32Type()));
+    SmallVector<int32_t> tensorMaps;
+    for (const KernelParam &param : kernel.params) {
+      switch (param.kind) {
+      case KernelParam::Kind::Pointer:
+        argTypes.push_back(globalPtr);
+        break;
+      case KernelParam::Kind::I32:
+        argTypes.push_back(b.getI32Type());
+        break;
+      case KernelParam::Kind::F32:
+        argTypes.push_back(b.getF32Type());
+        break;
+      case KernelParam::Kind::TensorMap:
+        tensorMaps.push_back(static_cast<int32_t>(argTypes.size()));
+        argTypes.push_back(genericPtr);
+        break;
+      }
+    }
     auto func = mlir::gpu::GPUFuncOp::create(b, kernel.name,
                                              b.getFunctionType(argTypes, {}));
     func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    // Tensor maps are by-value grid constants; convert-gpu-to-nvvm drops
+    // byval, so lowerToPtx re-adds it from this list.
+    if (!tensorMaps.empty())
+      func->setAttr(kGridConstantArgsAttrName, b.getDenseI32ArrayAttr(tensorMaps));
+    if (kernel.role == "forward" && config.warpgroupMma)
+      func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
     func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernel.threads), 1, 1}));
     if (kernel.role == "forward")

@@ -28,6 +28,7 @@ struct EmitAttentionKernelsPass
     config.blockQ = blockQ;
     config.blockK = blockK;
     config.warpgroupMma = warpgroupMma;
+    config.stages = stages;
     std::string name = (backward ? "weft_attn_bwd_" : "weft_attn_fwd_") + config.suffix();
     if (failed(gpu::buildAttentionKernels(getOperation(), name, config, backward)))
       signalPassFailure();

@@ -24,15 +24,21 @@ inline int64_t tilePitch(int64_t headDim) { return (headDim + 8) * 2; }
 int64_t dkdvInnerRows(const AttentionKernelConfig &config);
 int64_t dqInnerRows(const AttentionKernelConfig &config);
 
-/// Dynamic shared memory of the warpgroup-MMA forward: two stages of K and
-/// V core-matrix tiles; the padded Q tile, read once into registers before
-/// stage 1 is first filled, lies at the start of stage 1.
-inline int64_t wgmmaForwardSmemBytes(const AttentionKernelConfig &config) {
-  int64_t stageBytes = 2 * config.blockK * config.headDim * 2;
-  return stageBytes + std::max(stageBytes, config.blockQ * tilePitch(config.headDim));
+/// Byte offsets in the warpgroup forward's dynamic shared memory: Q (head_dim
+/// / 64 slabs of [blockQ][64]), the K/V ring (per slot K then V, slabs of
+/// [blockK][64]; every slab 1024-byte aligned for the 128-byte swizzle), then
+/// the mbarriers (1 + 3 * stages of 8 bytes).
+struct TmaForwardLayout {
+  int64_t q, kv, barriers, total;
+};
+inline TmaForwardLayout tmaForwardLayout(const AttentionKernelConfig &config) {
+  int64_t qBytes = config.blockQ * config.headDim * 2;
+  int64_t ringBytes = config.stages * 2 * config.blockK * config.headDim * 2;
+  return {0, qBytes, qBytes + ringBytes, qBytes + ringBytes + (1 + 3 * config.stages) * 8};
 }
 
 void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);

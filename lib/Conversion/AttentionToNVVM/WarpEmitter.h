@@ -119,28 +119,12 @@ public:
   // mma.sync C layout above, 8 columns per 4 registers, and a register A
   // operand is the mma.sync A fragment of the warp's 16 rows.
 
-  /// Starts copying a tile as copyTile does, by cp.async.cg (16 bytes, L2
-  /// only, no registers), into the no-swizzle core-matrix layout wgmma
-  /// descriptors read: 8x8-element cores of 128 contiguous bytes, core
-  /// (r/8, c/8) at (r/8) * cols * 16 + (c/8) * 128. Rows at or after
-  /// `validRows` are zero-filled (src-size 0: nothing is read). The copies
-  /// join this thread's open cp.async group.
-  void copyTileCoresAsync(mlir::Value global, mlir::Value validRows, int64_t rows,
-                          int64_t cols, mlir::Value sharedOffset, mlir::Value tid,
-                          int64_t threads);
-  /// Closes this thread's open cp.async group.
-  void cpAsyncCommit();
-  /// Waits until at most `pending` of this thread's cp.async groups are in
-  /// flight; their shared-memory writes are then visible to this thread.
-  void cpAsyncWait(int pending);
-  /// The 64-bit shared-memory matrix descriptor (no swizzle) of a tile at
-  /// byte `sharedOffset` of the dynamic shared memory.
+  /// The 64-bit shared-memory matrix descriptor of a tile at byte
+  /// `sharedOffset` of the dynamic shared memory: no swizzle, or the 128-byte
+  /// swizzle TMA writes with CU_TENSOR_MAP_SWIZZLE_128B (atoms 1024-byte
+  /// aligned, so the base-offset field stays 0).
   mlir::Value matrixDescriptor(mlir::Value sharedOffset, int64_t leadingBytes,
-                               int64_t strideBytes);
-  /// Makes this thread's shared-memory stores visible to the async proxy
-  /// (wgmma operand reads): fence.proxy.async.shared::cta, before the barrier
-  /// that publishes a tile.
-  void fenceSharedToAsyncProxy();
+                               int64_t strideBytes, bool swizzle128 = false);
   void wgmmaFence();
   void wgmmaCommit();
   void wgmmaWait(int pending);
@@ -152,8 +136,40 @@ public:
                                        int64_t n, bool transposeB,
                                        bool accumulate);
 
+  /// acc (64 x n) = A * B (+ acc unless `accumulate`), both K-major by
+  /// descriptor (wgmma's shared-memory A form).
+  llvm::SmallVector<mlir::Value> wgmmaShared(llvm::ArrayRef<mlir::Value> acc,
+                                             mlir::Value descriptorA,
+                                             mlir::Value descriptorB, int64_t n,
+                                             bool accumulate);
+
+  // Hopper asynchronous copies and barriers (HopperAsync.cpp). Barrier and
+  // tile offsets are bytes into the dynamic shared memory (i32).
+
+  /// The 32-bit shared-state-space address of a dynamic shared-memory byte.
+  mlir::Value sharedAddress(mlir::Value byteOffset);
+  /// mbarrier.init with `count` expected arrivals.
+  void mbarrierInit(mlir::Value barrier, int64_t count);
+  /// Makes initialised mbarriers visible to the async proxy (TMA) and the
+  /// other threads; a CTA barrier must follow before any use.
+  void fenceBarrierInit();
+  /// One arrival that also expects `bytes` of TMA transactions this phase.
+  void mbarrierArriveExpectTx(mlir::Value barrier, int64_t bytes);
+  void mbarrierArrive(mlir::Value barrier);
+  /// Spins (try_wait) until the phase of parity `parity` (i32 0/1) completed.
+  void mbarrierWait(mlir::Value barrier, mlir::Value parity);
+  /// TMA: the box at coordinates (c0 innermost, c1, c2) of the tensor map at
+  /// generic address `map` into shared memory at `destination`, completing
+  /// its bytes on `barrier`. Out-of-bounds elements arrive as zeros.
+  void tmaLoad3d(mlir::Value destination, mlir::Value map, mlir::Value c0,
+                 mlir::Value c1, mlir::Value c2, mlir::Value barrier);
+  /// setmaxnreg.{inc,dec}: the warpgroup's per-thread register limit.
+  void setMaxRegisters(int64_t count, bool increase);
+
 private:
   mlir::Type elementType;
+  void inlineAsm(llvm::StringRef text, llvm::StringRef constraints,
+                 mlir::ValueRange operands);
 };
 
 } // namespace weft::gpu

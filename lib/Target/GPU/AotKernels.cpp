@@ -129,6 +129,7 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
   site.config.warpgroupMma =
       !site.backward && options.warpgroupMma.value_or(tiles.warpgroupMma);
+  site.config.stages = options.fixedStages.value_or(tiles.stages);
   std::string message;
   if (failed(verifyAttentionKernelConfig(site.config, message)))
     return op->emitError(message);

@@ -42,6 +42,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
+#include "weft/Conversion/AttentionKernels.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -115,6 +116,28 @@ std::string toolkitWithLibdevice() {
   return llvm::sys::fs::exists(libdevice) ? root.str().str() : std::string();
 }
 
+/// Kernel parameters listed in weft_grid_constant_args (CUtensorMaps) become
+/// 128-byte, 64-byte-aligned by-value grid constants, whose generic address
+/// (cvta.param) TMA instructions take: convert-gpu-to-nvvm keeps only the
+/// alignment of such an argument, so byval and grid_constant are set here.
+void markGridConstantArgs(mlir::gpu::GPUModuleOp gpuModule) {
+  MLIRContext *context = gpuModule.getContext();
+  gpuModule.walk([&](LLVM::LLVMFuncOp func) {
+    auto indices = func->getAttrOfType<DenseI32ArrayAttr>(kGridConstantArgsAttrName);
+    if (!indices)
+      return;
+    Type bytes = LLVM::LLVMArrayType::get(IntegerType::get(context, 8), 128);
+    for (int32_t index : indices.asArrayRef()) {
+      func.setArgAttr(index, LLVM::LLVMDialect::getByValAttrName(), TypeAttr::get(bytes));
+      func.setArgAttr(index, LLVM::LLVMDialect::getAlignAttrName(),
+                      IntegerAttr::get(IntegerType::get(context, 64), 64));
+      func.setArgAttr(index, NVVM::NVVMDialect::getGridConstantAttrName(),
+                      UnitAttr::get(context));
+    }
+    func->removeAttr(kGridConstantArgsAttrName);
+  });
+}
+
 } // namespace
 
 FailureOr<std::string> lowerToPtx(ModuleOp module, StringRef moduleName,
@@ -148,6 +171,7 @@ FailureOr<std::string> lowerToPtx(ModuleOp module, StringRef moduleName,
   addGpuModuleLowering(lower);
   if (failed(lower.run(gpuModule)))
     return failure();
+  markGridConstantArgs(gpuModule);
 
   // What gpu-module-to-binary{format=isa} does, for this module alone.
   ArrayAttr targets = gpuModule.getTargetsAttr();

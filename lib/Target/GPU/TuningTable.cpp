@@ -87,6 +87,18 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
       }
       config.warpgroupMma = *kind == "warpgroup";
     }
+    config.stages = 2;
+    if (const llvm::json::Value *stages = chosen->get("stages")) {
+      std::optional<int64_t> count = stages->getAsInteger();
+      if (!count || !config.warpgroupMma) {
+        message = (where + " " + direction +
+                   ": \"stages\" must be an integer and is for the "
+                   "warpgroup forward only")
+                      .str();
+        return failure();
+      }
+      config.stages = *count;
+    }
     config.blockQ = *blockQ;
     config.blockK = *blockK;
     std::string why;
@@ -94,7 +106,7 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
       message = (where + " " + direction + ": " + why).str();
       return failure();
     }
-    *tiles = {*blockQ, *blockK, config.warpgroupMma};
+    *tiles = {*blockQ, *blockK, config.warpgroupMma, config.stages};
   }
   key = entryKey(*arch, config.bf16, *headDim, *causal);
   return success();

@@ -26,7 +26,8 @@
 // WGMMA:        "block_q": 128,
 // WGMMA-NEXT:   "block_k": 64,
 // WGMMA-NEXT:   "mma": "warpgroup"
-// WGMMA:      "name": "weft_attn_forward_bf16_d64_causal_q128_k64_wgmma"
+// WGMMA-NEXT:   "stages": 2
+// WGMMA:      "name": "weft_attn_forward_bf16_d64_causal_q128_k64_wgmma_s2"
 // WGMMA-H: #define f_attention_0_MMA "warpgroup"
 // BWD:      "direction": "backward",
 // BWD:        "block_q": 64,
@@ -46,10 +47,10 @@
 // CLI-WARP-NEXT: "mma": "warp"
 // CLI-WARP:      "name": "weft_attn_forward_bf16_d64_causal_q128_k64"
 // CLI-WG:      "mma": "warpgroup"
-// CLI-WG:      "name": "weft_attn_forward_bf16_d64_causal_q128_k32_wgmma"
+// CLI-WG:      "name": "weft_attn_forward_bf16_d64_causal_q128_k32_wgmma_s2"
 // ERR-BWD: error: {{.*}}tuning-table-mma-backward.json: entries[0] (sm_90a bf16 d64 causal) backward: "mma" is for the forward only (the backward kernels are always warp-level mma.sync)
 // ERR-VALUE: error: {{.*}}tuning-table-mma-bad.json: entries[1] (sm_90a f16 d128 full) forward: "mma" must be "warp" or "warpgroup", got "tensor"
-// ERR-TILE: error: {{.*}}tuning-table-mma-tile.json: entries[0] (sm_90a bf16 d128 full) forward: the warpgroup-MMA attention kernels need block_q = 64 or 128 (one or two warpgroups of 4 warps), got 32
+// ERR-TILE: error: {{.*}}tuning-table-mma-tile.json: entries[0] (sm_90a bf16 d128 full) forward: the warpgroup-MMA attention kernels need block_q = 64 or 128 (one or two consumer warpgroups of 4 warps), got 32
 
 func.func @f(%q: tensor<1x2x128x64xbf16>, %dout: tensor<1x2x128x64xbf16>) -> (tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>) {
   %out, %lse = weft.attention %q, %q, %q {causal} : (tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>) -> (tensor<1x2x128x64xbf16>, tensor<1x2x128xf32>)

@@ -38,6 +38,9 @@ struct KernelEmitOptions {
   /// table's "mma"; unset: the table's, else mma.sync. The backward is
   /// always warp-level.
   std::optional<bool> warpgroupMma;
+  /// The warpgroup forward's pipeline stages fixed on the command line
+  /// (--attention-stages); unset: the table's, else 2.
+  std::optional<int64_t> fixedStages;
   /// When set, only the ops of this function (e.g. the training step).
   std::string function;
 };

@@ -21,6 +21,8 @@ struct AttentionTiles {
   /// The forward's "mma": "warpgroup" (wgmma); always false for the backward,
   /// whose kernels are warp-level only.
   bool warpgroupMma = false;
+  /// The warpgroup forward's K/V pipeline stages ("stages", default 2).
+  int64_t stages = 2;
 };
 
 class AttentionTuningTable {

@@ -1,0 +1,49 @@
+// What the two attention forward kernels (mma.sync and warpgroup MMA) share:
+// the masked online-softmax step of one key block and the final store of O
+// and the row log-sum-exp.
+#ifndef WEFT_LIB_CONVERSION_ATTENTIONTONVVM_FORWARDPARTS_H
+#define WEFT_LIB_CONVERSION_ATTENTIONTONVVM_FORWARDPARTS_H
+
+#include "KernelBodies.h"
+#include "WarpEmitter.h"
+
+namespace weft::gpu {
+
+/// Per-thread values both forward kernels compute once, outside the key loop.
+struct ForwardRows {
+  const AttentionKernelConfig *config;
+  KernelScalars s;
+  LaneIds ids;
+  QueryBlock block;
+  /// softmax scale * log2(e), -inf and 0 as f32, and the query index of this
+  /// lane's two accumulator rows (g and g + 8 of its warp's 16).
+  mlir::Value scaleLog2, minusInf, zeroF;
+  std::array<mlir::Value, 2> rows;
+
+  /// Fills scaleLog2, minusInf, zeroF and rows (the ops go where `e` inserts).
+  void initSoftmaxConstants(WarpEmitter &e);
+};
+
+/// Scales one key block's scores (keys k0 .. k0 + block_k) to log2 units and
+/// masks keys at or past k_len (and above the diagonal when causal) to -inf,
+/// then advances the online softmax of this thread's two rows: the scores
+/// become P = exp2(s - m_new), next[h] = m_new, next[2 + h] = l * alpha + the
+/// row's partial sum. Returns alpha = exp2(m_old - m_new) per row (a row that
+/// has seen no key keeps m = -inf and uses 0 in place of m).
+/// When `maskNeeded` (i1, uniform over the CTA) is given, the mask is only
+/// applied where it holds: blocks wholly inside k_len and below the diagonal
+/// are only scaled.
+std::array<mlir::Value, 2> onlineSoftmaxStep(WarpEmitter &w, const ForwardRows &r,
+                                             llvm::MutableArrayRef<Quad> scores,
+                                             mlir::Value k0, mlir::ValueRange mAndL,
+                                             llvm::MutableArrayRef<mlir::Value> next,
+                                             mlir::Value maskNeeded = {});
+
+/// Finishes the row sums across the quad, normalises O (state[4 ..], dTiles
+/// quads) and stores it and the row log-sum-exp (natural log) to `out`, `lse`.
+void storeForwardOutput(WarpEmitter &e, const ForwardRows &r, mlir::ValueRange state,
+                        mlir::Value out, mlir::Value lse);
+
+} // namespace weft::gpu
+
+#endif // WEFT_LIB_CONVERSION_ATTENTIONTONVVM_FORWARDPARTS_H

@@ -1,0 +1,200 @@
+// The Hopper attention forward (FlashAttention-3's structure): warpgroup 0
+// is the producer, one thread of it streams Q once and K, V of every key
+// block by TMA into 128-byte-swizzled shared memory, a ring of `stages`
+// slots guarded by mbarriers (full: bytes landed; empty: consumers done);
+// warpgroups 1.. are consumers of 64 query rows each, S = Q K^T with both
+// operands in shared memory and O += P V with P in registers, as wgmma, the
+// online softmax in exp2 between them. Registers move from the producer to
+// the consumers with setmaxnreg. While one consumer warpgroup runs its
+// softmax the other's wgmmas keep the tensor cores busy.
+#include "ForwardParts.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+
+namespace weft::gpu {
+
+namespace {
+
+/// 16-bit elements per 128-byte swizzle row: tiles are stored as head_dim /
+/// 64 slabs of [rows][64], one TMA box each.
+constexpr int64_t kSlabCols = 64;
+
+/// The descriptor of a K-major operand (rows x head_dim, stored as slabs)
+/// for k-step `step` (16 elements of head_dim): 32 bytes on inside a slab,
+/// the next slab every four steps. 8-row groups are 1024 bytes apart.
+Value kMajorDescriptor(WarpEmitter &w, Value tile, int64_t slabBytes, int64_t step) {
+  int64_t offset = (step % 4) * 32 + (step / 4) * slabBytes;
+  return w.matrixDescriptor(w.add(tile, w.i32c(offset)), /*leadingBytes=*/16,
+                            /*strideBytes=*/1024, /*swizzle128=*/true);
+}
+
+} // namespace
+
+void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
+  ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
+  b.setInsertionPointToEnd(&func.getBody().front());
+  WarpEmitter e(b, config.bf16);
+  Value qMap = func.getArgument(0), kMap = func.getArgument(1), vMap = func.getArgument(2);
+  KernelScalars s = KernelScalars::of(func, 5);
+  const int64_t d = config.headDim, blockQ = config.blockQ, blockK = config.blockK;
+  const int64_t stages = config.stages, consumers = blockQ / 64;
+  const int64_t keyTiles = blockK / 8, dTiles = d / 8, kSteps = d / 16;
+  const TmaForwardLayout layout = tmaForwardLayout(config);
+  const int64_t qSlabBytes = blockQ * 128, kvSlabBytes = blockK * 128;
+  const int64_t kvTileBytes = blockK * d * 2;
+
+  ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, blockQ, d), {}, {}, {}, {}};
+  Value tid = r.ids.tid, warp = r.ids.warp;
+  Value warpgroup = e.divu(warp, e.i32c(4));
+  Value kEnd = config.causal ? e.minsi(s.kLen, e.add(r.block.q0, e.i32c(blockQ))) : s.kLen;
+  Value keyBlocks = e.ceilDiv(kEnd, blockK);
+  auto barrier = [&](WarpEmitter &w, int64_t first, Value slot) {
+    return w.add(w.i32c(layout.barriers + first * 8), w.mul(slot, w.i32c(8)));
+  };
+  auto slotAndParity = [&](WarpEmitter &w, Value kb) {
+    return std::pair<Value, Value>{arith::RemUIOp::create(w.b, kb, w.i32c(stages)),
+                                   w.andi(w.divu(kb, w.i32c(stages)), w.i32c(1))};
+  };
+  // Barriers: 0 = Q landed, 1 + slot = K landed, 1 + stages + slot = V
+  // landed, 1 + 2 * stages + slot = slot released by every consumer warp.
+  const int64_t fullK = 1, fullV = 1 + stages, empty = 1 + 2 * stages;
+
+  e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
+    e.mbarrierInit(e.i32c(layout.barriers), 1);
+    for (int64_t slot = 0; slot < stages; ++slot) {
+      e.mbarrierInit(e.i32c(layout.barriers + (fullK + slot) * 8), 1);
+      e.mbarrierInit(e.i32c(layout.barriers + (fullV + slot) * 8), 1);
+      e.mbarrierInit(e.i32c(layout.barriers + (empty + slot) * 8), consumers * 4);
+    }
+    e.fenceBarrierInit();
+  });
+  e.barrier();
+
+  Value isProducer = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warpgroup, e.i32c(0));
+  auto roles = scf::IfOp::create(b, isProducer, /*withElseRegion=*/true);
+  {
+    // Producer: give registers back, then one thread issues every copy.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(roles.thenBlock()->getTerminator());
+    if (consumers > 1)
+      e.setMaxRegisters(24, /*increase=*/false);
+    e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
+      Value qHeadRow = e.add(e.mul(r.block.batch, s.qHeads), r.block.head);
+      Value kvHeadRow = e.add(e.mul(r.block.batch, s.kvHeads), r.block.kvHead);
+      Value qBarrier = e.i32c(layout.barriers);
+      e.mbarrierArriveExpectTx(qBarrier, blockQ * d * 2);
+      for (int64_t slab = 0; slab < d / kSlabCols; ++slab)
+        e.tmaLoad3d(e.i32c(layout.q + slab * qSlabBytes), qMap, e.i32c(slab * kSlabCols),
+                    r.block.q0, qHeadRow, qBarrier);
+      scf::ForOp::create(
+          b, e.i32c(0), keyBlocks, e.i32c(1), ValueRange{},
+          [&](OpBuilder &nested, Location loc, Value kb, ValueRange) {
+            ImplicitLocOpBuilder lb(loc, nested);
+            WarpEmitter w(lb, config.bf16);
+            auto [slot, parity] = slotAndParity(w, kb);
+            // Slot reuse: wait until the consumers released block kb - stages.
+            w.ifThen(w.le(w.i32c(stages), kb), [&] {
+              w.mbarrierWait(barrier(w, empty, slot), w.sub(w.i32c(1), parity));
+            });
+            Value k0 = w.mul(kb, w.i32c(blockK));
+            Value tileK = w.add(w.i32c(layout.kv), w.mul(slot, w.i32c(2 * kvTileBytes)));
+            Value tileV = w.add(tileK, w.i32c(kvTileBytes));
+            for (auto [tile, map, first] : {std::tuple{tileK, kMap, fullK},
+                                            std::tuple{tileV, vMap, fullV}}) {
+              Value full = barrier(w, first, slot);
+              w.mbarrierArriveExpectTx(full, kvTileBytes);
+              for (int64_t slab = 0; slab < d / kSlabCols; ++slab)
+                w.tmaLoad3d(w.add(tile, w.i32c(slab * kvSlabBytes)), map,
+                            w.i32c(slab * kSlabCols), k0, kvHeadRow, full);
+            }
+            scf::YieldOp::create(lb);
+          });
+    });
+  }
+
+  // Consumers: warpgroup c >= 1 owns query rows 64 (c - 1) .. + 63.
+  b.setInsertionPoint(roles.elseBlock()->getTerminator());
+  if (consumers > 1)
+    e.setMaxRegisters(240, /*increase=*/true);
+  r.ids.warp = e.sub(warp, e.i32c(4));
+  Value consumer = e.sub(warpgroup, e.i32c(1));
+  r.initSoftmaxConstants(e);
+  Value qTile = e.add(e.i32c(layout.q), e.mul(consumer, e.i32c(64 * 128)));
+  e.mbarrierWait(e.i32c(layout.barriers), e.i32c(0));
+  // This warpgroup's first query row and the last key it may see: blocks
+  // that end past either need the mask.
+  Value wgRow0 = e.add(r.block.q0, e.mul(consumer, e.i32c(64)));
+
+  SmallVector<Value> init = {r.minusInf, r.minusInf, r.zeroF, r.zeroF};
+  init.append(dTiles * 4, r.zeroF);
+  auto loop = scf::ForOp::create(
+      b, e.i32c(0), keyBlocks, e.i32c(1), init,
+      [&](OpBuilder &nested, Location loc, Value kb, ValueRange state) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        WarpEmitter w(lb, config.bf16);
+        auto [slot, parity] = slotAndParity(w, kb);
+        Value k0 = w.mul(kb, w.i32c(blockK));
+        Value tileK = w.add(w.i32c(layout.kv), w.mul(slot, w.i32c(2 * kvTileBytes)));
+        Value tileV = w.add(tileK, w.i32c(kvTileBytes));
+
+        // S = Q K^T: 64 x block_k for this warpgroup.
+        w.mbarrierWait(barrier(w, fullK, slot), parity);
+        SmallVector<Value> acc(keyTiles * 4, r.zeroF);
+        w.wgmmaFence();
+        for (int64_t step = 0; step < kSteps; ++step)
+          acc = w.wgmmaShared(acc, kMajorDescriptor(w, qTile, qSlabBytes, step),
+                              kMajorDescriptor(w, tileK, kvSlabBytes, step), blockK,
+                              /*accumulate=*/step != 0);
+        w.wgmmaCommit();
+        w.wgmmaWait(0);
+        SmallVector<Quad> scores(keyTiles);
+        for (int64_t i = 0; i < keyTiles * 4; ++i)
+          scores[i / 4][i % 4] = acc[i];
+
+        Value kBlockEnd = w.add(k0, w.i32c(blockK));
+        Value maskNeeded = arith::CmpIOp::create(lb, arith::CmpIPredicate::sgt, kBlockEnd, s.kLen);
+        if (config.causal)
+          maskNeeded = arith::OrIOp::create(
+              lb, maskNeeded,
+              arith::CmpIOp::create(lb, arith::CmpIPredicate::sgt, kBlockEnd,
+                                    w.add(wgRow0, w.i32c(1))));
+        SmallVector<Value> next(state.begin(), state.end());
+        std::array<Value, 2> alpha =
+            onlineSoftmaxStep(w, r, scores, k0, state, next, maskNeeded);
+        SmallVector<Value> out;
+        for (int64_t i = 0; i < dTiles * 4; ++i)
+          out.push_back(w.fmul(state[4 + i], alpha[(i % 4) / 2]));
+
+        // O += P V: V (block_k x head_dim, slabs of 64 columns) read
+        // MN-major: 8-key groups 1024 bytes apart (stride), slabs
+        // kvSlabBytes apart (leading); a k-step is 16 keys, 2048 bytes.
+        SmallVector<Quad> p = w.toA(scores);
+        w.mbarrierWait(barrier(w, fullV, slot), parity);
+        w.wgmmaFence();
+        for (size_t step = 0; step < p.size(); ++step) {
+          Value descriptor = w.matrixDescriptor(
+              w.add(tileV, w.i32c(2048 * static_cast<int64_t>(step))), kvSlabBytes, 1024,
+              /*swizzle128=*/true);
+          out = w.wgmma(out, p[step], descriptor, d, /*transposeB=*/true,
+                        /*accumulate=*/true);
+        }
+        w.wgmmaCommit();
+        w.wgmmaWait(0);
+        // Every lane of this warp is past its reads of the slot.
+        w.ifThen(arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, r.ids.lane, w.i32c(0)),
+                 [&] { w.mbarrierArrive(barrier(w, empty, slot)); });
+        for (int64_t i = 0; i < dTiles * 4; ++i)
+          next[4 + i] = out[i];
+        scf::YieldOp::create(lb, next);
+      });
+  storeForwardOutput(e, r, loop.getResults(), func.getArgument(3), func.getArgument(4));
+  b.setInsertionPointAfter(roles);
+  mlir::gpu::ReturnOp::create(b);
+}
+
+} // namespace weft::gpu

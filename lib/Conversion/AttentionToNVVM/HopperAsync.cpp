@@ -1,0 +1,68 @@
+// WarpEmitter's Hopper asynchronous part: mbarriers (init, arrive, expected
+// transaction bytes, parity waits), TMA tensor loads into shared memory and
+// warpgroup register reallocation, as inline PTX (the forms CUTLASS uses;
+// the NVVM ops' spellings move between LLVM releases).
+#include "WarpEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+
+namespace weft::gpu {
+
+void WarpEmitter::inlineAsm(StringRef text, StringRef constraints, ValueRange operands) {
+  // "~{memory}": no load or store moves across a barrier or a copy.
+  std::string allConstraints = constraints.str();
+  allConstraints += allConstraints.empty() ? "~{memory}" : ",~{memory}";
+  LLVM::InlineAsmOp::create(b, TypeRange{}, operands, b.getStringAttr(text),
+                            b.getStringAttr(allConstraints), b.getUnitAttr(),
+                            UnitAttr(), LLVM::TailCallKindAttr(),
+                            LLVM::AsmDialectAttr(), ArrayAttr());
+}
+
+Value WarpEmitter::sharedAddress(Value byteOffset) {
+  return LLVM::PtrToIntOp::create(b, i32, sharedAt(byteOffset));
+}
+
+void WarpEmitter::mbarrierInit(Value barrier, int64_t count) {
+  inlineAsm("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
+            {sharedAddress(barrier), i32c(count)});
+}
+
+void WarpEmitter::fenceBarrierInit() {
+  inlineAsm("fence.mbarrier_init.release.cluster;", "", {});
+}
+
+void WarpEmitter::mbarrierArriveExpectTx(Value barrier, int64_t bytes) {
+  inlineAsm("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+            {sharedAddress(barrier), i32c(bytes)});
+}
+
+void WarpEmitter::mbarrierArrive(Value barrier) {
+  inlineAsm("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {sharedAddress(barrier)});
+}
+
+void WarpEmitter::mbarrierWait(Value barrier, Value parity) {
+  // Labels inside a { } block are local to it, so every copy may use them.
+  inlineAsm("{\n.reg .pred done;\nWEFT_WAIT:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+            "@!done bra WEFT_WAIT;\n}",
+            "r,r", {sharedAddress(barrier), parity});
+}
+
+void WarpEmitter::tmaLoad3d(Value destination, Value map, Value c0, Value c1, Value c2,
+                            Value barrier) {
+  inlineAsm("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
+            "complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];",
+            "r,l,r,r,r,r",
+            {sharedAddress(destination), map, c0, c1, c2, sharedAddress(barrier)});
+}
+
+void WarpEmitter::setMaxRegisters(int64_t count, bool increase) {
+  std::string text = std::string("setmaxnreg.") + (increase ? "inc" : "dec") +
+                     ".sync.aligned.u32 " + std::to_string(count) + ";";
+  inlineAsm(text, "", {});
+}
+
+} // namespace weft::gpu
