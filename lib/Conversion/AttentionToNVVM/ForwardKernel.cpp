@@ -41,8 +41,7 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
   r.initSoftmaxConstants(e);
 
   // Loop state: m[2], l[2] (per-thread partial sums), acc[dTiles][4].
-  SmallVector<Value> init = {r.minusInf, r.minusInf, r.zeroF, r.zeroF};
-  init.append(dTiles * 4, r.zeroF);
+  SmallVector<Value> init = r.initialLoopState(dTiles);
   auto loop = scf::ForOp::create(
       b, e.i32c(0), keyBlocks, e.i32c(1), init,
       [&](OpBuilder &nested, Location loc, Value kb, ValueRange state) {

@@ -44,6 +44,12 @@ void scaleAndMask(WarpEmitter &w, const ForwardRows &r, MutableArrayRef<Quad> sc
 
 } // namespace
 
+SmallVector<Value> ForwardRows::initialLoopState(int64_t dTiles) const {
+  SmallVector<Value> init = {minusInf, minusInf, zeroF, zeroF};
+  init.append(dTiles * 4, zeroF);
+  return init;
+}
+
 std::array<Value, 2> onlineSoftmaxStep(WarpEmitter &w, const ForwardRows &r,
                                        MutableArrayRef<Quad> scores, Value k0,
                                        ValueRange mAndL, MutableArrayRef<Value> next,

@@ -22,6 +22,8 @@ struct ForwardRows {
 
   /// Fills scaleLog2, minusInf, zeroF and rows (the ops go where `e` inserts).
   void initSoftmaxConstants(WarpEmitter &e);
+  /// The key loop's initial state: m[2] = -inf, l[2] = 0, O (dTiles quads) = 0.
+  llvm::SmallVector<mlir::Value> initialLoopState(int64_t dTiles) const;
 };
 
 /// Scales one key block's scores (keys k0 .. k0 + block_k) to log2 units and

@@ -126,12 +126,11 @@ void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelCo
   r.initSoftmaxConstants(e);
   Value qTile = e.add(e.i32c(layout.q), e.mul(consumer, e.i32c(64 * 128)));
   e.mbarrierWait(e.i32c(layout.barriers), e.i32c(0));
-  // This warpgroup's first query row and the last key it may see: blocks
-  // that end past either need the mask.
+  // This warpgroup's first query row: a block needs the mask when it ends
+  // past k_len or (causal) past the key that row may see.
   Value wgRow0 = e.add(r.block.q0, e.mul(consumer, e.i32c(64)));
 
-  SmallVector<Value> init = {r.minusInf, r.minusInf, r.zeroF, r.zeroF};
-  init.append(dTiles * 4, r.zeroF);
+  SmallVector<Value> init = r.initialLoopState(dTiles);
   auto loop = scf::ForOp::create(
       b, e.i32c(0), keyBlocks, e.i32c(1), init,
       [&](OpBuilder &nested, Location loc, Value kb, ValueRange state) {
