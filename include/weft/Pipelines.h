@@ -68,6 +68,12 @@ struct TrainingPipelineOptions
                      "weft.fused kernels (weft-fuse-elementwise) before "
                      "weft-remat, which then decides on groups"),
       llvm::cl::init(false)};
+  Option<std::string> gemmWorkspace{
+      *this, "gemm-workspace",
+      llvm::cl::desc("cuBLASLt workspace cap (e.g. 32MiB): every linear / "
+                     "matmul of the step owns a workspace of at most this "
+                     "size, planned in the arena for its schedule index "
+                     "(weft-compile --emit=package: 32MiB by default)")};
 };
 
 /// The name of the step function the pipeline builds from `entry`.

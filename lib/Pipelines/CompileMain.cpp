@@ -101,6 +101,12 @@ struct CompileOptions {
       cl::desc("Bytes the planned step may use (96MiB, 1.5GB, 4096...): met "
                "by --remat=budget, checked after planning otherwise"),
       cl::value_desc("size"), cl::cat(category)};
+  cl::opt<std::string> gemmWorkspace{
+      "gemm-workspace",
+      cl::desc("cuBLASLt workspace cap per GEMM, planned in the arena for "
+               "the GEMM's schedule index (default with --emit=package: "
+               "32MiB, PyTorch's on sm_90; otherwise none)"),
+      cl::value_desc("size"), cl::cat(category)};
   cl::opt<std::string> remat{
       "remat", cl::desc("none | full | selective | block | uniform | budget"),
       cl::init("none"), cl::cat(category)};
@@ -201,6 +207,10 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.remat = cli.remat;
   options.rematLayers = cli.rematLayers;
   options.memoryReport = cli.memoryReport;
+  // A package's GEMMs run in cuBLASLt, whose workspaces are planned tensors.
+  options.gemmWorkspace = cli.gemmWorkspace.getNumOccurrences()
+                              ? std::string(cli.gemmWorkspace)
+                              : std::string(emitPackage ? "32MiB" : "");
 
   weft::gpu::registerGpuTargetDialects(registry);
   weft::registerPlanDialect(registry);

@@ -108,6 +108,14 @@ LogicalResult weft::buildTrainingPipeline(
   }
   if (options.remat == "budget" && !budget)
     return emitError("remat=budget needs a memory-budget");
+  std::optional<int64_t> gemmWorkspace;
+  if (!options.gemmWorkspace.empty()) {
+    gemmWorkspace = parseByteSize(options.gemmWorkspace);
+    if (!gemmWorkspace)
+      return emitError("gemm-workspace '" + options.gemmWorkspace +
+                       "' is not a size: a number with an optional unit B, "
+                       "KB, MB, GB, TB, KiB, MiB, GiB or TiB");
+  }
 
   std::string step = getStepFunctionName(options.entry);
   AutodiffPassOptions autodiff;
@@ -115,6 +123,7 @@ LogicalResult weft::buildTrainingPipeline(
   autodiff.optimizer = options.optimizer;
   autodiff.lr = options.lr;
   autodiff.weightDecay = options.weightDecay;
+  autodiff.gemmWorkspace = gemmWorkspace.value_or(0);
   pm.addPass(createAutodiffPass(autodiff));
 
   // Groups form on the whole step (forward and backward apart) so that remat

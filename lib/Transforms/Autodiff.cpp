@@ -149,7 +149,8 @@ void eraseDeadOps(Block &body) {
 /// Builds @<entry>_step after `entry`; on failure nothing is left behind.
 FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
                                   const StepArguments &args, Optimizer optimizer,
-                                  const AdamWSettings &adamw) {
+                                  const AdamWSettings &adamw,
+                                  int64_t gemmWorkspace) {
   MLIRContext *context = entry.getContext();
   OpBuilder builder(context);
   builder.setInsertionPointAfter(entry);
@@ -265,6 +266,9 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
   }
   ret->setOperands(stepResults);
   eraseDeadOps(*body);
+  if (gemmWorkspace > 0)
+    step->setAttr(WeftDialect::kGemmWorkspaceAttr,
+                  builder.getI64IntegerAttr(gemmWorkspace));
   return step;
 }
 
@@ -334,7 +338,12 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
     }
     StepArguments args = classifyArguments(entryFn, seed);
     AdamWSettings adamw{lr, beta1, beta2, eps, weightDecay};
-    if (failed(buildStep(entryFn, stepName, args, kind, adamw)))
+    if (gemmWorkspace < 0) {
+      module.emitError("weft-autodiff: option gemm-workspace = ")
+          << int64_t(gemmWorkspace) << " must be >= 0 bytes";
+      return signalPassFailure();
+    }
+    if (failed(buildStep(entryFn, stepName, args, kind, adamw, gemmWorkspace)))
       return signalPassFailure();
   }
 };

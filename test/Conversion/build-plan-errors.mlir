@@ -30,3 +30,19 @@ func.func @not_splat(%x: tensor<2xf32>) -> tensor<2xf32> {
   %y = weft.add %x, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
 }
+
+// -----
+
+func.func @f32_linear(%x: tensor<8x32xf32>, %w: tensor<16x32xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{cannot plan weft.linear as a cuBLASLt GEMM: operands must be bf16 or f16 (accumulated in f32), got 'f32'; build the model in bf16 (f32 master weights stay f32)}}
+  %y = weft.linear %x, %w : (tensor<8x32xf32>, tensor<16x32xf32>) -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @f64_matmul(%a: tensor<8x32xf64>, %b: tensor<32x16xf64>) -> tensor<8x16xf64> {
+  // expected-error @+1 {{cannot plan weft.matmul as a cuBLASLt GEMM: operands must be bf16 or f16 (accumulated in f32), got 'f64'}}
+  %c = weft.matmul %a, %b : (tensor<8x32xf64>, tensor<32x16xf64>) -> tensor<8x16xf64>
+  return %c : tensor<8x16xf64>
+}

@@ -1,6 +1,9 @@
 // CostOpInterface and MemoryOpInterface of the weft ops: FLOPs per execution
-// (a multiply-add counts 2, a transcendental 1) and attention's workspace.
+// (a multiply-add counts 2, a transcendental 1), attention's and the GEMMs'
+// workspaces.
 #include "weft/Dialect/WeftDialect.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -89,6 +92,41 @@ int64_t AttentionGradOp::getWorkspaceBytes() {
     return 0;
   double rows = double(dim(getQ(), 0)) * dim(getQ(), 1) * dim(getQ(), 2);
   return clampToInt64(4.0 * rows);
+}
+
+/// The cuBLASLt workspace of a GEMM (linear, matmul) writing `result`, in a
+/// function planned with weft.gemm_workspace = cap bytes; 0 without the
+/// attribute (a step not meant for cuBLASLt plans no workspace). cuBLASLt
+/// uses the workspace for split-K / stream-K partial sums in f32: room for
+/// four f32 copies of the output, at least 1 MiB so small problems keep
+/// those kernels, never more than the cap (32 MiB, PyTorch's choice on
+/// sm_90, for large ones). weft_gemm_select picks the best algorithm that
+/// fits what was planned, so any size is correct; this one bounds the waste.
+static int64_t gemmWorkspaceBytes(Operation *op, Value result) {
+  auto function = op->getParentOfType<FunctionOpInterface>();
+  auto cap = function ? function->getAttrOfType<IntegerAttr>(
+                            WeftDialect::kGemmWorkspaceAttr)
+                      : IntegerAttr();
+  int64_t outputs = elements(result);
+  if (!cap || cap.getInt() <= 0 || outputs == 0)
+    return 0;
+  constexpr int64_t kMinBytes = int64_t(1) << 20, kGranule = 256;
+  int64_t need = std::max(kMinBytes, 4 * 4 * outputs);
+  need = (need + kGranule - 1) / kGranule * kGranule;
+  return std::min(cap.getInt(), need);
+}
+
+int64_t LinearOp::getWorkspaceBytes() {
+  // An unverified op (attribute verifiers run first) may lack its result.
+  if ((*this)->getNumResults() != 1)
+    return 0;
+  return gemmWorkspaceBytes(*this, getY());
+}
+
+int64_t MatmulOp::getWorkspaceBytes() {
+  if ((*this)->getNumResults() != 1)
+    return 0;
+  return gemmWorkspaceBytes(*this, getC());
 }
 
 int64_t LayerNormOp::getFlops() { return 8 * elements(getX()); }

@@ -170,6 +170,15 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == kGemmWorkspaceAttr) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !bytes ||
+        !bytes.getType().isInteger(64) || bytes.getInt() < 0)
+      return op->emitOpError("expects '")
+             << name << "' to be a non-negative i64 byte count on a "
+             << "function, got " << attr.getValue();
+    return success();
+  }
   if (name == kOffsetsAttr || name == kWorkspaceOffsetAttr ||
       name == kMemoryPlanAttr)
     return verifyMemoryPlanAttribute(op, attr);

@@ -43,6 +43,10 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", "1.0e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.01", "AdamW weight decay">,
+    Option<"gemmWorkspace", "gemm-workspace", "int64_t", "0",
+           "cuBLASLt workspace cap (bytes) stamped on the step as "
+           "weft.gemm_workspace: each linear / matmul then owns a planned "
+           "workspace; 0 plans none">,
   ];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect"];

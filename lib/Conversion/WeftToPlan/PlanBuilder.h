@@ -35,6 +35,10 @@ private:
               llvm::ArrayRef<mlir::Attribute> args,
               llvm::ArrayRef<int64_t> grid, int64_t threads, int64_t smem,
               int64_t index);
+  /// "bf16" / "f16", or a diagnostic: cuBLASLt GEMMs take nothing else.
+  mlir::FailureOr<std::string> gemmDtype(mlir::Operation *op, mlir::Type type);
+  /// The op's planned cuBLASLt workspace; null when none was planned.
+  mlir::FlatSymbolRefAttr workspaceOf(mlir::Operation *op);
   mlir::LogicalResult addLinear(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addMatmul(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addAttention(mlir::Operation *op, int64_t index);

@@ -85,6 +85,24 @@ void PlanBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> arg
     firstEntry = op;
 }
 
+FailureOr<std::string> PlanBuilder::gemmDtype(Operation *op, Type type) {
+  // What weft_gemm_check accepts: bf16 / f16 operands, f32 accumulation.
+  std::string dtype = dtypeOf(type);
+  if (dtype != "bf16" && dtype != "f16")
+    return op->emitError("cannot plan ")
+           << op->getName() << " as a cuBLASLt GEMM: operands must be bf16 or "
+           << "f16 (accumulated in f32), got "
+           << cast<ShapedType>(type).getElementType()
+           << "; build the model in bf16 (f32 master weights stay f32)";
+  return dtype;
+}
+
+FlatSymbolRefAttr PlanBuilder::workspaceOf(Operation *op) {
+  // Planned when the step has weft.gemm_workspace (MemoryOpInterface).
+  std::optional<unsigned> workspace = liveness.lookupWorkspace(op);
+  return workspace ? bufferSymbols.lookup(*workspace) : FlatSymbolRefAttr();
+}
+
 LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
   auto linear = cast<LinearOp>(op);
   auto x = linear.getX().getType();
@@ -92,7 +110,9 @@ LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
   int64_t k = x.getShape().back();
   int64_t m = product(x.getShape().drop_back());
   int64_t n = w.getShape()[0];
-  std::string dtype = dtypeOf(x);
+  FailureOr<std::string> dtype = gemmDtype(op, x);
+  if (failed(dtype))
+    return failure();
   FailureOr<FlatSymbolRefAttr> a = bufferOf(op, linear.getX()),
                                b = bufferOf(op, linear.getW()),
                                d = bufferOf(op, linear.getY());
@@ -103,10 +123,10 @@ LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
     return failure();
   // y[m, n] = x[m, k] w[n, k]^T (+ bias[n]): cuBLASLt's bias epilogue.
   auto gemm = plan::GemmOp::create(
-      builder, op->getLoc(), *d, *a, *b, nullptr, *bias, nullptr,
+      builder, op->getLoc(), *d, *a, *b, nullptr, *bias, workspaceOf(op),
       builder.getI64IntegerAttr(m), builder.getI64IntegerAttr(n),
       builder.getI64IntegerAttr(k), builder.getI64IntegerAttr(1), nullptr,
-      nullptr, builder.getUnitAttr(), builder.getStringAttr(dtype),
+      nullptr, builder.getUnitAttr(), builder.getStringAttr(*dtype),
       builder.getStringAttr(*bias ? "bias" : "none"), builder.getF32FloatAttr(1.0f),
       builder.getF32FloatAttr(0.0f), nullptr, builder.getI64IntegerAttr(0),
       builder.getI64IntegerAttr(index));
@@ -135,6 +155,9 @@ LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
            << aType << ") times a shared 2-d b (" << bType
            << ") is not one strided cuBLASLt GEMM";
   }
+  FailureOr<std::string> dtype = gemmDtype(op, aType);
+  if (failed(dtype))
+    return failure();
   FailureOr<FlatSymbolRefAttr> a = bufferOf(op, matmul.getA()),
                                b = bufferOf(op, matmul.getB()),
                                d = bufferOf(op, matmul.getC());
@@ -144,12 +167,12 @@ LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
   if (batch > 1)
     strides = builder.getDenseI64ArrayAttr({m * k, k * n, m * n, m * n});
   auto gemm = plan::GemmOp::create(
-      builder, op->getLoc(), *d, *a, *b, nullptr, nullptr, nullptr,
+      builder, op->getLoc(), *d, *a, *b, nullptr, nullptr, workspaceOf(op),
       builder.getI64IntegerAttr(m), builder.getI64IntegerAttr(n),
       builder.getI64IntegerAttr(k), builder.getI64IntegerAttr(batch), strides,
       transA ? builder.getUnitAttr() : nullptr,
       transB ? builder.getUnitAttr() : nullptr,
-      builder.getStringAttr(dtypeOf(aType)), builder.getStringAttr("none"),
+      builder.getStringAttr(*dtype), builder.getStringAttr("none"),
       builder.getF32FloatAttr(1.0f), builder.getF32FloatAttr(0.0f), nullptr,
       builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(index));
   if (!firstEntry)

@@ -1698,3 +1698,27 @@ func.func @workspace_offset_no_q(%do: tensor<4x8xf32>, %lse: tensor<4xf32>) {
   %dq, %dk, %dv = weft.attention_grad %do, %lse {weft.workspace_offset = 0 : i64} : (tensor<4x8xf32>, tensor<4xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.gemm_workspace' to be a non-negative i64 byte count on a function, got -1 : i64}}
+func.func @gemm_workspace_negative() attributes {weft.gemm_workspace = -1 : i64} {
+  return
+}
+
+// -----
+
+func.func @gemm_workspace_on_op(%x: tensor<8x32xbf16>, %w: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'weft.linear' op expects 'weft.gemm_workspace' to be a non-negative i64 byte count on a function, got 4096 : i64}}
+  %y = weft.linear %x, %w {weft.gemm_workspace = 4096 : i64} : (tensor<8x32xbf16>, tensor<16x32xbf16>) -> tensor<8x16xbf16>
+  return
+}
+
+// -----
+
+// A GEMM has a workspace only in a function planned with weft.gemm_workspace.
+func.func @gemm_workspace_offset_without_cap(%x: tensor<8x32xbf16>, %w: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'weft.linear' op has 'weft.workspace_offset' but no workspace}}
+  %y = weft.linear %x, %w {weft.workspace_offset = 0 : i64} : (tensor<8x32xbf16>, tensor<16x32xbf16>) -> tensor<8x16xbf16>
+  return
+}

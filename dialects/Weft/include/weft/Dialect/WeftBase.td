@@ -33,6 +33,9 @@ def Weft_Dialect : Dialect {
       function arguments, `weft.memory_plan` (a dictionary: alignment,
       peak_bytes, lower_bound_bytes, fragmentation, categories, ...) on
       functions.
+    - `weft.gemm_workspace` (i64 bytes) on functions: the cuBLASLt workspace
+      cap the step is planned for; every `linear` / `matmul` in it then owns
+      a workspace (MemoryOpInterface) of at most that many bytes.
   }];
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
@@ -48,6 +51,7 @@ def Weft_Dialect : Dialect {
     static constexpr llvm::StringLiteral kWorkspaceOffsetAttr = "weft.workspace_offset";
     static constexpr llvm::StringLiteral kOffsetAttr = "weft.offset";
     static constexpr llvm::StringLiteral kMemoryPlanAttr = "weft.memory_plan";
+    static constexpr llvm::StringLiteral kGemmWorkspaceAttr = "weft.gemm_workspace";
   }];
 }
 

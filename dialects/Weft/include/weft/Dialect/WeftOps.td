@@ -21,7 +21,7 @@ class Weft_Op<string mnemonic, list<Trait> traits = [],
 // GEMMs
 //===----------------------------------------------------------------------===//
 
-def Weft_LinearOp : Weft_Op<"linear"> {
+def Weft_LinearOp : Weft_Op<"linear", [], ["getWorkspaceBytes"]> {
   let summary = "y = x W^T + b over the last dimension of x";
   let description = [{
     `x` is `[..., in]`, `w` is `[out, in]`, the optional `bias` is `[out]`;
@@ -35,7 +35,7 @@ def Weft_LinearOp : Weft_Op<"linear"> {
   let results = (outs Weft_FloatTensor:$y);
 }
 
-def Weft_MatmulOp : Weft_Op<"matmul"> {
+def Weft_MatmulOp : Weft_Op<"matmul", [], ["getWorkspaceBytes"]> {
   let summary = "batched matrix product with optional transposes";
   let description = [{
     `a` is `[..., m, k]` (`[..., k, m]` with `transpose_a`), `b` is
