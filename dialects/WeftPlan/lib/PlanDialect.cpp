@@ -40,7 +40,8 @@ LogicalResult KernelOp::verify() {
   for (auto [i, param] : llvm::enumerate(getParams().getAsValueRange<StringAttr>()))
     if (!weft::pkg::parseParamKind(param.str()))
       return emitOpError("parameter ")
-             << i << " has kind '" << param << "', not one of ptr, i32, i64, f32";
+             << i << " has kind '" << param
+             << "', not one of ptr, i32, i64, f32, tensormap";
   return success();
 }
 
@@ -56,6 +57,49 @@ static LogicalResult verifyExtents(Operation *op, StringRef name,
     if (extents[d] < 1 || uint64_t(extents[d]) > limits[d])
       return op->emitOpError() << name << "." << axes[d] << " = " << extents[d]
                                << " is outside [1, " << limits[d] << "]";
+  return success();
+}
+
+/// A tensor-map argument: {tensormap = @buffer, dtype = "bf16", dims =
+/// array<i64: ...>, strides = array<i64: ...>, box = array<i64: ...>,
+/// swizzle = 128}, dims and box innermost first, rank 1..5, rank - 1 byte
+/// strides.
+static LogicalResult verifyTensorMapArg(Operation *op, size_t i,
+                                        DictionaryAttr map) {
+  auto fail = [&](const Twine &what) {
+    return op->emitOpError("argument ") << i << " (a tensor map): " << what;
+  };
+  if (!map.getAs<FlatSymbolRefAttr>("tensormap"))
+    return fail("expects tensormap = @buffer");
+  auto dtype = map.getAs<StringAttr>("dtype");
+  if (!dtype || !weft::pkg::parseDType(dtype.str()))
+    return fail("expects dtype = \"bf16\", \"f16\", \"f32\" or \"f64\"");
+  auto dims = map.getAs<DenseI64ArrayAttr>("dims");
+  auto strides = map.getAs<DenseI64ArrayAttr>("strides");
+  auto box = map.getAs<DenseI64ArrayAttr>("box");
+  if (!dims || !strides || !box)
+    return fail("expects dims, strides and box as array<i64: ...>");
+  int64_t rank = dims.size();
+  if (rank < 1 || rank > int64_t(weft::pkg::kMaxTensorMapRank) ||
+      int64_t(box.size()) != rank || int64_t(strides.size()) != rank - 1)
+    return fail(Twine("expects rank 1..5 with as many box extents and rank - 1 "
+                      "strides, got ") +
+                Twine(rank) + " dims, " + Twine(box.size()) + " box extents, " +
+                Twine(strides.size()) + " strides");
+  for (int64_t v : dims.asArrayRef())
+    if (v < 1)
+      return fail("dims must be positive, got " + Twine(v));
+  for (int64_t v : strides.asArrayRef())
+    if (v < 1)
+      return fail("strides must be positive, got " + Twine(v));
+  for (int64_t v : box.asArrayRef())
+    if (v < 1 || v > 256)
+      return fail("box extents must be in [1, 256], got " + Twine(v));
+  auto swizzle = map.getAs<IntegerAttr>("swizzle");
+  if (!swizzle || !llvm::is_contained({0, 32, 64, 128}, swizzle.getInt()))
+    return fail("expects swizzle = 0, 32, 64 or 128 (bytes)");
+  if (map.size() != 6)
+    return fail("has keys beyond tensormap, dtype, dims, strides, box, swizzle");
   return success();
 }
 
@@ -79,6 +123,11 @@ LogicalResult LaunchOp::verify() {
   for (auto [i, arg] : llvm::enumerate(getArgs())) {
     if (isa<FlatSymbolRefAttr>(arg))
       continue;
+    if (auto map = dyn_cast<DictionaryAttr>(arg)) {
+      if (failed(verifyTensorMapArg(*this, i, map)))
+        return failure();
+      continue;
+    }
     if (auto integer = dyn_cast<IntegerAttr>(arg))
       if (integer.getType().isInteger(32) || integer.getType().isInteger(64))
         continue;
@@ -87,7 +136,8 @@ LogicalResult LaunchOp::verify() {
         continue;
     return emitOpError("argument ")
            << i << " is " << arg
-           << ": expected a buffer symbol or an i32, i64 or f32 immediate";
+           << ": expected a buffer symbol, an i32, i64 or f32 immediate or a "
+              "tensor map {tensormap = @buffer, ...}";
   }
   return success();
 }

@@ -82,6 +82,30 @@ LogicalResult StepExporter::addLaunch(LaunchOp launch, pkg::Package &package) {
       if (failed(buffer))
         return failure();
       value = {pkg::ArgKind::Buffer, *buffer};
+    } else if (auto dict = dyn_cast<DictionaryAttr>(arg)) {
+      // Verified by LaunchOp::verify: every key present, rank 1..5.
+      FailureOr<uint32_t> buffer = lookupBuffer(
+          launch, dict.getAs<FlatSymbolRefAttr>("tensormap"),
+          "argument " + Twine(i) + " (a tensor map)");
+      if (failed(buffer))
+        return failure();
+      pkg::TensorMap map;
+      map.buffer = *buffer;
+      map.dtype = *pkg::parseDType(dict.getAs<StringAttr>("dtype").str());
+      ArrayRef<int64_t> dims = dict.getAs<DenseI64ArrayAttr>("dims").asArrayRef();
+      ArrayRef<int64_t> strides =
+          dict.getAs<DenseI64ArrayAttr>("strides").asArrayRef();
+      ArrayRef<int64_t> box = dict.getAs<DenseI64ArrayAttr>("box").asArrayRef();
+      map.rank = uint32_t(dims.size());
+      map.swizzle = uint32_t(dict.getAs<IntegerAttr>("swizzle").getInt());
+      for (size_t d = 0; d < dims.size(); ++d) {
+        map.dims[d] = uint64_t(dims[d]);
+        map.box[d] = uint32_t(box[d]);
+      }
+      for (size_t d = 0; d < strides.size(); ++d)
+        map.strides[d] = uint64_t(strides[d]);
+      value = {pkg::ArgKind::TensorMap, uint64_t(package.tensorMaps.size())};
+      package.tensorMaps.push_back(map);
     } else if (auto integer = dyn_cast<IntegerAttr>(arg)) {
       bool is32 = integer.getType().isInteger(32);
       value = {is32 ? pkg::ArgKind::I32 : pkg::ArgKind::I64,

@@ -157,6 +157,47 @@ private:
     return true;
   }
 
+  /// A tensor-map operand: its buffer live at `index`, the view's last
+  /// element inside the buffer, strides multiples of 16 and increasing.
+  void checkTensorMap(uint32_t entry, uint32_t index, uint64_t map,
+                      const std::string &what) {
+    std::string where = "launch " + str(entry) + " " + what;
+    if (map >= package.tensorMaps.size()) {
+      report(Subject::Launch, entry,
+             where + " names tensor map " + str(map) +
+                 ", undefined: the step has " + str(package.tensorMaps.size()));
+      return;
+    }
+    const TensorMap &t = package.tensorMaps[map];
+    if (!checkOperand(Subject::Launch, entry, index, t.buffer,
+                      what + " (tensor map " + str(map) + ")"))
+      return;
+    if (t.rank < 1 || t.rank > kMaxTensorMapRank)
+      return report(Subject::Launch, entry,
+                    where + ": tensor map " + str(map) + " has rank " + str(t.rank));
+    uint64_t element = dtypeBytes(t.dtype);
+    // Byte offset of the last element; dims and strides are bounded by the
+    // driver's limits (2^32, 2^40), so the sum cannot overflow 64 bits.
+    uint64_t last = (t.dims[0] - 1) * element + element;
+    for (uint32_t d = 1; d < t.rank; ++d) {
+      if (t.dims[d] == 0 || t.dims[d] > (1ull << 32) || t.strides[d - 1] % 16 != 0 ||
+          t.strides[d - 1] >= (1ull << 40)) {
+        report(Subject::Launch, entry,
+               where + ": tensor map " + str(map) + " dim " + str(d) + " = " +
+                   str(t.dims[d]) + " with byte stride " + str(t.strides[d - 1]) +
+                   " (dims 1..2^32, strides multiples of 16 below 2^40)");
+        return;
+      }
+      last += (t.dims[d] - 1) * t.strides[d - 1];
+    }
+    const Buffer &b = package.buffers[t.buffer];
+    if (t.dims[0] == 0 || last > b.size)
+      report(Subject::Launch, entry,
+             where + ": tensor map " + str(map) + " over buffer '" + b.name +
+                 "' reaches byte " + str(last) + " but the buffer has " +
+                 str(b.size));
+  }
+
   void checkLaunch(uint32_t i) {
     const Launch &launch = package.launches[i];
     std::string where = "launch " + str(i);
@@ -208,12 +249,13 @@ private:
       bool matches = (want == ParamKind::Pointer && arg.kind == ArgKind::Buffer) ||
                      (want == ParamKind::I32 && arg.kind == ArgKind::I32) ||
                      (want == ParamKind::I64 && arg.kind == ArgKind::I64) ||
-                     (want == ParamKind::F32 && arg.kind == ArgKind::F32);
+                     (want == ParamKind::F32 && arg.kind == ArgKind::F32) ||
+                     (want == ParamKind::TensorMap && arg.kind == ArgKind::TensorMap);
       if (!matches) {
-        const char *kinds[] = {"buffer", "i32", "i64", "f32"};
+        const char *kinds[] = {"buffer", "i32", "i64", "f32", "tensormap"};
         report(Subject::Launch, i,
                where + " argument " + str(a) + " is " +
-                   (uint32_t(arg.kind) < 4 ? kinds[uint32_t(arg.kind)] : "?") +
+                   (uint32_t(arg.kind) < kNumArgKinds ? kinds[uint32_t(arg.kind)] : "?") +
                    ", the kernel's parameter " + str(a) + " is " +
                    paramKindName(want));
         continue;
@@ -221,6 +263,8 @@ private:
       if (arg.kind == ArgKind::Buffer)
         checkOperand(Subject::Launch, i, launch.index, arg.value,
                      "argument " + str(a));
+      if (arg.kind == ArgKind::TensorMap)
+        checkTensorMap(i, launch.index, arg.value, "argument " + str(a));
     }
   }
 

@@ -17,7 +17,7 @@ std::optional<Enum> parseName(std::string_view name, const char *const (&names)[
 const char *const kRoleNames[] = {"parameter", "optimizer_state", "input",
                                   "output",    "gradient",        "activation",
                                   "temporary", "workspace"};
-const char *const kParamKindNames[] = {"ptr", "i32", "i64", "f32"};
+const char *const kParamKindNames[] = {"ptr", "i32", "i64", "f32", "tensormap"};
 const char *const kDTypeNames[] = {"bf16", "f16", "f32", "f64"};
 const char *const kEpilogueNames[] = {"none", "bias", "gelu", "bias_gelu"};
 } // namespace
@@ -73,7 +73,7 @@ const char *format::sectionName(uint32_t kind) {
   static const char *const names[] = {
       "?",       "STRINGS", "STEP",   "BUFFERS",  "KERNELS", "PARAM_KINDS",
       "LAUNCHES", "ARGS",   "GEMMS",  "EVENTS",   "SCHEDULE", "IMAGES",
-      "CUBIN",   "PTX",     "INIT_DATA"};
+      "CUBIN",   "PTX",     "INIT_DATA", "TENSOR_MAPS"};
   return kind <= kLastKind ? names[kind] : "?";
 }
 

@@ -16,7 +16,7 @@
 //     u32 kind, u32 index (image or buffer for kinds 12-14), u64 offset,
 //     u64 length, u64 FNV-1a 64 of the section's bytes
 //   sections (8-byte aligned). Strings are (u32 offset, u32 length) into the
-//   STRINGS section. Sections 1-11 appear exactly once.
+//   STRINGS section. Sections 1-11 appear exactly once, 15 at most once.
 #ifndef WEFT_LIB_TARGET_PACKAGE_PACKAGEFORMAT_H
 #define WEFT_LIB_TARGET_PACKAGE_PACKAGEFORMAT_H
 
@@ -53,8 +53,10 @@ enum SectionKind : uint32_t {
   kCubin = 12,     // index = image; raw bytes
   kPtx = 13,       // index = image; raw bytes
   kInitData = 14,  // index = buffer; exactly the buffer's size
+  kTensorMaps = 15, // optional, at most once; 112: u32 buffer, dtype, rank,
+                    //   swizzle bytes; u64 dims[5], strides[4]; u32 box[5], 0
 };
-inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kInitData;
+inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kTensorMaps;
 inline constexpr uint32_t kLastRequiredKind = kImages;
 
 inline constexpr size_t kStepBytes = 32;
@@ -66,6 +68,7 @@ inline constexpr size_t kGemmBytes = 192;
 inline constexpr size_t kEventBytes = 16;
 inline constexpr size_t kEntryBytes = 8;
 inline constexpr size_t kImageBytes = 8;
+inline constexpr size_t kTensorMapBytes = 112;
 
 const char *sectionName(uint32_t kind);
 

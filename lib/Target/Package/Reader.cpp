@@ -75,6 +75,7 @@ private:
                const uint8_t *&data);
   bool string(Cursor &cursor, const char *what, uint64_t record, std::string &out);
   bool readFixedName(size_t at, const char *field, std::string &out);
+  bool readTensorMaps(Package &package);
 
   const uint8_t *file;
   size_t size;
@@ -213,6 +214,57 @@ bool PackageReader::string(Cursor &cursor, const char *what, uint64_t record,
   return true;
 }
 
+/// The optional TENSOR_MAPS section (kind 15, at most once): records checked
+/// for a known buffer and dtype, rank 1..5, a known swizzle span.
+bool PackageReader::readTensorMaps(Package &package) {
+  const SectionRef *found = nullptr;
+  for (const SectionRef &section : sections) {
+    if (section.kind != kTensorMaps)
+      continue;
+    if (found)
+      return fail("section TENSOR_MAPS appears twice");
+    found = &section;
+  }
+  if (!found)
+    return true;
+  if (found->length % kTensorMapBytes != 0)
+    return fail("section TENSOR_MAPS has " + str(found->length) +
+                " bytes, not a multiple of its " + str(kTensorMapBytes) +
+                "-byte records");
+  for (uint64_t i = 0; i < found->length / kTensorMapBytes; ++i) {
+    Cursor c(found->data + i * kTensorMapBytes, kTensorMapBytes);
+    TensorMap map;
+    map.buffer = c.u32();
+    uint32_t dtype = c.u32();
+    map.rank = c.u32();
+    map.swizzle = c.u32();
+    for (uint64_t &v : map.dims)
+      v = c.u64();
+    for (uint64_t &v : map.strides)
+      v = c.u64();
+    for (uint32_t &v : map.box)
+      v = c.u32();
+    std::string where = "tensor map " + str(i);
+    if (map.buffer >= package.buffers.size())
+      return fail(where + ": names buffer " + str(map.buffer) +
+                  ", undefined: the package has " +
+                  str(package.buffers.size()) + " buffers");
+    if (dtype >= kNumDTypes)
+      return fail(where + ": dtype " + str(dtype) +
+                  " is not one of bf16, f16, f32, f64");
+    map.dtype = DType(dtype);
+    if (map.rank < 1 || map.rank > kMaxTensorMapRank)
+      return fail(where + ": rank " + str(map.rank) + " is outside [1, " +
+                  str(kMaxTensorMapRank) + "]");
+    if (map.swizzle != 0 && map.swizzle != 32 && map.swizzle != 64 &&
+        map.swizzle != 128)
+      return fail(where + ": swizzle " + str(map.swizzle) +
+                  " bytes is not one of 0, 32, 64, 128");
+    package.tensorMaps.push_back(map);
+  }
+  return true;
+}
+
 bool PackageReader::read(Package &package) {
   uint64_t tableOffset;
   uint32_t count;
@@ -258,6 +310,9 @@ bool PackageReader::read(Package &package) {
     package.buffers.push_back(std::move(buffer));
   }
 
+  if (!readTensorMaps(package))
+    return false;
+
   uint64_t numParams;
   const uint8_t *params;
   if (!records(kParamKinds, 1, numParams, params))
@@ -296,7 +351,7 @@ bool PackageReader::read(Package &package) {
     for (uint64_t p = first; p < first + count; ++p) {
       if (params[p] >= kNumParamKinds)
         return fail(where + ": parameter " + str(p - first) + " has kind " +
-                    str(params[p]) + ", not one of ptr, i32, i64, f32");
+                    str(params[p]) + ", not one of ptr, i32, i64, f32, tensormap");
       kernel.params.push_back(ParamKind(params[p]));
     }
     package.kernels.push_back(std::move(kernel));
@@ -337,13 +392,19 @@ bool PackageReader::read(Package &package) {
       arg.value = ac.u64();
       if (kind >= kNumArgKinds)
         return fail(where + ": argument " + str(a - first) + " has kind " +
-                    str(kind) + ", not one of buffer, i32, i64, f32");
+                    str(kind) + ", not one of buffer, i32, i64, f32, tensormap");
       arg.kind = ArgKind(kind);
       if (arg.kind == ArgKind::Buffer && arg.value >= package.buffers.size())
         return fail(where + " (kernel '" + package.kernels[launch.kernel].name +
                     "'): argument " + str(a - first) + " names buffer " +
                     str(arg.value) + ", undefined: the package has " +
                     str(package.buffers.size()) + " buffers");
+      if (arg.kind == ArgKind::TensorMap &&
+          arg.value >= package.tensorMaps.size())
+        return fail(where + " (kernel '" + package.kernels[launch.kernel].name +
+                    "'): argument " + str(a - first) + " names tensor map " +
+                    str(arg.value) + ", undefined: the package has " +
+                    str(package.tensorMaps.size()) + " tensor maps");
       launch.args.push_back(arg);
     }
     package.launches.push_back(std::move(launch));
@@ -436,7 +497,7 @@ bool PackageReader::read(Package &package) {
   }
 
   for (const SectionRef &section : sections) {
-    if (section.kind <= kLastRequiredKind)
+    if (section.kind <= kLastRequiredKind || section.kind == kTensorMaps)
       continue;
     const char *name = sectionName(section.kind);
     const char *text = reinterpret_cast<const char *>(section.data);

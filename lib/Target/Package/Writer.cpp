@@ -126,6 +126,19 @@ std::string writePackage(const Package &package) {
     argCount += uint32_t(launch.args.size());
   }
 
+  ByteWriter tensorMaps;
+  for (const TensorMap &map : package.tensorMaps) {
+    for (uint32_t v : {map.buffer, uint32_t(map.dtype), map.rank, map.swizzle})
+      tensorMaps.u32(v);
+    for (uint64_t v : map.dims)
+      tensorMaps.u64(v);
+    for (uint64_t v : map.strides)
+      tensorMaps.u64(v);
+    for (uint32_t v : map.box)
+      tensorMaps.u32(v);
+    tensorMaps.u32(0);
+  }
+
   ByteWriter gemms;
   for (const Gemm &gemm : package.gemms) {
     for (uint32_t v : {gemm.a, gemm.b, gemm.c, gemm.d, gemm.bias, gemm.workspace})
@@ -185,6 +198,9 @@ std::string writePackage(const Package &package) {
   }
   for (const InitData &data : package.initData)
     sections.push_back({kInitData, data.buffer, data.bytes});
+  // Optional: packages without TMA kernels keep the layout they always had.
+  if (!package.tensorMaps.empty())
+    add(kTensorMaps, tensorMaps);
 
   // Layout: header, table, then each section at an 8-byte boundary.
   std::string file(kHeaderBytes + sections.size() * kTableEntryBytes, '\0');

@@ -36,9 +36,11 @@ inline constexpr uint32_t kNumRoles = 8;
 const char *roleName(Role role);
 std::optional<Role> parseRole(std::string_view name);
 
-enum class ParamKind : uint8_t { Pointer, I32, I64, F32 };
-inline constexpr uint32_t kNumParamKinds = 4;
-/// "ptr", "i32", "i64", "f32".
+/// TensorMap: a 128-byte CUtensorMap passed by value (a TMA descriptor the
+/// runtime encodes once at load from a TensorMap record).
+enum class ParamKind : uint8_t { Pointer, I32, I64, F32, TensorMap };
+inline constexpr uint32_t kNumParamKinds = 5;
+/// "ptr", "i32", "i64", "f32", "tensormap".
 const char *paramKindName(ParamKind kind);
 std::optional<ParamKind> parseParamKind(std::string_view name);
 
@@ -78,13 +80,28 @@ struct Kernel {
   std::vector<ParamKind> params;
 };
 
-enum class ArgKind : uint32_t { Buffer, I32, I64, F32 };
-inline constexpr uint32_t kNumArgKinds = 4;
-/// A launch argument: a buffer index, or an immediate's bits (an i32 or f32
-/// in the low 32 bits).
+enum class ArgKind : uint32_t { Buffer, I32, I64, F32, TensorMap };
+inline constexpr uint32_t kNumArgKinds = 5;
+/// A launch argument: a buffer index, an immediate's bits (an i32 or f32
+/// in the low 32 bits), or an index into Package::tensorMaps.
 struct Arg {
   ArgKind kind = ArgKind::Buffer;
   uint64_t value = 0;
+};
+
+/// A TMA descriptor over a buffer (cuTensorMapEncodeTiled's arguments):
+/// `rank` dims innermost first, byte strides of dims 1..rank-1, the box, the
+/// swizzle span in bytes (0, 32, 64 or 128); elements of `dtype`; interleave
+/// none, element strides 1, out-of-bounds elements read as zero.
+inline constexpr uint32_t kMaxTensorMapRank = 5;
+struct TensorMap {
+  uint32_t buffer = 0;
+  DType dtype = DType::BF16;
+  uint32_t rank = 1;
+  uint32_t swizzle = 0;
+  uint64_t dims[kMaxTensorMapRank] = {1, 1, 1, 1, 1};
+  uint64_t strides[kMaxTensorMapRank - 1] = {0, 0, 0, 0};
+  uint32_t box[kMaxTensorMapRank] = {1, 1, 1, 1, 1};
 };
 
 struct Launch {
@@ -146,6 +163,7 @@ struct Package {
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Launch> launches;
+  std::vector<TensorMap> tensorMaps;
   std::vector<Gemm> gemms;
   std::vector<Event> events;
   std::vector<Entry> schedule;

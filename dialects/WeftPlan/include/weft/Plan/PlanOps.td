@@ -101,7 +101,11 @@ def WeftPlan_LaunchOp : WeftPlan_Op<"launch", [HasParent<"StepOp">]> {
   let summary = "a kernel launch at a schedule index";
   let description = [{
     Arguments in parameter order: buffer symbols for "ptr" parameters,
-    `N : i32`, `N : i64` or `X : f32` immediates for the scalars.
+    `N : i32`, `N : i64` or `X : f32` immediates for the scalars, and for
+    "tensormap" parameters (a CUtensorMap by value, encoded once at load)
+    `{tensormap = @buffer, dtype = "bf16", dims = array<i64: ...>, strides =
+    array<i64: ...>, box = array<i64: ...>, swizzle = 128 : i64}` with dims
+    and box innermost first and the byte strides of dims 1..rank-1.
     ```mlir
     weft_plan.launch @relu [@x, @y, 256 : i32] grid [1, 1, 1] block [256, 1, 1] smem 0 stream 0 at 0
     ```
