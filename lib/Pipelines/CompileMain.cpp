@@ -2,6 +2,7 @@
 // report out (weft-train-pipeline, as weft-opt offers it), or --emit=kernels:
 // the AOT attention units of a module (or of the step it builds).
 #include "weft/Pipelines.h"
+#include "weft/Conversion/ElementwiseKernels.h"
 #include "weft/Target/GPU/AotKernels.h"
 #include "weft/Target/GPU/Serialize.h"
 #include "weft/Target/Package/PlanPackage.h"
@@ -54,7 +55,10 @@ struct CompileOptions {
                "(.ptx, .cubin, .h, .c, .json) of every weft.attention / "
                "attention_grad; gpu-binary: PTX and cubin of hand-written "
                "gpu.modules, with ptxas's resources on stdout; package: "
-               "the step's plan and kernel images (--train, -o FILE.weftpkg)"),
+               "the step's plan and kernel images (--train, -o FILE.weftpkg); "
+               "elementwise-kernels: PTX, cubin and JSON of every non-GEMM, "
+               "non-attention op of FILE (-o DIR), ptxas's resources on "
+               "stdout; elementwise-ir: their gpu.modules before lowering"),
       cl::init("step"), cl::cat(category)};
   cl::opt<std::string> chip{"chip", cl::desc("GPU architecture of kernels"),
                             cl::init("sm_90a"), cl::cat(category)};
@@ -175,10 +179,20 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
 
   bool emitKernels = cli.emit == "kernels";
   bool emitGpuBinary = cli.emit == "gpu-binary";
+  // The elementwise kernels of the module's ops as they are (no --train).
+  bool emitElementwise = cli.emit == "elementwise-kernels";
+  bool emitElementwiseIr = cli.emit == "elementwise-ir";
+  if ((emitElementwise || emitElementwiseIr) && cli.train)
+    return usageError("--emit=" + cli.emit + " builds the kernels of the ops "
+                      "in FILE as they are; drop --train");
+  if (emitElementwise && cli.output == "-")
+    return usageError("--emit=elementwise-kernels needs -o DIR");
   bool emitPackage = cli.emit == "package";
-  if (!emitKernels && !emitGpuBinary && !emitPackage && cli.emit != "step")
+  if (!emitKernels && !emitGpuBinary && !emitPackage && !emitElementwise &&
+      !emitElementwiseIr && cli.emit != "step")
     return usageError("--emit=" + cli.emit +
-                      " is not one of step, kernels, gpu-binary, package");
+                      " is not one of step, kernels, gpu-binary, package, "
+                      "elementwise-kernels, elementwise-ir");
   if (emitPackage && (!cli.train || cli.output == "-"))
     return usageError("--emit=package packages a training step: give --train "
                       "--entry NAME and -o FILE.weftpkg");
@@ -188,7 +202,8 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   if (emitGpuBinary && cli.train)
     return usageError("--emit=gpu-binary lowers gpu.modules as they are; "
                       "--train does not apply");
-  if (!cli.train && !emitKernels && !emitGpuBinary)
+  if (!cli.train && !emitKernels && !emitGpuBinary && !emitElementwise &&
+      !emitElementwiseIr)
     return usageError("give --train (build a training step) or "
                       "--emit=kernels / --emit=gpu-binary");
   if (cli.train && cli.entry.empty())
@@ -230,6 +245,12 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return kExitUsage;
+  if (emitElementwise || emitElementwiseIr) {
+    if (failed(weft::gpu::emitElementwiseKernelUnits(
+            *module, cli.output, cli.chip, emitElementwiseIr, llvm::outs())))
+      return kExitFailed;
+    return kExitOk;
+  }
   if (emitGpuBinary) {
     if (failed(weft::gpu::emitGpuModuleBinaries(*module, cli.output, cli.chip,
                                                 llvm::outs())))

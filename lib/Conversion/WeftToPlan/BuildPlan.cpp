@@ -159,7 +159,8 @@ FailureOr<BuiltPlan> weft::buildPlan(func::FuncOp func,
     failedAny |= failed(entries.addOp(op, liveness->getStep(op)));
   if (failedAny)
     return fail();
-  return BuiltPlan{step, std::move(entries.attentionImages)};
+  return BuiltPlan{step, std::move(entries.attentionImages),
+                   std::move(entries.elementwiseImages)};
 }
 
 void weft::registerPlanDialect(DialectRegistry &registry) {

@@ -25,6 +25,7 @@ public:
   mlir::LogicalResult addOp(mlir::Operation *op, int64_t index);
 
   std::vector<AttentionImage> attentionImages;
+  std::vector<ElementwiseImage> elementwiseImages;
 
 private:
   mlir::FailureOr<mlir::FlatSymbolRefAttr> bufferOf(mlir::Operation *op,

@@ -4,6 +4,7 @@
 // splat constant.
 #include "PlanBuilder.h"
 
+#include "weft/Conversion/ElementwiseKernels.h"
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -372,9 +373,26 @@ LogicalResult PlanBuilder::addKernelPerOp(Operation *op, int64_t index) {
     kinds.push_back("ptr");
     args.push_back(bufferSymbols.lookup(*workspace));
   }
+  // ElementwiseToNVVM's kernels (one, or stats + column sums + rows), all
+  // taking these arguments; an op it cannot run keeps an imageless kernel,
+  // which weft-run --check reports, and a warning says why.
+  std::string reason;
+  FailureOr<SmallVector<gpu::ElementwiseLaunch>> launches =
+      gpu::planElementwiseKernels(op, name, reason);
+  if (succeeded(launches)) {
+    if (images.insert(name).second)
+      elementwiseImages.push_back({name, op});
+    for (const gpu::ElementwiseLaunch &kernel : *launches) {
+      declareKernel(kernel.kernel, name, kinds);
+      launch(op->getLoc(), kernel.kernel, args, {kernel.gridX, 1, 1},
+             kernel.threads, /*smem=*/0, index);
+    }
+    return success();
+  }
+  op->emitWarning("no GPU kernel image for ")
+      << op->getName() << " (" << name << "): " << reason;
   declareKernel(name, name, kinds);
-  // One thread per element of the largest tensor, 256 per block: the launch
-  // the kernel generator is given along with the kernel's name.
+  // One thread per element of the largest tensor, 256 per block.
   constexpr int64_t kThreads = 256;
   int64_t blocks = std::min<int64_t>((elements + kThreads - 1) / kThreads,
                                      int64_t(pkg::kMaxGridX));
@@ -395,6 +413,10 @@ LogicalResult PlanBuilder::addConstant(Operation *op, int64_t index) {
   // One fill kernel per element type: (ptr, i64 elements, f32 value).
   std::string name = "weft_fill_" + dtypeOf(value.getType());
   declareKernel(name, name, {"ptr", "i64", "f32"});
+  std::string reason;
+  if (images.insert(name).second &&
+      succeeded(gpu::planElementwiseKernels(op, name, reason)))
+    elementwiseImages.push_back({name, op});
   int64_t elements = value.getNumElements();
   float splat = float(value.getSplatValue<APFloat>().convertToDouble());
   constexpr int64_t kThreads = 256;

@@ -1,8 +1,9 @@
-// weft_plan.step + attention images -> pkg::Package. The attention images are
+// weft_plan.step + kernel images -> pkg::Package. The attention images are
 // built as weft-compile --emit=kernels builds them (buildAttentionKernels,
-// lowerToPtx, assemblePtx); other kernels' images come from elsewhere.
+// lowerToPtx, assemblePtx), the other ops' by ElementwiseToNVVM.
 #include "weft/Target/Package/PlanPackage.h"
 
+#include "weft/Conversion/ElementwiseKernels.h"
 #include "weft/Target/GPU/Serialize.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -39,6 +40,26 @@ FailureOr<gpu::GpuBinary> buildAttentionImage(MLIRContext *context,
   return binary;
 }
 
+/// The kernels of one elementwise op (ElementwiseToNVVM), in a module of
+/// their own.
+FailureOr<gpu::GpuBinary> buildElementwiseImage(MLIRContext *context,
+                                                const ElementwiseImage &image,
+                                                StringRef chip, Location loc) {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  if (failed(gpu::buildElementwiseKernels(*module, image.name, image.op)))
+    return failure();
+  FailureOr<std::string> ptx = gpu::lowerToPtx(*module, image.name, chip);
+  if (failed(ptx))
+    return emitError(loc, "lowering image ") << image.name << " to PTX for "
+                                             << chip << " failed";
+  gpu::GpuBinary binary;
+  std::string message;
+  if (failed(gpu::assemblePtx(*ptx, chip, binary, message)))
+    return emitError(loc, "assembling image ") << image.name << ": " << message;
+  binary.ptx = *ptx;
+  return binary;
+}
+
 } // namespace
 
 FailureOr<pkg::Package> makePackage(const BuiltPlan &built, StringRef chip,
@@ -51,16 +72,31 @@ FailureOr<pkg::Package> makePackage(const BuiltPlan &built, StringRef chip,
   package->weftVersion = weftVersion.str();
   Location loc = step.getLoc();
   bool havePtxas = !gpu::findPtxas().empty();
-  if (!havePtxas && !built.attentionImages.empty())
+  if (!havePtxas &&
+      !(built.attentionImages.empty() && built.elementwiseImages.empty()))
     notes << "note: no ptxas ($WEFT_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin, "
              "PATH): the "
-          << built.attentionImages.size()
-          << " attention image(s) are not in the package\n";
+          << built.attentionImages.size() << " attention and "
+          << built.elementwiseImages.size()
+          << " elementwise image(s) are not in the package\n";
   for (const AttentionImage &image : built.attentionImages) {
     if (!havePtxas)
       break;
     FailureOr<gpu::GpuBinary> binary =
         buildAttentionImage(step.getContext(), image, chip, loc);
+    if (failed(binary))
+      return failure();
+    pkg::Image entry;
+    entry.name = image.name;
+    entry.cubin = std::string(binary->cubin.begin(), binary->cubin.end());
+    entry.ptx = binary->ptx;
+    package->images.push_back(std::move(entry));
+  }
+  for (const ElementwiseImage &image : built.elementwiseImages) {
+    if (!havePtxas)
+      break;
+    FailureOr<gpu::GpuBinary> binary =
+        buildElementwiseImage(step.getContext(), image, chip, image.op->getLoc());
     if (failed(binary))
       return failure();
     pkg::Image entry;
@@ -78,8 +114,9 @@ FailureOr<pkg::Package> makePackage(const BuiltPlan &built, StringRef chip,
   }
   if (missing)
     notes << "note: " << missing << " of " << package->kernels.size()
-          << " kernels have no image yet (only the attention kernels are "
-             "generated); the package records them as missing\n";
+          << " kernels have no image (ops without a GPU kernel, each warned "
+             "about above, or no ptxas); the package records them as "
+             "missing\n";
   return package;
 }
 

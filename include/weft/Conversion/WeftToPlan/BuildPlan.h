@@ -36,9 +36,17 @@ struct AttentionImage {
   bool backward = false;
 };
 
+/// A non-GEMM, non-attention op (or splat constant) whose kernels
+/// (ElementwiseToNVVM) the step launches; `op` lives in the planned function.
+struct ElementwiseImage {
+  std::string name;
+  mlir::Operation *op = nullptr;
+};
+
 struct BuiltPlan {
   plan::StepOp step;
   std::vector<AttentionImage> attentionImages;
+  std::vector<ElementwiseImage> elementwiseImages;
 };
 
 /// Appends `weft_plan.step @<func>_plan` after `func`, which must carry

@@ -1,0 +1,228 @@
+// ElementEvaluator: a group's body ops as f32 scalar code at one element, with
+// the row statistics of norms, softmax and cross-entropy given; formulas as
+// the reference interpreter's (lib/Reference), each value rounded to its
+// declared type as the unfused op would store it.
+#include "KernelEmitter.h"
+
+#include "weft/Dialect/WeftDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace weft::gpu {
+
+namespace {
+Type elementOf(Value value) { return cast<ShapedType>(value.getType()).getElementType(); }
+
+// GELU constants as lib/Reference/Pointwise.cpp's.
+constexpr double kSqrtHalf = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kGeluBeta = 1.41421356237309504880 * 1.12837916709551257390 * 0.5;
+constexpr double kGeluKappa = 0.044715;
+} // namespace
+
+ElementEvaluator::ElementEvaluator(ElementMath &m, const KernelGroup &group,
+                                   const RowStats &stats, Value row, Value col)
+    : m(m), group(group), stats(stats), row(row), col(col) {}
+
+Value ElementEvaluator::linear() {
+  if (!linearIndex)
+    linearIndex = m.i64Add(m.i64Mul(row, m.i64c(group.cols)), col);
+  return linearIndex;
+}
+
+Value ElementEvaluator::leaf(Value v) {
+  if (Value preloaded = preset.lookup(v))
+    return preloaded;
+  unsigned param = group.leafParam.lookup(v);
+  TensorPlace place = group.place(v);
+  Value index;
+  switch (place.extent) {
+  case Extent::Full:
+    index = linear();
+    break;
+  case Extent::Suffix:
+    index = place.elements == group.cols ? col
+                                         : m.i64Rem(linear(), m.i64c(place.elements));
+    break;
+  case Extent::Row:
+    index = row;
+    break;
+  case Extent::Scalar:
+    index = m.i64c(0);
+    break;
+  }
+  return m.loadElement(m.param(param), elementOf(v), index);
+}
+
+Value ElementEvaluator::id(Value v) { return leaf(v); }
+
+Value ElementEvaluator::value(Value v) {
+  if (Value cached = cache.lookup(v))
+    return cached;
+  Value result = group.leafParam.count(v) ? leaf(v) : compute(cast<OpResult>(v));
+  cache[v] = result;
+  return result;
+}
+
+// As lib/Reference/Training.cpp's runAdamW; the three results at once.
+void ElementEvaluator::computeAdamW(AdamWOp o) {
+  auto v = [&](Value x) { return value(x); };
+            double lr = o.getLr().convertToDouble();
+            double beta1 = o.getBeta1().convertToDouble();
+            double beta2 = o.getBeta2().convertToDouble();
+            Value step = m.i64ToF32(id(o.getStep()));
+            // beta^step = 2^(step log2 beta), in f32 on the device.
+            Value one = m.f32c(1.0);
+            Value bc1 = m.fsub(one, m.exp2(m.fmul(step, m.f32c(std::log2(beta1)))));
+            Value bc2Sqrt =
+                m.sqrt(m.fsub(one, m.exp2(m.fmul(step, m.f32c(std::log2(beta2))))));
+            Value stepSize = m.fdiv(m.f32c(lr), bc1);
+            Value p = m.fmul(v(o.getParam()),
+                             m.f32c(1.0 - lr * o.getWeightDecay().convertToDouble()));
+            Value g = v(o.getGrad()), mm = v(o.getM()), vv = v(o.getV());
+            Value newM = m.fadd(mm, m.fmul(m.f32c(1.0 - beta1), m.fsub(g, mm)));
+            Value newV = m.fadd(m.fmul(vv, m.f32c(beta2)),
+                                m.fmul(m.fmul(m.f32c(1.0 - beta2), g), g));
+            Value denom = m.fadd(m.fdiv(m.sqrt(newV), bc2Sqrt),
+                                 m.f32c(o.getEps().convertToDouble()));
+            Value newP = m.fsub(p, m.fdiv(m.fmul(stepSize, newM), denom));
+            cache[o.getNewM()] = m.round(newM, elementOf(o.getNewM()));
+            cache[o.getNewV()] = m.round(newV, elementOf(o.getNewV()));
+            cache[o.getNewParam()] = m.round(newP, elementOf(o.getNewParam()));
+            }
+
+Value ElementEvaluator::compute(OpResult result) {
+  Operation *op = result.getOwner();
+  if (auto adamw = dyn_cast<AdamWOp>(op)) {
+    computeAdamW(adamw);
+    return cache.lookup(result);
+  }
+  const SmallVector<Value> *s = nullptr;
+  if (auto it = stats.find(op); it != stats.end())
+    s = &it->second;
+  auto v = [&](Value x) { return value(x); };
+  Value r =
+      llvm::TypeSwitch<Operation *, Value>(op)
+          .Case([&](AddOp o) { return m.fadd(v(o.getLhs()), v(o.getRhs())); })
+          .Case([&](SubOp o) { return m.fsub(v(o.getLhs()), v(o.getRhs())); })
+          .Case([&](MulOp o) { return m.fmul(v(o.getLhs()), v(o.getRhs())); })
+          .Case([&](ScaleOp o) {
+            return m.fmul(v(o.getX()), m.f32c(o.getValue().convertToDouble()));
+          })
+          .Case([&](ConvertOp o) { return v(o.getX()); })
+          // analyzeGroup refuses p > 0.
+          .Case([&](DropoutOp o) { return v(o.getX()); })
+          .Case([&](WhereOp o) {
+            return m.select(v(o.getCond()), v(o.getLhs()), v(o.getRhs()));
+          })
+          .Case([&](GeluOp o) {
+            Value x = v(o.getX());
+            Value half = m.fmul(m.f32c(0.5), x);
+            if (o.getApproximate() == "tanh") {
+              Value cube = m.fmul(m.fmul(x, x), x);
+              Value inner =
+                  m.fmul(m.f32c(kGeluBeta), m.fadd(x, m.fmul(m.f32c(kGeluKappa), cube)));
+              return m.fmul(half, m.fadd(m.f32c(1.0), m.tanh(inner)));
+            }
+            return m.fmul(half,
+                          m.fadd(m.f32c(1.0), m.erf(m.fmul(x, m.f32c(kSqrtHalf)))));
+          })
+          .Case([&](GeluGradOp o) {
+            Value dy = v(o.getDy()), x = v(o.getX());
+            Value one = m.f32c(1.0);
+            Value derivative;
+            if (o.getApproximate() == "tanh") {
+              Value squared = m.fmul(x, x);
+              Value inner = m.fmul(m.f32c(kGeluBeta),
+                                   m.fadd(x, m.fmul(m.f32c(kGeluKappa),
+                                                    m.fmul(squared, x))));
+              Value t = m.tanh(inner);
+              Value left = m.fmul(m.f32c(0.5), x), right = m.fadd(one, t);
+              Value dLeft = m.fmul(m.f32c(0.5), right);
+              Value dRight = m.fmul(
+                  m.fmul(m.fmul(left, m.fsub(one, m.fmul(t, t))), m.f32c(kGeluBeta)),
+                  m.fadd(one, m.fmul(m.f32c(3.0 * kGeluKappa), squared)));
+              derivative = m.fadd(dLeft, dRight);
+            } else {
+              Value cdf = m.fmul(m.f32c(0.5),
+                                 m.fadd(one, m.erf(m.fmul(x, m.f32c(kSqrtHalf)))));
+              Value pdf = m.fmul(m.f32c(kInvSqrt2Pi),
+                                 m.exp(m.fmul(m.f32c(-0.5), m.fmul(x, x))));
+              derivative = m.fadd(cdf, m.fmul(x, pdf));
+            }
+            return m.fmul(dy, derivative);
+          })
+          .Case([&](SiluOp o) {
+            Value x = v(o.getX());
+            return m.fmul(x, m.sigmoid(x));
+          })
+          .Case([&](SiluGradOp o) {
+            Value dy = v(o.getDy()), x = v(o.getX());
+            Value sig = m.sigmoid(x), one = m.f32c(1.0);
+            return m.fmul(m.fmul(dy, sig),
+                          m.fadd(one, m.fmul(x, m.fsub(one, sig))));
+          })
+          .Case([&](LayerNormOp o) {
+            Value xhat = m.fmul(m.fsub(v(o.getX()), (*s)[0]), (*s)[1]);
+            return m.fadd(m.fmul(xhat, v(o.getGamma())), v(o.getBeta()));
+          })
+          .Case([&](RmsNormOp o) {
+            return m.fmul(m.fmul(v(o.getX()), (*s)[0]), v(o.getGamma()));
+          })
+          .Case([&](SoftmaxOp o) {
+            return m.fmul(m.exp(m.fsub(v(o.getX()), (*s)[0])), (*s)[1]);
+          })
+          .Case([&](SoftmaxGradOp o) {
+            return m.fmul(v(o.getY()), m.fsub(v(o.getDy()), (*s)[0]));
+          })
+          .Case([&](LayerNormGradOp o) {
+            // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma.
+            Value xhat = m.fmul(m.fsub(v(o.getX()), (*s)[0]), (*s)[1]);
+            Value g = m.fmul(v(o.getDy()), v(o.getGamma()));
+            return m.fmul((*s)[1], m.fsub(m.fsub(g, (*s)[2]), m.fmul(xhat, (*s)[3])));
+          })
+          .Case([&](RmsNormGradOp o) {
+            // dx = rstd (dy gamma - x rstd^2 mean(dy gamma x)).
+            Value x = v(o.getX()), rstd = (*s)[0];
+            Value g = m.fmul(v(o.getDy()), v(o.getGamma()));
+            return m.fmul(rstd, m.fsub(g, m.fmul(m.fmul(x, m.fmul(rstd, rstd)), (*s)[1])));
+          })
+          .Case([&](CrossEntropyGradOp o) {
+            Value factor = m.fdiv(v(o.getDloss()), m.f32c(double(group.rows)));
+            Value p = m.exp(m.fsub(v(o.getLogits()), (*s)[0]));
+            Value hit = m.i64Eq(col, id(o.getLabels()));
+            return m.fsub(m.fmul(p, factor), m.select(hit, factor, m.f32c(0.0)));
+          })
+          .Default([&](Operation *) { return Value(); });
+  assert(r && "analyzeGroup admits only ops the evaluator implements");
+  return m.round(r, elementOf(result));
+}
+
+Value ElementEvaluator::columnTerm(Value result) {
+  auto opResult = cast<OpResult>(result);
+  Operation *op = opResult.getOwner();
+  const SmallVector<Value> &s = stats.find(op)->second;
+  if (auto grad = dyn_cast<LayerNormGradOp>(op)) {
+    Value dy = value(grad.getDy());
+    if (opResult.getResultNumber() == 2)
+      return dy;
+    Value xhat = m.fmul(m.fsub(value(grad.getX()), s[0]), s[1]);
+    return m.fmul(dy, xhat);
+  }
+  auto grad = cast<RmsNormGradOp>(op);
+  return m.fmul(m.fmul(value(grad.getDy()), value(grad.getX())), s[0]);
+}
+
+Value ElementEvaluator::lossTerm(Operation *op) {
+  auto ce = cast<CrossEntropyOp>(op);
+  Value label = id(ce.getLabels());
+  ElementEvaluator atLabel(m, group, stats, row, label);
+  return m.fsub(stats.find(op)->second[0], atLabel.value(ce.getLogits()));
+}
+
+} // namespace weft::gpu

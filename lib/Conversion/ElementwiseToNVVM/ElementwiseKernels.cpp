@@ -1,0 +1,158 @@
+// planElementwiseKernels / buildElementwiseKernels: which kernels an op runs
+// (KernelGroup's shape, or a shape kernel) and the gpu.module holding them.
+#include "weft/Conversion/ElementwiseKernels.h"
+
+#include "KernelEmitter.h"
+#include "ShapeKernels.h"
+
+#include "weft/Dialect/WeftDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+
+namespace weft::gpu {
+
+namespace {
+
+constexpr int64_t kPointwiseThreads = 256;
+constexpr int64_t kMaxPointwiseBlocks = 132 * 16;
+constexpr int64_t kMaxRowBlocks = 65535;
+
+/// Threads of a row kernel: about four columns per thread, a warp at least
+/// (a warp per row for short rows), 1024 at most.
+int64_t rowThreads(int64_t cols) {
+  int64_t threads = (cols / 4 + 31) / 32 * 32;
+  return std::clamp<int64_t>(threads, 32, 1024);
+}
+
+enum class Role { Pointwise, Rows, Stats, ColumnSums, SingleBlock, Shape };
+
+struct KernelPlan {
+  ElementwiseLaunch launch;
+  Role role;
+};
+
+FailureOr<SmallVector<KernelPlan>> plan(Operation *op, StringRef name,
+                                        std::string &message) {
+  SmallVector<KernelPlan> kernels;
+  if (isShapeKernelOp(op)) {
+    KernelPlan kernel{{name.str(), 1, 256}, Role::Shape};
+    if (failed(planShapeKernel(op, kernel.launch.gridX, kernel.launch.threads, message)))
+      return failure();
+    kernels.push_back(kernel);
+    return kernels;
+  }
+  FailureOr<KernelGroup> group = analyzeGroup(op, message);
+  if (failed(group))
+    return failure();
+  int64_t rows = group->rows, cols = group->cols;
+  switch (group->shape) {
+  case KernelShape::Pointwise: {
+    int64_t width = pointwiseVectorWidth(*group);
+    int64_t work = (rows * cols + width - 1) / width;
+    int64_t blocks = std::clamp<int64_t>(
+        (work + kPointwiseThreads - 1) / kPointwiseThreads, 1, kMaxPointwiseBlocks);
+    kernels.push_back({{name.str(), blocks, kPointwiseThreads}, Role::Pointwise});
+    break;
+  }
+  case KernelShape::Rows:
+    kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols)},
+                       Role::Rows});
+    break;
+  case KernelShape::RowsWithColumnSums:
+    kernels.push_back({{name.str() + "_stats", std::min(rows, kMaxRowBlocks),
+                        rowThreads(cols)},
+                       Role::Stats});
+    kernels.push_back({{name.str() + "_colsum", (cols + 31) / 32, 256}, Role::ColumnSums});
+    kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols)},
+                       Role::Rows});
+    break;
+  case KernelShape::SingleBlock:
+    kernels.push_back({{name.str(), 1, 1024}, Role::SingleBlock});
+    break;
+  }
+  return kernels;
+}
+
+} // namespace
+
+FailureOr<SmallVector<ElementwiseLaunch>>
+planElementwiseKernels(Operation *op, StringRef name, std::string &message) {
+  FailureOr<SmallVector<KernelPlan>> kernels = plan(op, name, message);
+  if (failed(kernels))
+    return failure();
+  SmallVector<ElementwiseLaunch> launches;
+  for (const KernelPlan &kernel : *kernels)
+    launches.push_back(kernel.launch);
+  return launches;
+}
+
+LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
+                                      Operation *op) {
+  std::string message;
+  FailureOr<SmallVector<KernelPlan>> kernels = plan(op, name, message);
+  if (failed(kernels))
+    return op->emitError("no GPU kernel for ") << op->getName() << ": " << message;
+  MLIRContext *context = module.getContext();
+  context->loadDialect<mlir::gpu::GPUDialect, LLVM::LLVMDialect, arith::ArithDialect,
+                       scf::SCFDialect, math::MathDialect>();
+  module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(context));
+  ImplicitLocOpBuilder b(op->getLoc(), context);
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = mlir::gpu::GPUModuleOp::create(b, name);
+  b.setInsertionPointToStart(gpuModule.getBody());
+  // Static shared memory for block reductions and column partials (the
+  // WarpEmitter's shared accesses name this symbol).
+  LLVM::GlobalOp::create(b, LLVM::LLVMArrayType::get(b.getI8Type(), kElementwiseSmemBytes),
+                         /*isConstant=*/false, LLVM::Linkage::Internal, "weft_smem",
+                         Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+
+  Type globalPtr = LLVM::LLVMPointerType::get(context, 1);
+  SmallVector<Type> argTypes;
+  if (isa<arith::ConstantOp>(op))
+    argTypes = {globalPtr, b.getI64Type(), b.getF32Type()};
+  else
+    argTypes.assign(op->getNumOperands() + op->getNumResults(), globalPtr);
+  FailureOr<KernelGroup> group = failure();
+  if (!isShapeKernelOp(op))
+    group = analyzeGroup(op, message);
+  for (const KernelPlan &kernel : *kernels) {
+    OpBuilder::InsertionGuard guard(b);
+    auto func = mlir::gpu::GPUFuncOp::create(b, kernel.launch.kernel,
+                                             b.getFunctionType(argTypes, {}));
+    func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    func.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({int32_t(kernel.launch.threads), 1, 1}));
+    b.setInsertionPointToStart(&func.getBody().front());
+    ElementMath m(b, func, kernel.launch.threads);
+    switch (kernel.role) {
+    case Role::Shape:
+      emitShapeKernelBody(m, op);
+      break;
+    case Role::Pointwise:
+      emitPointwiseBody(m, *group);
+      break;
+    case Role::Rows:
+      emitRowsBody(m, *group, RowsRole::Outputs);
+      break;
+    case Role::Stats:
+      emitRowsBody(m, *group, RowsRole::StatsOnly);
+      break;
+    case Role::SingleBlock:
+      emitRowsBody(m, *group, RowsRole::SingleBlock);
+      break;
+    case Role::ColumnSums:
+      emitColumnSumsBody(m, *group);
+      break;
+    }
+    mlir::gpu::ReturnOp::create(b);
+  }
+  return success();
+}
+
+} // namespace weft::gpu

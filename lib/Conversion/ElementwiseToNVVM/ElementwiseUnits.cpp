@@ -1,0 +1,222 @@
+// weft-compile --emit=elementwise-kernels / elementwise-ir: every
+// non-GEMM, non-attention op of a module's functions as a kernel unit
+// (.ptx, .cubin via ptxas -v, .json launch description) for the GPU checks
+// and the ptxas spill tests.
+#include "weft/Conversion/ElementwiseKernels.h"
+
+#include "weft/Dialect/WeftDialect.h"
+#include "weft/Target/GPU/Serialize.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace weft::gpu {
+
+namespace {
+
+std::string dtypeName(Type type) {
+  Type element = cast<ShapedType>(type).getElementType();
+  if (element.isBF16())
+    return "bf16";
+  if (element.isF16())
+    return "f16";
+  if (element.isF32())
+    return "f32";
+  if (element.isF64())
+    return "f64";
+  if (element.isInteger(64))
+    return "i64";
+  if (element.isInteger(1))
+    return "bool";
+  return "unknown";
+}
+
+llvm::json::Object attrsOf(Operation *op) {
+  llvm::json::Object attrs;
+  for (NamedAttribute attr : op->getAttrs()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    if (auto f = dyn_cast<FloatAttr>(attr.getValue()))
+      attrs[attr.getName().str()] = f.getValueAsDouble();
+    else if (auto i = dyn_cast<IntegerAttr>(attr.getValue()))
+      attrs[attr.getName().str()] = i.getInt();
+    else if (auto s = dyn_cast<StringAttr>(attr.getValue()))
+      attrs[attr.getName().str()] = s.getValue().str();
+    else {
+      attr.getValue().print(os);
+      attrs[attr.getName().str()] = text;
+    }
+  }
+  return attrs;
+}
+
+llvm::json::Array tensorParams(Operation *op) {
+  llvm::json::Array params;
+  auto add = [&](Type type, StringRef role) {
+    llvm::json::Array shape;
+    for (int64_t d : cast<ShapedType>(type).getShape())
+      shape.push_back(d);
+    params.push_back(llvm::json::Object{{"kind", "pointer"},
+                                        {"role", role},
+                                        {"dtype", dtypeName(type)},
+                                        {"shape", std::move(shape)}});
+  };
+  for (Type type : op->getOperandTypes())
+    add(type, "input");
+  for (Type type : op->getResultTypes())
+    add(type, "output");
+  return params;
+}
+
+LogicalResult writeFile(Location loc, StringRef dir, const Twine &name,
+                        StringRef contents) {
+  SmallString<256> path(dir);
+  llvm::sys::path::append(path, name);
+  std::error_code error;
+  llvm::raw_fd_ostream os(path, error);
+  if (error)
+    return emitError(loc, "cannot write ") << path << ": " << error.message();
+  os << contents;
+  return success();
+}
+
+/// The ops that get elementwise kernels, with their unit names.
+SmallVector<std::pair<Operation *, std::string>> kernelOps(ModuleOp module) {
+  SmallVector<std::pair<Operation *, std::string>> ops;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    int64_t index = 0;
+    for (Operation &op : func.getBody().front()) {
+      ++index;
+      if (isa<func::ReturnOp, ReshapeOp, LinearOp, MatmulOp, AttentionOp,
+              AttentionGradOp>(op))
+        continue;
+      if (!isa<WeftDialect>(op.getDialect()) && !isa<arith::ConstantOp>(op))
+        continue;
+      ops.push_back({&op, llvm::formatv("{0}_{1}", func.getSymName(), index - 1).str()});
+    }
+  }
+  return ops;
+}
+
+} // namespace
+
+LogicalResult emitElementwiseKernelUnits(ModuleOp module, StringRef dir,
+                                         StringRef chip, bool printIr,
+                                         llvm::raw_ostream &report) {
+  SmallVector<std::pair<Operation *, std::string>> ops = kernelOps(module);
+  if (ops.empty())
+    return module.emitError("no op with an elementwise kernel in the module");
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+  bool failedAny = false;
+  llvm::StringMap<llvm::json::Object> units;
+  SmallVector<std::string> names;
+  for (auto &[op, name] : ops) {
+    std::string message;
+    FailureOr<SmallVector<ElementwiseLaunch>> launches =
+        planElementwiseKernels(op, name, message);
+    if (failed(launches)) {
+      op->emitError("no GPU kernel for ") << op->getName() << ": " << message;
+      failedAny = true;
+      continue;
+    }
+    if (failed(buildElementwiseKernels(*kernels, name, op))) {
+      failedAny = true;
+      continue;
+    }
+    llvm::json::Array launchList;
+    for (const ElementwiseLaunch &launch : *launches)
+      launchList.push_back(llvm::json::Object{{"kernel", launch.kernel},
+                                              {"grid", launch.gridX},
+                                              {"threads", launch.threads}});
+    llvm::json::Object unit{{"name", name},
+                            {"function", op->getParentOfType<func::FuncOp>().getSymName()},
+                            {"op", op->getName().getStringRef()},
+                            {"attrs", attrsOf(op)},
+                            {"launches", std::move(launchList)}};
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto splat = cast<SplatElementsAttr>(constant.getValue());
+      llvm::json::Array shape;
+      for (int64_t d : splat.getType().getShape())
+        shape.push_back(d);
+      unit["params"] = llvm::json::Array{
+          llvm::json::Object{{"kind", "pointer"}, {"role", "output"},
+                             {"dtype", dtypeName(splat.getType())},
+                             {"shape", std::move(shape)}},
+          llvm::json::Object{{"kind", "i64"}, {"value", splat.getNumElements()}},
+          llvm::json::Object{{"kind", "f32"},
+                             {"value", splat.getSplatValue<APFloat>().convertToDouble()}}};
+    } else {
+      unit["params"] = tensorParams(op);
+    }
+    if (auto fused = dyn_cast<FusedOp>(op)) {
+      unit["kind"] = fused.getKind().str();
+      llvm::json::Array body;
+      for (Operation &member : fused.getBodyBlock().without_terminator())
+        body.push_back(llvm::json::Object{{"op", member.getName().getStringRef()},
+                                          {"attrs", attrsOf(&member)}});
+      unit["body"] = std::move(body);
+    }
+    units[name] = std::move(unit);
+    names.push_back(name);
+  }
+  if (failedAny)
+    return failure();
+  if (printIr) {
+    kernels->print(report);
+    report << "\n";
+    return success();
+  }
+  if (std::error_code error = llvm::sys::fs::create_directories(dir))
+    return module.emitError("cannot create ") << dir << ": " << error.message();
+  for (const std::string &name : names) {
+    Location loc = module.getLoc();
+    FailureOr<std::string> ptx = lowerToPtx(*kernels, name, chip);
+    if (failed(ptx))
+      return failure();
+    GpuBinary binary;
+    std::string message;
+    if (failed(assemblePtx(*ptx, chip, binary, message)))
+      return module.emitError("gpu.module @") << name << ": " << message;
+    llvm::json::Object &unit = units[name];
+    llvm::json::Object resources;
+    SmallVector<StringRef> entries;
+    for (const auto &entry : binary.resources)
+      entries.push_back(entry.getKey());
+    llvm::sort(entries);
+    for (StringRef kernel : entries) {
+      const KernelResources &r = binary.resources.lookup(kernel);
+      report << llvm::formatv("{0} {1}: registers={2} spill_stores={3} "
+                              "spill_loads={4} stack={5} smem={6}\n",
+                              name, kernel, r.registers, r.spillStoreBytes,
+                              r.spillLoadBytes, r.stackBytes, r.sharedBytes);
+      resources[kernel] = llvm::json::Object{{"registers", r.registers},
+                                             {"spill_stores", r.spillStoreBytes},
+                                             {"spill_loads", r.spillLoadBytes},
+                                             {"stack", r.stackBytes}};
+    }
+    unit["resources"] = std::move(resources);
+    unit["ptx"] = name + ".ptx";
+    unit["cubin"] = name + ".cubin";
+    unit["chip"] = chip.str();
+    std::string json;
+    llvm::raw_string_ostream os(json);
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(unit))) << "\n";
+    StringRef cubin(binary.cubin.data(), binary.cubin.size());
+    if (failed(writeFile(loc, dir, name + ".ptx", *ptx)) ||
+        failed(writeFile(loc, dir, name + ".cubin", cubin)) ||
+        failed(writeFile(loc, dir, name + ".json", json)))
+      return failure();
+  }
+  return success();
+}
+
+} // namespace weft::gpu

@@ -1,0 +1,136 @@
+// The emitters of the elementwise kernels: ElementMath (typed global loads
+// and stores, rounding, f32 math, block reductions, loops) on top of the
+// attention kernels' WarpEmitter, and the evaluator of a group's body ops at
+// one element of the domain.
+#ifndef WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_KERNELEMITTER_H
+#define WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_KERNELEMITTER_H
+
+#include "KernelGroup.h"
+
+#include "weft/Dialect/WeftDialect.h"
+
+#include "../AttentionToNVVM/WarpEmitter.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <functional>
+
+namespace weft::gpu {
+
+/// Static shared memory of every elementwise kernel (bytes): block-reduction
+/// slots and the column-sum kernel's [8][32] partials per output.
+constexpr int64_t kElementwiseSmemBytes = 8192;
+
+class ElementMath : public WarpEmitter {
+public:
+  ElementMath(mlir::ImplicitLocOpBuilder &b, mlir::gpu::GPUFuncOp func,
+              int64_t threads);
+
+  mlir::gpu::GPUFuncOp func;
+  int64_t threads;
+  mlir::Value param(unsigned index) { return func.getArgument(index); }
+
+  /// Element `index` (i64) of a tensor of `element` type at `base`, widened
+  /// to f32 (floats), kept as i64 (ids) or as i1 (masks).
+  mlir::Value loadElement(mlir::Value base, mlir::Type element, mlir::Value index);
+  /// Stores an f32 rounded to `element` (bf16/f16/f32).
+  void storeElement(mlir::Value base, mlir::Type element, mlir::Value index,
+                    mlir::Value value);
+  /// `width` consecutive elements from element `index` (16-byte aligned
+  /// vectors when width * size allows), each widened to f32.
+  llvm::SmallVector<mlir::Value> loadVector(mlir::Value base, mlir::Type element,
+                                            mlir::Value index, int64_t width);
+  void storeVector(mlir::Value base, mlir::Type element, mlir::Value index,
+                   llvm::ArrayRef<mlir::Value> values);
+  /// f32 rounded to `element` and widened back: the value an unfused op
+  /// would have stored.
+  mlir::Value round(mlir::Value value, mlir::Type element);
+
+  // f32 math.
+  mlir::Value fdiv(mlir::Value x, mlir::Value y);
+  mlir::Value exp(mlir::Value x);
+  mlir::Value tanh(mlir::Value x);
+  mlir::Value erf(mlir::Value x);
+  mlir::Value sqrt(mlir::Value x);
+  mlir::Value rsqrt(mlir::Value x);
+  mlir::Value sigmoid(mlir::Value x);
+  mlir::Value i64ToF32(mlir::Value x);
+
+  // i64 index arithmetic.
+  mlir::Value i64Add(mlir::Value x, mlir::Value y);
+  mlir::Value i64Sub(mlir::Value x, mlir::Value y);
+  mlir::Value i64Mul(mlir::Value x, mlir::Value y);
+  mlir::Value i64Div(mlir::Value x, mlir::Value y);
+  mlir::Value i64Rem(mlir::Value x, mlir::Value y);
+  mlir::Value i64Lt(mlir::Value x, mlir::Value y);
+  mlir::Value i64Eq(mlir::Value x, mlir::Value y);
+  mlir::Value tid64();
+  mlir::Value blockId64();
+  mlir::Value gridDim64();
+
+  /// for (iv = lb; iv < ub; iv += step) with loop-carried `init`; `body`
+  /// returns the next carried values.
+  llvm::SmallVector<mlir::Value>
+  loop(mlir::Value lb, mlir::Value ub, mlir::Value step, mlir::ValueRange init,
+       llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
+                                                         mlir::ValueRange)>
+           body);
+  /// x summed (or max'ed) over the CTA: warp shuffles, then the warps'
+  /// values through shared memory, combined in warp order by every thread
+  /// (deterministic); all threads get the result.
+  mlir::Value blockReduce(mlir::Value x, bool max);
+};
+
+/// A group's body evaluated at one element (row, col) of the domain, in f32,
+/// each op's value rounded to its declared type as the unfused op stores it.
+class ElementEvaluator {
+public:
+  ElementEvaluator(ElementMath &m, const KernelGroup &group,
+                   const llvm::DenseMap<mlir::Operation *,
+                                        llvm::SmallVector<mlir::Value>> &stats,
+                   mlir::Value row, mlir::Value col);
+
+  /// The element of a body value or leaf.
+  mlir::Value value(mlir::Value v);
+  /// The i64 id of a per-row ids leaf (cross-entropy labels) at this row.
+  mlir::Value id(mlir::Value v);
+  /// Leaf values already loaded (vector lanes).
+  llvm::DenseMap<mlir::Value, mlir::Value> preset;
+  /// The contribution of this element to a column-sum result.
+  mlir::Value columnTerm(mlir::Value result);
+  /// This row's loss term of a cross_entropy op (lse - logit[label]).
+  mlir::Value lossTerm(mlir::Operation *crossEntropy);
+
+  mlir::Value linear();
+
+private:
+  mlir::Value compute(mlir::OpResult result);
+  void computeAdamW(AdamWOp op);
+  mlir::Value leaf(mlir::Value v);
+  ElementMath &m;
+  const KernelGroup &group;
+  const llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>> &stats;
+  mlir::Value row, col, linearIndex;
+  llvm::DenseMap<mlir::Value, mlir::Value> cache;
+};
+
+using RowStats = llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>>;
+
+/// Emits the reductions of every row op of the group for `row` (CTA-wide,
+/// columns strided by the CTA's threads); fills `stats`.
+void emitRowStats(ElementMath &m, const KernelGroup &group, mlir::Value row,
+                  RowStats &stats);
+
+// Kernel bodies (the gpu.func is created with its params and block size).
+void emitPointwiseBody(ElementMath &m, const KernelGroup &group);
+enum class RowsRole { Outputs, StatsOnly, SingleBlock };
+void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role);
+void emitColumnSumsBody(ElementMath &m, const KernelGroup &group);
+
+/// The vector width of a pointwise group: 16 bytes of its narrowest full
+/// tensor, or 1 when a broadcast operand breaks vector alignment.
+int64_t pointwiseVectorWidth(const KernelGroup &group);
+
+} // namespace weft::gpu
+
+#endif // WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_KERNELEMITTER_H

@@ -1,0 +1,273 @@
+// Transpose / split / concat as per-element index maps (bits copied, no
+// conversion), embedding as a row gather, embedding_grad as one CTA per
+// vocabulary row scanning the ids in order (deterministic, no atomics),
+// reduce_sum / reduce_mean over leading dims as column sums, and fill.
+#include "ShapeKernels.h"
+
+#include "weft/Dialect/WeftDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace weft::gpu {
+
+namespace {
+
+constexpr int64_t kThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<ShapedType>(v.getType()).getShape(); }
+Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+int64_t count(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+int64_t blocksFor(int64_t elements) {
+  return std::clamp<int64_t>((elements + kThreads - 1) / kThreads, 1, kMaxBlocks);
+}
+
+/// Raw copy of one element (any type): load and store its storage bits.
+Value loadBits(ElementMath &m, Value base, Type element, Value index) {
+  Type storage = element.isInteger(1) ? Type(m.b.getI8Type()) : element;
+  unsigned bits = element.getIntOrFloatBitWidth();
+  int64_t size = bits < 8 ? 1 : bits / 8;
+  return m.load(storage, m.globalAt(base, m.i64Mul(index, m.i64c(size))), unsigned(size));
+}
+void storeBits(ElementMath &m, Value base, Type element, Value index, Value bits) {
+  unsigned width = element.getIntOrFloatBitWidth();
+  int64_t size = width < 8 ? 1 : width / 8;
+  m.store(bits, m.globalAt(base, m.i64Mul(index, m.i64c(size))), unsigned(size));
+}
+
+/// Grid-stride loop over [0, total).
+void forEachElement(ElementMath &m, int64_t total,
+                    llvm::function_ref<void(Value)> body) {
+  Value start = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(m.threads)), m.tid64());
+  Value stride = m.i64Mul(m.gridDim64(), m.i64c(m.threads));
+  m.loop(start, m.i64c(total), stride, {}, [&](Value i, ValueRange) -> SmallVector<Value> {
+    body(i);
+    return {};
+  });
+}
+
+/// Row-major coordinates of `linear` in `shape`.
+SmallVector<Value> coordinates(ElementMath &m, Value linear, ArrayRef<int64_t> shape) {
+  SmallVector<Value> coords(shape.size());
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    coords[d] = m.i64Rem(linear, m.i64c(shape[d]));
+    linear = m.i64Div(linear, m.i64c(shape[d]));
+  }
+  return coords;
+}
+
+/// Leading dims 0..k-1 of `x`, or -1 when the dims are not such a prefix.
+int64_t leadingPrefix(ArrayRef<int64_t> dims, int64_t rank) {
+  SmallVector<int64_t> sorted;
+  for (int64_t d : dims)
+    sorted.push_back(d < 0 ? d + rank : d);
+  llvm::sort(sorted);
+  for (auto [i, d] : llvm::enumerate(sorted))
+    if (d != int64_t(i))
+      return -1;
+  return int64_t(sorted.size());
+}
+
+/// out[c] = scale * sum over r of x[r * cols + c], the rows in order.
+void emitLeadingReduce(ElementMath &m, Value x, Value y, int64_t rows,
+                       int64_t cols, double scale) {
+  Value col = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(m.threads)), m.tid64());
+  Value stride = m.i64Mul(m.gridDim64(), m.i64c(m.threads));
+  m.loop(col, m.i64c(cols), stride, {}, [&](Value c, ValueRange) -> SmallVector<Value> {
+    SmallVector<Value> sum = m.loop(
+        m.i64c(0), m.i64c(rows), m.i64c(1), ValueRange{m.f32c(0.0)},
+        [&](Value r, ValueRange acc) -> SmallVector<Value> {
+          Value index = m.i64Add(m.i64Mul(r, m.i64c(cols)), c);
+          return {m.fadd(acc[0], m.loadElement(m.param(0), elementOf(x), index))};
+        });
+    m.storeElement(m.param(1), elementOf(y), c, m.fmul(sum[0], m.f32c(scale)));
+    return {};
+  });
+}
+
+} // namespace
+
+bool isShapeKernelOp(Operation *op) {
+  return isa<TransposeOp, SplitOp, ConcatOp, EmbeddingOp, EmbeddingGradOp,
+             ReduceSumOp, ReduceMeanOp, arith::ConstantOp>(op);
+}
+
+LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
+                              std::string &message) {
+  threads = kThreads;
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape()) {
+      message = "the GPU kernels take static tensors";
+      return failure();
+    }
+    if (tensor.getElementType().isF64()) {
+      message = "the GPU kernels take bf16, f16 or f32 tensors, not f64";
+      return failure();
+    }
+  }
+  if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
+    gridX = std::min<int64_t>(shapeOf(grad.getDtable())[0], kMaxBlocks);
+    return success();
+  }
+  if (isa<ReduceSumOp, ReduceMeanOp>(op)) {
+    Value x = op->getOperand(0);
+    auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims");
+    int64_t prefix = leadingPrefix(dims.asArrayRef(), shapeOf(x).size());
+    if (prefix < 0) {
+      message = llvm::formatv("{0} over dims that are not the leading ones: the "
+                              "GPU kernel sums over leading dims (column sums)",
+                              op->getName().getStringRef());
+      return failure();
+    }
+    gridX = blocksFor(count(shapeOf(x).drop_front(prefix)));
+    return success();
+  }
+  int64_t elements = 0;
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+    elements = std::max(elements, count(cast<ShapedType>(type).getShape()));
+  gridX = blocksFor(elements);
+  return success();
+}
+
+void emitShapeKernelBody(ElementMath &m, Operation *op) {
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    ArrayRef<int64_t> in = shapeOf(transpose.getX()), out = shapeOf(transpose.getY());
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    SmallVector<int64_t> inStrides(in.size(), 1);
+    for (int64_t d = int64_t(in.size()) - 2; d >= 0; --d)
+      inStrides[d] = inStrides[d + 1] * in[d + 1];
+    Type element = elementOf(transpose.getX());
+    forEachElement(m, count(out), [&](Value o) {
+      SmallVector<Value> coords = coordinates(m, o, out);
+      Value index = m.i64c(0);
+      for (auto [d, coord] : llvm::enumerate(coords))
+        index = m.i64Add(index, m.i64Mul(coord, m.i64c(inStrides[perm[d]])));
+      storeBits(m, m.param(1), element, o, loadBits(m, m.param(0), element, index));
+    });
+    return;
+  }
+  if (isa<SplitOp, ConcatOp>(op)) {
+    // The whole tensor as [outer, extent, inner] around the split dim; the
+    // piece of an index along it is chosen by comparisons, no branches.
+    bool split = isa<SplitOp>(op);
+    Value whole = split ? op->getOperand(0) : op->getResult(0);
+    ValueRange pieces = split ? ValueRange(op->getResults()) : ValueRange(op->getOperands());
+    int64_t rank = int64_t(shapeOf(whole).size());
+    int64_t dim = split ? cast<SplitOp>(op).getDim() : cast<ConcatOp>(op).getDim();
+    dim = dim < 0 ? dim + rank : dim;
+    ArrayRef<int64_t> shape = shapeOf(whole);
+    int64_t inner = count(shape.drop_front(dim + 1)), extent = shape[dim];
+    Type element = elementOf(whole);
+    unsigned wholeParam = split ? 0 : unsigned(pieces.size());
+    unsigned firstPiece = split ? 1 : 0;
+    forEachElement(m, count(shape), [&](Value i) {
+      Value outer = m.i64Div(i, m.i64c(extent * inner));
+      Value along = m.i64Rem(m.i64Div(i, m.i64c(inner)), m.i64c(extent));
+      Value within = m.i64Rem(i, m.i64c(inner));
+      Value base = m.param(firstPiece), size = m.i64c(shapeOf(pieces[0])[dim]);
+      Value offset = m.i64c(0);
+      int64_t start = 0;
+      for (auto [k, piece] : llvm::enumerate(pieces)) {
+        int64_t length = shapeOf(piece)[dim];
+        if (k > 0) {
+          Value here = arith::CmpIOp::create(m.b, arith::CmpIPredicate::sge, along,
+                                             m.i64c(start));
+          base = m.select(here, m.param(firstPiece + unsigned(k)), base);
+          size = m.select(here, m.i64c(length), size);
+          offset = m.select(here, m.i64c(start), offset);
+        }
+        start += length;
+      }
+      Value pieceIndex = m.i64Add(
+          m.i64Mul(m.i64Add(m.i64Mul(outer, size), m.i64Sub(along, offset)), m.i64c(inner)),
+          within);
+      if (split)
+        storeBits(m, base, element, pieceIndex,
+                  loadBits(m, m.param(wholeParam), element, i));
+      else
+        storeBits(m, m.param(wholeParam), element, i,
+                  loadBits(m, base, element, pieceIndex));
+    });
+    return;
+  }
+  if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    ArrayRef<int64_t> table = shapeOf(embedding.getTable());
+    int64_t vocab = table[0], hidden = table[1];
+    Type element = elementOf(embedding.getTable());
+    forEachElement(m, count(shapeOf(embedding.getY())), [&](Value i) {
+      Value token = m.i64Div(i, m.i64c(hidden)), h = m.i64Rem(i, m.i64c(hidden));
+      Value id = m.loadElement(m.param(0), m.i64, token);
+      // An id outside [0, vocab) reads nothing and gives NaN (the reference
+      // interpreter rejects it; a kernel cannot report).
+      Value inRange = m.andi(arith::CmpIOp::create(m.b, arith::CmpIPredicate::sge, id,
+                                                   m.i64c(0)),
+                             m.i64Lt(id, m.i64c(vocab)));
+      Value safe = m.select(inRange, id, m.i64c(0));
+      Value v = m.loadElement(m.param(1), element, m.i64Add(m.i64Mul(safe, m.i64c(hidden)), h));
+      v = m.select(inRange, v, m.f32c(std::nan("")));
+      m.storeElement(m.param(2), element, i, v);
+    });
+    return;
+  }
+  if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
+    ArrayRef<int64_t> table = shapeOf(grad.getDtable());
+    int64_t vocab = table[0], hidden = table[1];
+    int64_t tokens = count(shapeOf(grad.getIds()));
+    Type dyElement = elementOf(grad.getDy()), outElement = elementOf(grad.getDtable());
+    // CTA per vocabulary row; each thread owns columns and scans the ids in
+    // token order, so the f32 sum has a fixed order.
+    m.loop(m.blockId64(), m.i64c(vocab), m.gridDim64(), {},
+           [&](Value v, ValueRange) -> SmallVector<Value> {
+             m.loop(m.tid64(), m.i64c(hidden), m.i64c(m.threads), {},
+                    [&](Value h, ValueRange) -> SmallVector<Value> {
+                      SmallVector<Value> sum = m.loop(
+                          m.i64c(0), m.i64c(tokens), m.i64c(1), ValueRange{m.f32c(0.0)},
+                          [&](Value t, ValueRange acc) -> SmallVector<Value> {
+                            Value id = m.loadElement(m.param(1), m.i64, t);
+                            Value index = m.i64Add(m.i64Mul(t, m.i64c(hidden)), h);
+                            Value hit = m.i64Eq(id, v);
+                            // Load only on a hit: the row of dy may be far.
+                            Value safe = m.select(hit, index, h);
+                            Value x = m.loadElement(m.param(0), dyElement, safe);
+                            return {m.fadd(acc[0], m.select(hit, x, m.f32c(0.0)))};
+                          });
+                      m.storeElement(m.param(2), outElement,
+                                     m.i64Add(m.i64Mul(v, m.i64c(hidden)), h), sum[0]);
+                      return {};
+                    });
+             return {};
+           });
+    return;
+  }
+  if (isa<ReduceSumOp, ReduceMeanOp>(op)) {
+    Value x = op->getOperand(0), y = op->getResult(0);
+    auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims");
+    int64_t prefix = leadingPrefix(dims.asArrayRef(), shapeOf(x).size());
+    int64_t rows = count(shapeOf(x).take_front(prefix));
+    int64_t cols = count(shapeOf(x).drop_front(prefix));
+    emitLeadingReduce(m, x, y, rows, cols,
+                      isa<ReduceMeanOp>(op) ? 1.0 / double(rows) : 1.0);
+    return;
+  }
+  // Fill: (ptr, i64 elements, f32 value).
+  auto constant = cast<arith::ConstantOp>(op);
+  Type element = cast<ShapedType>(constant.getType()).getElementType();
+  Value elements = m.param(1), value = m.param(2);
+  Value start = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(m.threads)), m.tid64());
+  Value stride = m.i64Mul(m.gridDim64(), m.i64c(m.threads));
+  m.loop(start, elements, stride, {}, [&](Value i, ValueRange) -> SmallVector<Value> {
+    m.storeElement(m.param(0), element, i, value);
+    return {};
+  });
+}
+
+} // namespace weft::gpu

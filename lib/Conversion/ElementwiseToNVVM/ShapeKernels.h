@@ -1,0 +1,21 @@
+// Kernels of the data-movement ops of a step (transpose, split, concat,
+// embedding and its gradient), leading-dim reductions (bias gradients) and
+// the fill kernel of splat constants: index arithmetic, no row statistics.
+#ifndef WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_SHAPEKERNELS_H
+#define WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_SHAPEKERNELS_H
+
+#include "KernelEmitter.h"
+
+namespace weft::gpu {
+
+/// Whether `op` is one of these ops; if so `launch` gets its grid and block
+/// (or `message` why it cannot run).
+bool isShapeKernelOp(mlir::Operation *op);
+mlir::LogicalResult planShapeKernel(mlir::Operation *op, int64_t &gridX,
+                                    int64_t &threads, std::string &message);
+/// Emits the body of the op's single kernel.
+void emitShapeKernelBody(ElementMath &m, mlir::Operation *op);
+
+} // namespace weft::gpu
+
+#endif // WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_SHAPEKERNELS_H
