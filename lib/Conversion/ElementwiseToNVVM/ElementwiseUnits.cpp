@@ -87,6 +87,53 @@ LogicalResult writeFile(Location loc, StringRef dir, const Twine &name,
   return success();
 }
 
+/// The ops a unit computes, each with its attributes, operands as ["arg", i]
+/// (the unit's i-th input) or ["op", j, k] (result k of body op j) and result
+/// dtypes; "yield" lists the unit's outputs the same way. A checker
+/// evaluates this dataflow in float64 for its reference.
+llvm::json::Object bodyOf(Operation *op) {
+  SmallVector<Operation *> members;
+  auto fused = dyn_cast<FusedOp>(op);
+  if (fused)
+    for (Operation &member : fused.getBodyBlock().without_terminator())
+      members.push_back(&member);
+  else
+    members.push_back(op);
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (auto [j, member] : llvm::enumerate(members))
+    position[member] = int64_t(j);
+  auto ref = [&](Value v, int64_t operandIndex) -> llvm::json::Array {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return llvm::json::Array{"arg", int64_t(arg.getArgNumber())};
+    auto result = cast<OpResult>(v);
+    auto it = position.find(result.getOwner());
+    if (it == position.end())
+      return llvm::json::Array{"arg", operandIndex};
+    return llvm::json::Array{"op", it->second, int64_t(result.getResultNumber())};
+  };
+  llvm::json::Array ops;
+  for (Operation *member : members) {
+    llvm::json::Array operands, types;
+    for (auto [i, operand] : llvm::enumerate(member->getOperands()))
+      operands.push_back(ref(operand, int64_t(i)));
+    for (Type type : member->getResultTypes())
+      types.push_back(dtypeName(type));
+    ops.push_back(llvm::json::Object{{"op", member->getName().getStringRef()},
+                                     {"attrs", attrsOf(member)},
+                                     {"operands", std::move(operands)},
+                                     {"types", std::move(types)}});
+  }
+  llvm::json::Array yields;
+  if (fused) {
+    for (Value v : fused.getYield().getValues())
+      yields.push_back(ref(v, 0));
+  } else {
+    for (unsigned k = 0; k < op->getNumResults(); ++k)
+      yields.push_back(llvm::json::Array{"op", 0, int64_t(k)});
+  }
+  return llvm::json::Object{{"ops", std::move(ops)}, {"yield", std::move(yields)}};
+}
+
 /// The ops that get elementwise kernels, with their unit names.
 SmallVector<std::pair<Operation *, std::string>> kernelOps(ModuleOp module) {
   SmallVector<std::pair<Operation *, std::string>> ops;
@@ -157,14 +204,9 @@ LogicalResult emitElementwiseKernelUnits(ModuleOp module, StringRef dir,
     } else {
       unit["params"] = tensorParams(op);
     }
-    if (auto fused = dyn_cast<FusedOp>(op)) {
+    if (auto fused = dyn_cast<FusedOp>(op))
       unit["kind"] = fused.getKind().str();
-      llvm::json::Array body;
-      for (Operation &member : fused.getBodyBlock().without_terminator())
-        body.push_back(llvm::json::Object{{"op", member.getName().getStringRef()},
-                                          {"attrs", attrsOf(&member)}});
-      unit["body"] = std::move(body);
-    }
+    unit["body"] = bodyOf(op);
     units[name] = std::move(unit);
     names.push_back(name);
   }

@@ -1,0 +1,147 @@
+"""The cases of fused_check.py as weft IR: one function per group kind and
+dtype, each holding exactly one op or weft.fused group (what a training step
+hands ElementwiseToNVVM). `python3 fused_cases.py [--small]` prints the
+module; scripts/build-fused-kernels compiles it with
+`weft-compile --emit=elementwise-kernels`."""
+import sys
+
+DTYPES = ("bf16", "f16", "f32")
+
+
+def t(shape, dtype):
+    return "tensor<" + "x".join(str(d) for d in shape) + ("x" if shape else "") + dtype + ">"
+
+
+def func(name, args, results, body):
+    params = ", ".join(f"%{n}: {ty}" for n, ty in args)
+    rtypes = ", ".join(ty for _, ty in results)
+    rnames = ", ".join(f"%{n}" for n, _ in results)
+    return (f"func.func @{name}({params}) -> ({rtypes}) {{\n{body}"
+            f"  return {rnames} : {rtypes}\n}}\n")
+
+
+def op(results, name, operands, attrs, in_types, out_types):
+    res = ", ".join(f"%{r}" for r in results)
+    ops = ", ".join(f"%{o}" for o in operands)
+    attr = f" {{{attrs}}}" if attrs else ""
+    return (f"  {res} = weft.{name} {ops}{attr} : ({', '.join(in_types)}) -> "
+            f"({', '.join(out_types)})\n")
+
+
+def fused(results, kind, inputs, in_types, out_types, body_lines, yields):
+    """A weft.fused group: inputs are bound to body args %a0.. in order."""
+    res = ", ".join(f"%{r}" for r in results)
+    args = ", ".join(f"%a{i}: {ty}" for i, ty in enumerate(in_types))
+    text = (f"  {res} = weft.fused {', '.join('%' + i for i in inputs)} {{kind = \"{kind}\"}} : "
+            f"({', '.join(in_types)}) -> ({', '.join(out_types)}) {{\n  ^bb0({args}):\n")
+    for line in body_lines:
+        text += "  " + line
+    text += f"    weft.yield {', '.join('%' + y for y in yields)} : {', '.join(out_types)}\n  }}\n"
+    return text
+
+
+def cases(small):
+    # Domains: pointwise [8, 1024, 2048], rows [8, 1024, 1024], loss [1024, 8192].
+    pw = [2, 64, 256] if small else [8, 1024, 2048]
+    rw = [2, 64, 256] if small else [8, 1024, 1024]
+    ce = [64, 1000] if small else [1024, 8192]
+    out = []
+    for d in DTYPES:
+        x, h, r = t(pw, d), t(pw[-1:], d), t(rw, d)
+        g = t(rw[-1:], d)
+        # bias + GELU (tanh), the MLP's first epilogue.
+        out.append(func(f"add_gelu_{d}", [("x", x), ("b", h)], [("y", x)], fused(
+            ["y"], "add+gelu", ["x", "b"], [x, h], [x],
+            [op(["s"], "add", ["a0", "a1"], "", [x, h], [x]),
+             op(["g"], "gelu", ["s"], 'approximate = "tanh"', [x], [x])], ["g"])))
+        # GELU (erf) and its gradient, SiLU and its gradient, unfused.
+        out.append(func(f"gelu_{d}", [("x", x)], [("y", x)],
+                        op(["y"], "gelu", ["x"], "", [x], [x])))
+        out.append(func(f"gelu_grad_tanh_{d}", [("dy", x), ("x", x)], [("dx", x)],
+                        op(["dx"], "gelu_grad", ["dy", "x"], 'approximate = "tanh"', [x, x], [x])))
+        out.append(func(f"silu_grad_{d}", [("dy", x), ("x", x)], [("dx", x)],
+                        op(["dx"], "silu_grad", ["dy", "x"], "", [x, x], [x])))
+        # dropout (p = 0) + residual + LayerNorm: both the sum and the norm out.
+        out.append(func(f"dropout_add_layer_norm_{d}",
+                        [("x", r), ("res", r), ("g", g), ("b", g), ("seed", "tensor<i64>")],
+                        [("s", r), ("y", r)], fused(
+            ["s", "y"], "dropout+add+layer_norm", ["x", "seed", "res", "g", "b"],
+            [r, "tensor<i64>", r, g, g], [r, r],
+            [op(["dr"], "dropout", ["a0", "a1"], "p = 0.0 : f64, weft.rng_id = 7 : i64", [r, "tensor<i64>"], [r]),
+             op(["s"], "add", ["dr", "a2"], "", [r, r], [r]),
+             op(["y"], "layer_norm", ["s", "a3", "a4"], "eps = 1.0e-05 : f64", [r, g, g], [r])],
+            ["s", "y"])))
+        out.append(func(f"rms_norm_{d}", [("x", r), ("g", g)], [("y", r)],
+                        op(["y"], "rms_norm", ["x", "g"], "eps = 1.0e-06 : f64", [r, g], [r])))
+        out.append(func(f"softmax_{d}", [("x", r)], [("y", r)],
+                        op(["y"], "softmax", ["x"], "dim = -1 : i64", [r], [r])))
+        out.append(func(f"softmax_grad_{d}", [("dy", r), ("y", r)], [("dx", r)],
+                        op(["dx"], "softmax_grad", ["dy", "y"], "dim = -1 : i64", [r, r], [r])))
+        out.append(func(f"layer_norm_grad_{d}", [("dy", r), ("x", r), ("g", g)],
+                        [("dx", r), ("dg", g), ("db", g)],
+                        op(["dx", "dg", "db"], "layer_norm_grad", ["dy", "x", "g"],
+                           "eps = 1.0e-05 : f64", [r, r, g], [r, g, g])))
+        # LayerNorm backward + the residual gradient add.
+        out.append(func(f"layer_norm_grad_add_{d}", [("dy", r), ("x", r), ("g", g), ("dres", r)],
+                        [("dsum", r), ("dg", g), ("db", g)], fused(
+            ["dsum", "dg", "db"], "layer_norm_grad+add", ["dy", "x", "g", "dres"], [r, r, g, r],
+            [r, g, g],
+            [op(["dx", "dg", "db"], "layer_norm_grad", ["a0", "a1", "a2"],
+                "eps = 1.0e-05 : f64", [r, r, g], [r, g, g]),
+             op(["dsum"], "add", ["dx", "a3"], "", [r, r], [r])], ["dsum", "dg", "db"])))
+        out.append(func(f"rms_norm_grad_{d}", [("dy", r), ("x", r), ("g", g)],
+                        [("dx", r), ("dg", g)],
+                        op(["dx", "dg"], "rms_norm_grad", ["dy", "x", "g"],
+                           "eps = 1.0e-06 : f64", [r, r, g], [r, g])))
+        lg, lb, sc = t(ce, d), t(ce[:-1], "i64"), t([], d)
+        out.append(func(f"cross_entropy_{d}", [("logits", lg), ("labels", lb)], [("loss", sc)],
+                        op(["loss"], "cross_entropy", ["logits", "labels"], "", [lg, lb], [sc])))
+        out.append(func(f"cross_entropy_grad_{d}",
+                        [("dloss", sc), ("logits", lg), ("labels", lb)], [("dlogits", lg)],
+                        op(["dlogits"], "cross_entropy_grad", ["dloss", "logits", "labels"], "",
+                           [sc, lg, lb], [lg])))
+        if d != "f32":
+            # AdamW on f32 master weights and moments, the low-precision copy.
+            p, lp, st = t(rw[1:], "f32"), t(rw[1:], d), "tensor<i64>"
+            out.append(func(f"adamw_convert_{d}",
+                            [("p", p), ("grad", p), ("m", p), ("v", p), ("step", st)],
+                            [("np", p), ("nm", p), ("nv", p), ("lp", lp)], fused(
+                ["np", "nm", "nv", "lp"], "adamw+convert", ["p", "grad", "m", "v", "step"],
+                [p, p, p, p, st], [p, p, p, lp],
+                [op(["np", "nm", "nv"], "adamw", ["a0", "a1", "a2", "a3", "a4"],
+                    "lr = 1.0e-03 : f64, beta1 = 0.9 : f64, beta2 = 0.95 : f64, "
+                    "eps = 1.0e-08 : f64, weight_decay = 0.1 : f64", [p, p, p, p, st], [p, p, p]),
+                 op(["lp"], "convert", ["np"], "", [p], [lp])], ["np", "nm", "nv", "lp"])))
+            out.append(func(f"convert_{d}", [("x", t(pw, "f32"))], [("y", x)],
+                            op(["y"], "convert", ["x"], "", [t(pw, "f32")], [x])))
+    # Data movement and the other unfused ops of a GPT step (bf16).
+    d = "bf16"
+    b, s, heads, hd = (2, 64, 4, 32) if small else (8, 1024, 16, 64)
+    hid = heads * hd
+    qkv = t([b, s, heads, 3, hd], d)
+    piece = t([b, s, heads, 1, hd], d)
+    out.append(func("split_bf16", [("x", qkv)], [("q", piece), ("k", piece), ("v", piece)],
+                    op(["q", "k", "v"], "split", ["x"], "dim = 3 : i64, sizes = array<i64: 1, 1, 1>",
+                       [qkv], [piece, piece, piece])))
+    out.append(func("concat_bf16", [("q", piece), ("k", piece), ("v", piece)], [("x", qkv)],
+                    op(["x"], "concat", ["q", "k", "v"], "dim = 3 : i64", [piece] * 3, [qkv])))
+    bshd, bhsd = t([b, s, heads, hd], d), t([b, heads, s, hd], d)
+    out.append(func("transpose_bf16", [("x", bshd)], [("y", bhsd)],
+                    op(["y"], "transpose", ["x"], "perm = array<i64: 0, 2, 1, 3>", [bshd], [bhsd])))
+    vocab = 500 if small else 8192
+    ids, table, act = t([b, s], "i64"), t([vocab, hid], d), t([b, s, hid], d)
+    out.append(func("embedding_bf16", [("ids", ids), ("table", table)], [("y", act)],
+                    op(["y"], "embedding", ["ids", "table"], "", [ids, table], [act])))
+    out.append(func("embedding_grad_bf16", [("dy", act), ("ids", ids)], [("dt", table)],
+                    op(["dt"], "embedding_grad", ["dy", "ids"], "", [act, ids], [table])))
+    out.append(func("reduce_sum_bf16", [("x", act)], [("y", t([hid], d))],
+                    op(["y"], "reduce_sum", ["x"], "dims = array<i64: 0, 1>", [act], [t([hid], d)])))
+    out.append(func("add_broadcast_bf16", [("x", act), ("p", t([s, hid], d))], [("y", act)],
+                    op(["y"], "add", ["x", "p"], "", [act, t([s, hid], d)], [act])))
+    out.append(func("fill_f32", [], [("c", t([b, s, hid], "f32"))],
+                    f"  %c = arith.constant dense<0.25> : {t([b, s, hid], 'f32')}\n"))
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(cases("--small" in sys.argv[1:]))

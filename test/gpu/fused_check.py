@@ -1,0 +1,447 @@
+"""GPU check of the elementwise kernels (ElementwiseToNVVM): every unit that
+`scripts/build-fused-kernels DIR` wrote (weft-compile --emit=elementwise-kernels
+of test/gpu/fused_cases.py) is loaded through the Weft runtime binding, run on
+fresh random inputs with NaN-poisoned, guarded outputs, and compared with a
+float64 torch evaluation of the unit's own body (its JSON "body": ops,
+operands, attributes); PyTorch eager in the unit's dtypes is measured against
+the same float64 reference. Each kernel is timed (triton.testing.do_bench
+median) next to torch eager and torch.compile of the same group, with GB/s
+over the bytes the unit reads and writes. Prints a pass/fail table; exit 1 on
+any failure.
+
+    PYTHONPATH=python python3 test/gpu/fused_check.py --kernels DIR [--no-compile]
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from poison import Poisoned  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+          "f64": torch.float64, "i64": torch.int64, "bool": torch.bool}
+# Max |weft - float64| / max |float64| per output dtype.
+TOLERANCE = {"bf16": 1.6e-2, "f16": 2e-3, "f32": 2e-4}
+
+
+class UnitError(Exception):
+    pass
+
+
+def load_units(root):
+    units = []
+    for path in sorted(glob.glob(os.path.join(root, "*.json"))):
+        with open(path) as f:
+            unit = json.load(f)
+        for key in ("name", "op", "params", "launches", "body", "cubin"):
+            if key not in unit:
+                raise UnitError(f"{path}: no '{key}'")
+        unit["dir"] = root
+        units.append(unit)
+    if not units:
+        raise UnitError(f"{root}: no unit JSON (run scripts/build-fused-kernels {root})")
+    return units
+
+
+# ---------------------------------------------------------------- the body
+
+def _gelu_grad(dy, x, approximate):
+    return torch.ops.aten.gelu_backward(dy, x, approximate=approximate)
+
+
+def _layer_norm_grad(dy, x, g, eps):
+    n = x.shape[-1]
+    xf = x if x.dtype == torch.float64 else x.float()
+    _, mean, rstd = torch.native_layer_norm(xf, [n], None, None, eps)
+    dyf = dy if dy.dtype == torch.float64 else dy.float()
+    gf = g if g.dtype == torch.float64 else g.float()
+    dx, dg, db = torch.ops.aten.native_layer_norm_backward(
+        dyf, xf, [n], mean, rstd, gf, gf, [True, True, True])
+    return dx, dg, db
+
+
+def _rms_norm_grad(dy, x, g, eps):
+    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+    xf, dyf, gf = x.to(acc), dy.to(acc), g.to(acc)
+    rstd = torch.rsqrt((xf * xf).mean(-1, keepdim=True) + eps)
+    gx = (dyf * gf * xf).mean(-1, keepdim=True)
+    dx = rstd * (dyf * gf - xf * rstd * rstd * gx)
+    dg = (dyf * xf * rstd).reshape(-1, x.shape[-1]).sum(0)
+    return dx, dg
+
+
+def _rms_norm(x, g, eps):
+    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+    xf = x.to(acc)
+    return xf * torch.rsqrt((xf * xf).mean(-1, keepdim=True) + eps) * g.to(acc)
+
+
+def _cross_entropy_grad(dloss, logits, labels):
+    acc = torch.float64 if logits.dtype == torch.float64 else torch.float32
+    rows = labels.numel()
+    p = torch.softmax(logits.to(acc), -1)
+    p = p - F.one_hot(labels, logits.shape[-1]).to(acc)
+    return p * (dloss.to(acc) / rows)
+
+
+def _adamw(p, g, m, v, step, a):
+    lr, b1, b2, eps, wd = a["lr"], a.get("beta1", 0.9), a.get("beta2", 0.999), \
+        a.get("eps", 1e-8), a.get("weight_decay", 0.01)
+    s = float(step.item())
+    bc1 = 1 - b1 ** s
+    bc2 = math.sqrt(1 - b2 ** s)
+    pd = p * (1 - lr * wd)
+    nm = m + (1 - b1) * (g - m)
+    nv = v * b2 + (1 - b2) * g * g
+    return pd - (lr / bc1) * nm / (nv.sqrt() / bc2 + eps), nm, nv
+
+
+def run_op(name, attrs, xs, types, reference):
+    """One body op; `types` are its result dtypes (cast to them unless
+    `reference`, which stays in float64)."""
+    a = attrs
+
+    def out(*values):
+        if reference:
+            return [v.to(torch.float64) if v.is_floating_point() else v for v in values]
+        return [v.to(DTYPES[t]) for v, t in zip(values, types)]
+
+    if name in ("weft.add", "weft.sub", "weft.mul"):
+        x, y = xs
+        return out({"weft.add": torch.add, "weft.sub": torch.sub, "weft.mul": torch.mul}[name](x, y))
+    if name == "weft.scale":
+        return out(xs[0] * a["value"])
+    if name == "weft.convert":
+        return out(xs[0])
+    if name == "weft.dropout":
+        if a.get("p", 0.0) != 0.0:
+            raise UnitError("dropout with p > 0 has no GPU kernel")
+        return out(xs[0])
+    if name == "weft.where":
+        return out(torch.where(xs[0], xs[1], xs[2]))
+    if name == "weft.gelu":
+        return out(F.gelu(xs[0], approximate=a.get("approximate", "none")))
+    if name == "weft.gelu_grad":
+        return out(_gelu_grad(xs[0], xs[1], a.get("approximate", "none")))
+    if name == "weft.silu":
+        return out(F.silu(xs[0]))
+    if name == "weft.silu_grad":
+        dy, x = xs
+        s = torch.sigmoid(x)
+        return out(dy * s * (1 + x * (1 - s)))
+    if name == "weft.layer_norm":
+        x, g, b = xs
+        return out(F.layer_norm(x, (x.shape[-1],), g, b, a.get("eps", 1e-5)))
+    if name == "weft.rms_norm":
+        return out(_rms_norm(xs[0], xs[1], a.get("eps", 1e-6)))
+    if name == "weft.softmax":
+        return out(torch.softmax(xs[0], a.get("dim", -1)))
+    if name == "weft.softmax_grad":
+        dy, y = xs
+        return out(y * (dy - (dy * y).sum(a.get("dim", -1), keepdim=True)))
+    if name == "weft.layer_norm_grad":
+        return out(*_layer_norm_grad(xs[0], xs[1], xs[2], a.get("eps", 1e-5)))
+    if name == "weft.rms_norm_grad":
+        return out(*_rms_norm_grad(xs[0], xs[1], xs[2], a.get("eps", 1e-6)))
+    if name == "weft.cross_entropy":
+        logits, labels = xs
+        return out(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)))
+    if name == "weft.cross_entropy_grad":
+        return out(_cross_entropy_grad(*xs))
+    if name == "weft.adamw":
+        return out(*_adamw(*xs, a))
+    if name == "weft.transpose":
+        perm = [int(p) for p in a["perm"].split(":")[1].strip(" >").split(",")]
+        return out(xs[0].permute(perm).contiguous())
+    if name == "weft.split":
+        sizes = [int(p) for p in a["sizes"].split(":")[1].strip(" >").split(",")]
+        return out(*[p.contiguous() for p in torch.split(xs[0], sizes, a["dim"])])
+    if name == "weft.concat":
+        return out(torch.cat(xs, a["dim"]))
+    if name == "weft.embedding":
+        ids, table = xs
+        return out(F.embedding(ids, table))
+    if name == "weft.embedding_grad":
+        dy, ids = xs
+        raise UnitError("embedding_grad is evaluated by unit_outputs")
+    if name in ("weft.reduce_sum", "weft.reduce_mean"):
+        dims = [int(p) for p in a["dims"].split(":")[1].strip(" >").split(",")]
+        fn = torch.sum if name == "weft.reduce_sum" else torch.mean
+        return out(fn(xs[0], dim=dims, keepdim="keepdim" in a))
+    raise UnitError(f"the checker has no reference for {name}")
+
+
+def unit_outputs(unit, inputs, reference):
+    """The unit's outputs from its body, in float64 (`reference`) or in the
+    declared dtypes (PyTorch eager)."""
+    if unit["op"] == "arith.constant":
+        p = unit["params"]
+        dtype = torch.float64 if reference else DTYPES[p[0]["dtype"]]
+        return [torch.full(p[0]["shape"], p[2]["value"], dtype=dtype, device=inputs_device(unit))]
+    body = unit["body"]
+    if reference:
+        inputs = [x.to(torch.float64) if x.is_floating_point() else x for x in inputs]
+    values = []
+    for member in body["ops"]:
+        xs = []
+        for ref in member["operands"]:
+            xs.append(inputs[ref[1]] if ref[0] == "arg" else values[ref[1]][ref[2]])
+        if member["op"] == "weft.embedding_grad":
+            dy, ids = xs
+            vocab = next(p for p in unit["params"] if p["role"] == "output")["shape"][0]
+            hid = dy.shape[-1]
+            acc = torch.float64 if reference else torch.float32
+            table = torch.zeros(vocab, hid, dtype=acc, device=dy.device)
+            table.index_add_(0, ids.reshape(-1), dy.reshape(-1, hid).to(acc))
+            values.append([table if reference else table.to(DTYPES[member["types"][0]])])
+            continue
+        values.append(run_op(member["op"], member["attrs"], xs, member["types"], reference))
+    return [inputs[r[1]] if r[0] == "arg" else values[r[1]][r[2]] for r in body["yield"]]
+
+
+_DEVICE = "cuda"
+
+
+def inputs_device(unit):
+    return _DEVICE
+
+
+def make_inputs(unit, generator):
+    """Random inputs shaped by the unit's input params; what each feeds
+    decides its range (ids, labels, AdamW's v >= 0 and step >= 1, gamma ~ 1)."""
+    params = [p for p in unit["params"] if p.get("role") == "input"]
+    roles = {}
+    for member in unit["body"]["ops"]:
+        for position, ref in enumerate(member["operands"]):
+            if ref[0] == "arg":
+                roles.setdefault(ref[1], (member["op"], position))
+    vocab = None
+    for member in unit["body"]["ops"]:
+        if member["op"] in ("weft.cross_entropy", "weft.cross_entropy_grad"):
+            logits = params[member["operands"][0 if member["op"] == "weft.cross_entropy" else 1][1]]
+            vocab = logits["shape"][-1]
+        if member["op"] == "weft.embedding":
+            vocab = params[member["operands"][1][1]]["shape"][0]
+        if member["op"] == "weft.embedding_grad":
+            vocab = next(p for p in unit["params"] if p["role"] == "output")["shape"][0]
+    inputs = []
+    for index, p in enumerate(params):
+        shape, dtype = p["shape"], DTYPES[p["dtype"]]
+        op, position = roles.get(index, ("", -1))
+        if p["dtype"] == "i64":
+            if op == "weft.adamw":
+                x = torch.randint(1, 1000, shape, generator=generator, device="cpu")
+            elif op == "weft.dropout":
+                x = torch.zeros(shape, dtype=torch.int64)
+            else:
+                x = torch.randint(0, vocab, shape, generator=generator, device="cpu")
+        elif p["dtype"] == "bool":
+            x = torch.rand(shape, generator=generator) < 0.5
+        else:
+            x = torch.randn(shape, generator=generator, dtype=torch.float32)
+            if op in ("weft.layer_norm", "weft.rms_norm", "weft.layer_norm_grad",
+                      "weft.rms_norm_grad") and position == (2 if "grad" in op else 1):
+                x = 1.0 + 0.1 * x  # gamma
+            if op == "weft.adamw" and position == 3:
+                x = x.abs() * 1e-2  # the second moment
+            if op == "weft.softmax_grad" and position == 1:
+                x = torch.softmax(x, -1)  # y is a softmax
+            if op == "weft.cross_entropy_grad" and position == 0:
+                x = torch.ones(shape)
+            x = x.to(dtype)
+        inputs.append(x.to(_DEVICE))
+    return inputs
+
+
+# ------------------------------------------------------------- the kernels
+
+class LoadedUnit:
+    def __init__(self, rt, unit):
+        with open(os.path.join(unit["dir"], unit["cubin"]), "rb") as f:
+            self.module = rt.module_load(f.read())
+        self.unit = unit
+        self.functions = [self.module.function(l["kernel"]) for l in unit["launches"]]
+
+    def launch(self, rt, args, stream):
+        for launch, fn in zip(self.unit["launches"], self.functions):
+            rt.launch(fn, (launch["grid"], 1, 1), (launch["threads"], 1, 1), 0, stream, args)
+
+
+def kernel_args(unit, inputs, outputs):
+    """(kind, value) per param: pointers in param order; the fill unit's
+    elements and value."""
+    if unit["op"] == "arith.constant":
+        p = unit["params"]
+        return [("ptr", outputs[0].data_ptr()), ("i64", int(p[1]["value"])),
+                ("f32", float(p[2]["value"]))]
+    return [("ptr", t.data_ptr()) for t in list(inputs) + list(outputs)]
+
+
+def rel_error(value, ref):
+    value = value.to(torch.float64)
+    if torch.isnan(value).any() or torch.isinf(value).any():
+        return math.inf
+    scale = ref.abs().max().item() if ref.numel() else 0.0
+    err = (value - ref).abs().max().item() if ref.numel() else 0.0
+    return err / scale if scale > 0 else err
+
+
+def bench(fn, quick):
+    try:
+        from triton.testing import do_bench
+        return do_bench(fn, warmup=5 if quick else 25, rep=20 if quick else 100,
+                        return_mode="median") * 1e-3
+    except ImportError:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(5 if quick else 20):
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e-3)
+        return sorted(times)[len(times) // 2]
+
+
+def unit_bytes(unit):
+    total = 0
+    for p in unit["params"]:
+        if p.get("kind") == "pointer":
+            n = 1
+            for d in p["shape"]:
+                n *= d
+            total += n * {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "i64": 8, "bool": 1}[p["dtype"]]
+    return total
+
+
+def check_unit(rt, unit, opts, stream):
+    row = {"name": unit["name"], "kind": unit.get("kind", unit["op"].replace("weft.", "")),
+           "dtype": next((p["dtype"] for p in unit["params"] if p["dtype"] in TOLERANCE), "-")}
+    generator = torch.Generator().manual_seed(sum(map(ord, unit["name"])))
+    inputs = make_inputs(unit, generator) if unit["op"] != "arith.constant" else []
+    out_params = [p for p in unit["params"] if p.get("role") == "output"]
+    poisoned = [Poisoned(p["shape"], DTYPES[p["dtype"]], _DEVICE) for p in out_params]
+    outputs = [p.tensor for p in poisoned]
+    loaded = LoadedUnit(rt, unit)
+    args = kernel_args(unit, inputs, outputs)
+    loaded.launch(rt, args, stream)
+    torch.cuda.synchronize()
+    reference = unit_outputs(unit, inputs, reference=True)
+    eager = unit_outputs(unit, inputs, reference=False)
+    failures, errors, eager_errors = [], [], []
+    for k, (p, out, ref, eg) in enumerate(zip(out_params, outputs, reference, eager)):
+        err = rel_error(out, ref)
+        eerr = rel_error(eg, ref)
+        errors.append(err)
+        eager_errors.append(eerr)
+        tol = TOLERANCE.get(p["dtype"], 0.0)
+        if not err <= tol:
+            failures.append(f"output {k} ({p['dtype']}): rel err {err:.3g} > {tol:g}"
+                            f" (torch eager {eerr:.3g})")
+    guards = sum(p.guard_violations() for p in poisoned)
+    if guards:
+        failures.append(f"{guards} guard elements overwritten (write out of bounds)")
+    row["err"] = max(errors) if errors else 0.0
+    row["eager_err"] = max(eager_errors) if eager_errors else 0.0
+    row["ok"] = not failures
+    row["why"] = "; ".join(failures)
+    if opts.no_timing:
+        return row
+    nbytes = unit_bytes(unit)
+    row["weft_s"] = bench(lambda: loaded.launch(rt, args, stream), opts.quick)
+    row["eager_s"] = bench(lambda: unit_outputs(unit, inputs, reference=False), opts.quick)
+    if not opts.no_compile:
+        try:
+            compiled = torch.compile(lambda *xs: unit_outputs(unit, list(xs), reference=False),
+                                     dynamic=False)
+            compiled(*inputs)
+            row["compile_s"] = bench(lambda: compiled(*inputs), opts.quick)
+        except Exception as e:  # a group torch.compile cannot take is reported, not fatal
+            row["compile_note"] = f"torch.compile failed: {type(e).__name__}"
+    for key in ("weft_s", "eager_s", "compile_s"):
+        if key in row:
+            row[key.replace("_s", "_gbs")] = nbytes / row[key] / 1e9
+    return row
+
+
+def print_table(rows):
+    head = (f"{'unit':34} {'kind':26} {'dtype':5} {'result':6} {'rel err':>9} {'eager err':>9}"
+            f" {'weft us':>9} {'GB/s':>7} {'eager us':>9} {'GB/s':>7} {'compile us':>10} {'GB/s':>7}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        def us(key):
+            return f"{r[key] * 1e6:9.1f}" if key in r else f"{'-':>9}"
+
+        def gbs(key):
+            return f"{r[key]:7.0f}" if key in r else f"{'-':>7}"
+        print(f"{r['name']:34.34} {r['kind']:26.26} {r['dtype']:5} {'PASS' if r['ok'] else 'FAIL':6}"
+              f" {r.get('err', math.nan):9.2e} {r.get('eager_err', math.nan):9.2e}"
+              f" {us('weft_s')} {gbs('weft_gbs')} {us('eager_s')} {gbs('eager_gbs')}"
+              f" {us('compile_s'):>10} {gbs('compile_gbs')}")
+        if not r["ok"]:
+            print(f"    FAIL: {r['why']}")
+        if "compile_note" in r:
+            print(f"    note: {r['compile_note']}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernels", required=True, help="directory of scripts/build-fused-kernels")
+    parser.add_argument("--only", default="", help="regex on unit names")
+    parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile timings")
+    parser.add_argument("--quick", action="store_true", help="fewer timing repetitions")
+    parser.add_argument("--json", default="", help="write the rows here")
+    parser.add_argument("--deadline", type=float, default=0.0,
+                        help="seconds; units after it are reported NOT RUN")
+    opts = parser.parse_args(argv)
+    import re
+    units = [u for u in load_units(opts.kernels) if re.search(opts.only, u["name"])]
+    torch.zeros(1, device=_DEVICE)
+    import weft.runtime as rt
+    rt.init()
+    rt.context_ensure(torch.cuda.current_device())
+    stream = torch.cuda.current_stream().cuda_stream
+    start = time.time()
+    rows, not_run = [], []
+    for unit in units:
+        if opts.deadline and time.time() - start > opts.deadline:
+            not_run.append(unit["name"])
+            continue
+        try:
+            row = check_unit(rt, unit, opts, stream)
+        except Exception as e:
+            traceback.print_exc()
+            row = {"name": unit["name"], "kind": unit.get("kind", unit["op"]), "dtype": "-",
+                   "ok": False, "why": f"{type(e).__name__}: {e}"}
+        rows.append(row)
+        print(f"{row['name']}: {'PASS' if row['ok'] else 'FAIL ' + row['why']}", flush=True)
+        if opts.json:
+            with open(opts.json, "w") as f:
+                json.dump({"rows": rows, "not_run": not_run}, f, indent=1)
+    print()
+    print_table(rows)
+    failed = [r["name"] for r in rows if not r["ok"]]
+    print(f"\n{len(rows) - len(failed)}/{len(rows)} units pass"
+          + (f"; NOT RUN (deadline): {', '.join(not_run)}" if not_run else ""))
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"rows": rows, "not_run": not_run}, f, indent=1)
+    return 1 if failed or not_run else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
