@@ -201,6 +201,100 @@ WEFT_API weft_status weft_gemm_run(const weft_gemm_desc *desc, const weft_gemm_a
                                    const void *bias, void *workspace, size_t workspace_bytes,
                                    CUstream stream);
 
+/* ---- Running a compiled step (a package of weft-compile --emit=package) ---
+ * weft_step_load reads the package (bounds, checksums, format version), runs
+ * its plan checks, refuses a package built for another arch than the device,
+ * allocates ONE arena of the planned size (cuMemAlloc), copies the package's
+ * initial data, loads every kernel image (the cubin when it runs on the
+ * device, else the PTX), resolves every launch's arguments (buffers -> arena
+ * addresses, immediates, tensor maps encoded once) and chooses the GEMM
+ * algorithms the package left open. weft_step_run then issues the schedule
+ * with no allocation: kernels, cuBLASLt GEMMs and events on the step's
+ * streams, or one cuGraphLaunch with the graph option. */
+
+typedef struct weft_step weft_step;
+
+typedef struct weft_step_options {
+  int device;        /* ordinal for weft_context_ensure (a current context wins) */
+  int graph;         /* capture the schedule into a CUDA graph at the first run, replay it */
+  int debug_buffers; /* each buffer its own cuMemAlloc, filled with 0xFF (NaN for
+                        floats) when its live range ends, so reads of dead data show */
+} weft_step_options;
+
+typedef enum weft_step_role {
+  WEFT_ROLE_PARAMETER = 0,
+  WEFT_ROLE_OPTIMIZER_STATE = 1,
+  WEFT_ROLE_INPUT = 2,
+  WEFT_ROLE_OUTPUT = 3,
+  WEFT_ROLE_GRADIENT = 4,
+  WEFT_ROLE_ACTIVATION = 5,
+  WEFT_ROLE_TEMPORARY = 6,
+  WEFT_ROLE_WORKSPACE = 7,
+} weft_step_role;
+
+#define WEFT_STEP_MAX_RANK 8
+
+/* One planned buffer. Pointers stay valid until weft_step_free. */
+typedef struct weft_step_buffer {
+  const char *name; /* "arg0", "s12", "ws7": the plan's buffer symbols */
+  const char *type; /* "tensor<2x16xbf16>" or "" when the plan has none */
+  weft_step_role role;
+  size_t offset, size; /* bytes in the arena */
+  unsigned first, last; /* live schedule indices, inclusive */
+  int arg, result;      /* the step function's argument / result, -1 if none */
+  int rank;             /* parsed from type; -1 when type is empty */
+  long long shape[WEFT_STEP_MAX_RANK];
+  const char *dtype;    /* "bf16", "f16", "f32", "f64", "i64", "i32", "i1", "" */
+  int has_initial_data; /* the package holds its bytes, copied in at load */
+} weft_step_buffer;
+
+/* What cuMemGetInfo saw: used = total - free at each point. */
+typedef struct weft_step_memory {
+  size_t planned_bytes;    /* the package's arena (sum of buffer sizes in debug mode) */
+  size_t total_bytes;      /* device memory */
+  size_t used_before_load; /* before the arena was allocated */
+  size_t used_after_arena; /* right after the arena's cuMemAlloc */
+  size_t used_after_load;  /* after modules, tensor maps and GEMM selection */
+  size_t used_peak;        /* the largest reading, also after each run */
+} weft_step_memory;
+
+/* Loads a package from memory (copied) or a file; see above. The options may
+ * be NULL (device 0, no graph, no debug buffers). Needs the driver and a GPU:
+ * without one, WEFT_ERROR_DRIVER_MISSING or WEFT_ERROR_CUDA with the reason. */
+WEFT_API weft_status weft_step_load(const void *package, size_t size,
+                                    const weft_step_options *options, weft_step **out);
+WEFT_API weft_status weft_step_load_file(const char *path, const weft_step_options *options,
+                                         weft_step **out);
+/* Host-only: everything weft_step_load does before its first driver call, for
+ * a device of compute capability `device_sm` (e.g. 90): reading, checks, arch
+ * refusal, argument resolution, arena layout. The result can be inspected
+ * (buffers, weft_step_describe) but not run. */
+WEFT_API weft_status weft_step_prepare(const void *package, size_t size, int device_sm,
+                                       const weft_step_options *options, weft_step **out);
+/* Frees the arena (or the debug buffers), modules, graph, streams and events. */
+WEFT_API weft_status weft_step_free(weft_step *step); /* NULL is fine */
+
+WEFT_API size_t weft_step_buffer_count(const weft_step *step);
+WEFT_API weft_status weft_step_buffer_info(const weft_step *step, size_t index,
+                                           weft_step_buffer *info);
+/* The buffer named `name`; WEFT_ERROR_NOT_FOUND otherwise. */
+WEFT_API weft_status weft_step_find_buffer(const weft_step *step, const char *name,
+                                           size_t *index);
+/* Copies `bytes` (exactly the buffer's size) from the host into a buffer
+ * (synchronous); weft_step_read copies it back after the work queued so far. */
+WEFT_API weft_status weft_step_bind(weft_step *step, size_t index, const void *host,
+                                    size_t bytes);
+WEFT_API weft_status weft_step_read(weft_step *step, size_t index, void *host, size_t bytes);
+WEFT_API weft_status weft_step_device_pointer(const weft_step *step, size_t index,
+                                              CUdeviceptr *pointer);
+/* Runs the schedule once and waits for it. */
+WEFT_API weft_status weft_step_run(weft_step *step);
+WEFT_API weft_status weft_step_memory_info(weft_step *step, weft_step_memory *memory);
+/* A text listing of the resolved step (arena, buffers, launches with their
+ * resolved arguments, GEMMs, events), for tests and --dry-run; valid until
+ * the next call on `step`. */
+WEFT_API const char *weft_step_describe(weft_step *step);
+
 #ifdef __cplusplus
 }
 #endif

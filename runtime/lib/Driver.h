@@ -32,7 +32,26 @@ namespace weft::runtime {
   X(cuFuncGetAttribute)                                                                            \
   X(cuFuncSetAttribute)                                                                            \
   X(cuLaunchKernel)                                                                                \
-  X(cuTensorMapEncodeTiled)
+  X(cuTensorMapEncodeTiled)                                                                        \
+  X(cuMemAlloc_v2)                                                                                 \
+  X(cuMemFree_v2)                                                                                  \
+  X(cuMemsetD8_v2)                                                                                 \
+  X(cuMemsetD8Async)                                                                               \
+  X(cuMemcpyHtoD_v2)                                                                               \
+  X(cuMemcpyDtoH_v2)                                                                               \
+  X(cuStreamCreate)                                                                                \
+  X(cuStreamDestroy_v2)                                                                            \
+  X(cuStreamSynchronize)                                                                           \
+  X(cuStreamWaitEvent)                                                                             \
+  X(cuEventCreate)                                                                                 \
+  X(cuEventRecord)                                                                                 \
+  X(cuEventDestroy_v2)                                                                             \
+  X(cuStreamBeginCapture_v2)                                                                       \
+  X(cuStreamEndCapture)                                                                            \
+  X(cuGraphInstantiateWithFlags)                                                                   \
+  X(cuGraphLaunch)                                                                                 \
+  X(cuGraphExecDestroy)                                                                            \
+  X(cuGraphDestroy)
 
 // Newer (CUDA 12.4+) entry points that only improve checks and messages; the
 // runtime works without them on older drivers.

@@ -1,8 +1,11 @@
 // weft-run: runs a weft function in the reference interpreter on tensors from
 // an .npz file (or reproducible random ones), prints a checksum line per
-// result, and can write the results and compare them with a reference .npz.
+// result, and can write the results and compare them with a reference .npz;
+// given a package (weft-compile --emit=package) it runs the step on the GPU
+// (RunPackage.cpp) or checks it (--check).
 // Exit codes: 0 ok, 1 a check failed or the run failed, 2 usage or input error.
 #include "CheckPackage.h"
+#include "RunPackage.h"
 #include "weft/Reference/Interpreter.h"
 #include "weft/Reference/RandomInputs.h"
 #include "weft/RegisterWeftDialects.h"
@@ -81,6 +84,48 @@ cl::opt<bool> allowMissingImages(
     "allow-missing-images",
     cl::desc("With --check: kernels without an image are a warning"),
     cl::cat(runCategory));
+
+cl::OptionCategory packageCategory(
+    "weft-run options for packages (weft-compile --emit=package)");
+cl::opt<int64_t> runSteps("steps", cl::desc("Steps to run (default 1)"),
+                          cl::init(1), cl::cat(packageCategory));
+cl::opt<std::string> dataFile(
+    "data",
+    cl::desc("Inputs by buffer name (arg<i>): shape [steps, ...] gives step s "
+             "slice s mod steps, the buffer's own shape the same value every "
+             "step; parameters may be given here too"),
+    cl::value_desc("DATA.npz"), cl::cat(packageCategory));
+cl::opt<std::string> loadState(
+    "load-state",
+    cl::desc("Parameters and optimizer state by buffer name (else --data, "
+             "else the package's initial data)"),
+    cl::value_desc("S.npz"), cl::cat(packageCategory));
+cl::opt<std::string> saveState(
+    "save-state", cl::desc("Write parameters and optimizer state after the run"),
+    cl::value_desc("S.npz"), cl::cat(packageCategory));
+cl::opt<bool> useGraph("graph",
+                       cl::desc("Capture the step as a CUDA graph once, replay it"),
+                       cl::cat(packageCategory));
+cl::opt<bool> debugBuffers(
+    "debug-buffers",
+    cl::desc("Allocate each buffer on its own and fill it with 0xFF when its "
+             "live range ends"),
+    cl::cat(packageCategory));
+cl::opt<bool> printMemory(
+    "print-memory",
+    cl::desc("Print the planned arena and the device memory cuMemGetInfo saw"),
+    cl::cat(packageCategory));
+cl::opt<bool> dryRun(
+    "dry-run",
+    cl::desc("Resolve the step and the per-step bindings and print them, "
+             "without a GPU (the device is taken to be --sm)"),
+    cl::cat(packageCategory));
+cl::opt<int> deviceSm("sm",
+                      cl::desc("--dry-run: the device's compute capability, "
+                               "e.g. 90 (default: the package's)"),
+                      cl::init(0), cl::cat(packageCategory));
+cl::opt<int> deviceOrdinal("device", cl::desc("CUDA device ordinal"),
+                           cl::init(0), cl::cat(packageCategory));
 
 int fail(ExitCode code, const llvm::Twine &message) {
   // Keep the order of result lines and errors when both go to one terminal.
@@ -319,7 +364,7 @@ bool compareResults(const std::vector<std::vector<Tensor>> &perRank,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions(runCategory);
+  cl::HideUnrelatedOptions({&runCategory, &packageCategory});
   if (!cl::ParseCommandLineOptions(
           argc, argv,
           "weft-run: run a weft function in the reference interpreter\n",
@@ -330,6 +375,41 @@ int main(int argc, char **argv) {
     return fail(kExitUsage, "--allow-missing-images needs --check");
   if (checkPackage)
     return weft::checkPackageFile(inputFilename, allowMissingImages);
+  bool packageOptionGiven = false;
+  for (cl::Option *option :
+       std::initializer_list<cl::Option *>{&runSteps, &dataFile, &loadState, &saveState,
+                                           &useGraph, &debugBuffers, &printMemory, &dryRun,
+                                           &deviceSm, &deviceOrdinal})
+    packageOptionGiven |= option->getNumOccurrences() > 0;
+  if (weft::isPackageFile(inputFilename)) {
+    if (!entryName.empty() || !inputsFile.empty() || randomInputs ||
+        !expectFile.empty() || !saveInputsFile.empty())
+      return fail(kExitUsage, "--entry, --inputs, --random-inputs, --save-inputs "
+                              "and --expect run IR; a package takes --data, "
+                              "--load-state, --save-state and --outputs");
+    if (deviceSm.getNumOccurrences() && !dryRun)
+      return fail(kExitUsage, "--sm needs --dry-run (a run uses the device's)");
+    weft::RunPackageOptions options;
+    options.path = inputFilename;
+    options.steps = runSteps;
+    options.data = dataFile;
+    options.loadState = loadState;
+    options.saveState = saveState;
+    options.outputs = outputsFile;
+    options.graph = useGraph;
+    options.debugBuffers = debugBuffers;
+    options.printMemory = printMemory;
+    options.dryRun = dryRun;
+    options.sm = deviceSm;
+    options.device = deviceOrdinal;
+    return weft::runPackage(options);
+  }
+  if (packageOptionGiven)
+    return fail(kExitUsage, inputFilename + " is not a package (weft-compile "
+                                            "--emit=package): --steps, --data, "
+                                            "--load-state, --save-state, --graph, "
+                                            "--debug-buffers, --print-memory, "
+                                            "--dry-run, --sm and --device run packages");
   if (!inputsFile.empty() && randomInputs)
     return fail(kExitUsage, "--inputs and --random-inputs exclude each other");
   if (seed.getNumOccurrences() && !randomInputs)

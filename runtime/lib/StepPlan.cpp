@@ -1,0 +1,486 @@
+// Host half of weft_step_load: reads and checks a package for a device of a
+// given sm and resolves every launch, tensor map, GEMM and poison point, so
+// the device half only allocates, loads and encodes.
+#include "StepPlan.h"
+#include "Image.h"
+#include "Status.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace weft::runtime {
+
+namespace {
+
+std::string join(const std::vector<pkg::Problem> &problems, size_t limit) {
+  std::string text;
+  for (size_t i = 0; i < problems.size() && i < limit; ++i)
+    text += "\n  " + problems[i].message;
+  if (problems.size() > limit)
+    text += format("\n  ... and %zu more", problems.size() - limit);
+  return text;
+}
+
+size_t alignUp(size_t value, size_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+// The image's bytes as the loader wants them: PTX NUL-terminated.
+std::string loadableBytes(const std::string &bytes, bool ptx) {
+  std::string copy = bytes;
+  if (ptx && (copy.empty() || copy.back() != '\0'))
+    copy.push_back('\0');
+  return copy;
+}
+
+weft_status chooseImage(const pkg::Image &image, int deviceSm, ImageChoice &choice) {
+  std::string why;
+  weft_image_info info = {};
+  if (image.cubin) {
+    if (inspectImage(image.cubin->data(), image.cubin->size(), info) == WEFT_OK &&
+        checkImageArch(info, deviceSm) == WEFT_OK) {
+      choice.cubin = true;
+      clearError();
+      return WEFT_OK;
+    }
+    why = format("its cubin cannot run there (%s)", weft_last_error());
+  }
+  if (image.ptx) {
+    std::string text = loadableBytes(*image.ptx, /*ptx=*/true);
+    if (inspectImage(text.data(), text.size(), info) == WEFT_OK &&
+        checkImageArch(info, deviceSm) == WEFT_OK) {
+      choice.cubin = false;
+      clearError();
+      return WEFT_OK;
+    }
+    why += (why.empty() ? "" : "; ") + format("its PTX cannot either (%s)", weft_last_error());
+  }
+  if (why.empty())
+    why = "it holds neither a cubin nor PTX";
+  return fail(WEFT_ERROR_ARCH_MISMATCH,
+              format("image '%s' has no code for the device (sm_%d): %s", image.name.c_str(),
+                     deviceSm, why.c_str()));
+}
+
+weft_status resolveLaunch(const pkg::Package &package, const pkg::Launch &launch,
+                          ResolvedLaunch &out) {
+  const pkg::Kernel &kernel = package.kernels[launch.kernel];
+  out.kernel = launch.kernel;
+  for (int d = 0; d < 3; ++d) {
+    out.grid[d] = launch.grid[d];
+    out.block[d] = launch.block[d];
+  }
+  out.smem = launch.smem;
+  out.stream = launch.stream;
+  out.index = launch.index;
+  size_t at = 0;
+  for (size_t p = 0; p < kernel.params.size(); ++p) {
+    ParamSlot slot;
+    slot.kind = kernel.params[p];
+    slot.value = launch.args[p].value;
+    size_t bytes = 8, alignment = 8;
+    switch (slot.kind) {
+    case pkg::ParamKind::Pointer:
+    case pkg::ParamKind::I64:
+      break;
+    case pkg::ParamKind::I32:
+    case pkg::ParamKind::F32:
+      bytes = alignment = 4;
+      break;
+    case pkg::ParamKind::TensorMap:
+      // CUtensorMap: 128 bytes, 64-byte aligned (the driver checks).
+      bytes = sizeof(CUtensorMap);
+      alignment = 64;
+      break;
+    }
+    at = alignUp(at, alignment);
+    slot.offset = at;
+    at += bytes;
+    out.params.push_back(slot);
+  }
+  out.blobBytes = alignUp(std::max<size_t>(at, 1), 64);
+  return WEFT_OK;
+}
+
+weft_status resolveTensorMap(const pkg::TensorMap &map, ResolvedTensorMap &out) {
+  out.buffer = map.buffer;
+  switch (map.dtype) {
+  case pkg::DType::BF16:
+    out.dtype = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    break;
+  case pkg::DType::F16:
+    out.dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    break;
+  case pkg::DType::F32:
+    out.dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    break;
+  case pkg::DType::F64:
+    out.dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+    break;
+  }
+  out.rank = map.rank;
+  for (unsigned d = 0; d < pkg::kMaxTensorMapRank; ++d) {
+    out.dims[d] = map.dims[d];
+    out.box[d] = map.box[d];
+  }
+  for (unsigned d = 0; d + 1 < pkg::kMaxTensorMapRank; ++d)
+    out.strides[d] = map.strides[d];
+  switch (map.swizzle) {
+  case 0:
+    out.swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+    break;
+  case 32:
+    out.swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
+    break;
+  case 64:
+    out.swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
+    break;
+  default:
+    out.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+    break;
+  }
+  return WEFT_OK;
+}
+
+weft_status resolveGemm(const pkg::Package &package, uint32_t i, ResolvedGemm &out) {
+  const pkg::Gemm &g = package.gemms[i];
+  auto fits = [](int64_t v) { return v >= 1 && v <= 0x7fffffff; };
+  if (!fits(g.m) || !fits(g.n) || !fits(g.k) || !fits(g.batch))
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("gemm %u: m %lld, n %lld, k %lld, batch %lld must each fit cuBLASLt's "
+                       "32-bit sizes",
+                       i, (long long)g.m, (long long)g.n, (long long)g.k, (long long)g.batch));
+  weft_gemm_desc &desc = out.desc;
+  desc.m = int(g.m);
+  desc.n = int(g.n);
+  desc.k = int(g.k);
+  desc.batch = int(g.batch);
+  desc.stride_a = g.strides[0];
+  desc.stride_b = g.strides[1];
+  desc.stride_c = g.strides[2];
+  desc.stride_d = g.strides[3];
+  desc.trans_a = g.transA;
+  desc.trans_b = g.transB;
+  switch (g.dtype) {
+  case pkg::DType::BF16:
+    desc.dtype = WEFT_DTYPE_BF16;
+    break;
+  case pkg::DType::F16:
+    desc.dtype = WEFT_DTYPE_F16;
+    break;
+  case pkg::DType::F32:
+    desc.dtype = WEFT_DTYPE_F32;
+    break;
+  case pkg::DType::F64:
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("gemm %u: dtype f64 has no cuBLASLt path in the runtime", i));
+  }
+  desc.epilogue = weft_gemm_epilogue(uint32_t(g.epilogue));
+  desc.alpha = g.alpha;
+  desc.beta = g.beta;
+  if (weft_status status = weft_gemm_check(&desc))
+    return fail(status, format("gemm %u: %s", i, weft_last_error()));
+  out.a = g.a;
+  out.b = g.b;
+  out.c = g.c;
+  out.d = g.d;
+  out.bias = g.bias;
+  out.workspace = g.workspace;
+  out.stream = g.stream;
+  out.index = g.index;
+  if (g.hasAlgo) {
+    std::memcpy(out.algo.bytes, g.algo, sizeof(out.algo.bytes));
+    out.algo.valid = 1;
+  }
+  return WEFT_OK;
+}
+
+uint32_t entryIndex(const pkg::Package &package, const pkg::Entry &entry) {
+  switch (entry.kind) {
+  case pkg::EntryKind::Launch:
+    return package.launches[entry.item].index;
+  case pkg::EntryKind::Gemm:
+    return package.gemms[entry.item].index;
+  case pkg::EntryKind::Event:
+    return package.events[entry.item].index;
+  }
+  return 0;
+}
+
+} // namespace
+
+bool parseTensorType(const std::string &type, BufferShape &shape, std::string &error) {
+  shape = BufferShape();
+  if (type.empty())
+    return true;
+  const std::string prefix = "tensor<";
+  if (type.compare(0, prefix.size(), prefix) != 0 || type.back() != '>') {
+    error = "buffer type '" + type + "' is not of the form tensor<AxBxT>";
+    return false;
+  }
+  std::string inner = type.substr(prefix.size(), type.size() - prefix.size() - 1);
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t x = inner.find('x'); x != std::string::npos; x = inner.find('x', start)) {
+    parts.push_back(inner.substr(start, x - start));
+    start = x + 1;
+  }
+  parts.push_back(inner.substr(start));
+  shape.dtype = parts.back();
+  parts.pop_back();
+  static const char *const known[] = {"bf16", "f16", "f32", "f64", "i64", "i32", "i1"};
+  if (std::find_if(std::begin(known), std::end(known),
+                   [&](const char *name) { return shape.dtype == name; }) == std::end(known)) {
+    error = "buffer type '" + type + "' has element type '" + shape.dtype +
+            "', not one of bf16, f16, f32, f64, i64, i32, i1";
+    return false;
+  }
+  if (parts.size() > WEFT_STEP_MAX_RANK) {
+    error = "buffer type '" + type + "' has rank " + std::to_string(parts.size()) +
+            ", more than " + std::to_string(WEFT_STEP_MAX_RANK);
+    return false;
+  }
+  for (const std::string &part : parts) {
+    if (part.empty() || part.size() > 15 ||
+        part.find_first_not_of("0123456789") != std::string::npos) {
+      error = "buffer type '" + type + "' has a dimension '" + part + "' that is not a number";
+      return false;
+    }
+    shape.dims.push_back(std::stoll(part));
+  }
+  shape.rank = int(parts.size());
+  return true;
+}
+
+bool parseArch(const std::string &arch, int &sm, bool &specific) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0)
+    return false;
+  std::string digits = arch.substr(3);
+  specific = false;
+  if (digits.back() == 'a' || digits.back() == 'f') {
+    specific = digits.back() == 'a';
+    digits.pop_back();
+  }
+  if (digits.empty() || digits.size() > 4 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  sm = std::stoi(digits);
+  return true;
+}
+
+weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
+                        const weft_step_options &options, StepPlan &plan) {
+  if (!bytes)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT, "the package is NULL");
+  plan = StepPlan();
+  plan.deviceSm = deviceSm;
+  plan.options = options;
+  pkg::Package &package = plan.package;
+  std::string error;
+  if (!pkg::readPackage(bytes, size, package, error))
+    return fail(package.formatVersion != pkg::kFormatVersion ? WEFT_ERROR_VERSION_MISMATCH
+                                                             : WEFT_ERROR_INVALID_ARGUMENT,
+                "cannot read the package: " + error);
+
+  int packageSm = 0;
+  bool specific = false;
+  if (!parseArch(package.arch, packageSm, specific))
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("the package's arch '%s' is not of the form sm_XX[a]",
+                       package.arch.c_str()));
+  bool runs = specific ? packageSm == deviceSm
+                       : packageSm / 10 == deviceSm / 10 && deviceSm >= packageSm;
+  if (!runs)
+    return fail(WEFT_ERROR_ARCH_MISMATCH,
+                format("the package is built for %s but the device is sm_%d (compute "
+                       "capability %d.%d)%s",
+                       package.arch.c_str(), deviceSm, deviceSm / 10, deviceSm % 10,
+                       specific ? format("; %s code runs only on compute capability %d.%d",
+                                         package.arch.c_str(), packageSm / 10, packageSm % 10)
+                                      .c_str()
+                                : ""));
+
+  pkg::CheckOptions checks;
+  checks.requireImages = true;
+  std::vector<pkg::Problem> problems = pkg::checkPackage(package, checks);
+  if (!problems.empty())
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("the package's plan has %zu problem(s):%s", problems.size(),
+                       join(problems, 8).c_str()));
+
+  for (const pkg::Buffer &buffer : package.buffers) {
+    BufferShape shape;
+    if (!parseTensorType(buffer.type, shape, error))
+      return fail(WEFT_ERROR_INVALID_ARGUMENT, "buffer '" + buffer.name + "': " + error);
+    plan.shapes.push_back(std::move(shape));
+  }
+
+  if (options.debug_buffers) {
+    plan.arenaBytes = 0;
+    for (const pkg::Buffer &buffer : package.buffers)
+      plan.arenaBytes += buffer.size;
+  } else {
+    plan.arenaBytes = package.arenaBytes;
+  }
+
+  // Images the kernels use, each checked against the device once.
+  plan.images.resize(package.images.size());
+  std::vector<bool> used(package.images.size(), false);
+  for (const pkg::Kernel &kernel : package.kernels)
+    used[kernel.image] = true; // checkPackage(requireImages) made it valid
+  for (size_t i = 0; i < package.images.size(); ++i) {
+    if (!used[i])
+      continue;
+    plan.images[i].image = uint32_t(i);
+    if (weft_status status = chooseImage(package.images[i], deviceSm, plan.images[i]))
+      return status;
+  }
+  for (const pkg::Kernel &kernel : package.kernels)
+    plan.kernelImage.push_back(kernel.image);
+
+  for (const pkg::Launch &launch : package.launches) {
+    ResolvedLaunch resolved;
+    if (weft_status status = resolveLaunch(package, launch, resolved))
+      return status;
+    plan.launches.push_back(std::move(resolved));
+  }
+  for (const pkg::TensorMap &map : package.tensorMaps) {
+    ResolvedTensorMap resolved;
+    if (weft_status status = resolveTensorMap(map, resolved))
+      return status;
+    plan.tensorMaps.push_back(resolved);
+  }
+  for (uint32_t i = 0; i < package.gemms.size(); ++i) {
+    ResolvedGemm resolved;
+    if (weft_status status = resolveGemm(package, i, resolved))
+      return status;
+    plan.gemms.push_back(resolved);
+  }
+  for (const pkg::Event &event : package.events)
+    plan.numEvents = std::max(plan.numEvents, event.event + 1);
+
+  for (const pkg::Entry &entry : package.schedule)
+    plan.schedule.push_back({entry.kind, entry.item, {}});
+  if (options.debug_buffers) {
+    // A buffer dies after the last entry at or before the end of its live
+    // range; one live to the step's last index (results, parameters) never.
+    for (uint32_t b = 0; b < package.buffers.size(); ++b) {
+      const pkg::Buffer &buffer = package.buffers[b];
+      if (buffer.last + 1 >= package.numSteps || buffer.size == 0)
+        continue;
+      int last = -1;
+      for (size_t e = 0; e < package.schedule.size(); ++e)
+        if (entryIndex(package, package.schedule[e]) <= buffer.last)
+          last = int(e);
+      if (last >= 0)
+        plan.schedule[size_t(last)].poison.push_back(b);
+    }
+  }
+  return WEFT_OK;
+}
+
+std::string describeStep(const StepPlan &plan) {
+  const pkg::Package &package = plan.package;
+  std::string text;
+  text += format("step @%s: package for %s, format %u, on sm_%d\n", package.stepName.c_str(),
+                 package.arch.c_str(), package.formatVersion, plan.deviceSm);
+  text += format("arena %llu bytes (%s), %u stream(s), %u event(s), %zu schedule entries\n",
+                 (unsigned long long)plan.arenaBytes,
+                 plan.options.debug_buffers ? "debug: one allocation per buffer"
+                                            : "one allocation",
+                 plan.options.debug_buffers ? 1u : package.numStreams, plan.numEvents,
+                 plan.schedule.size());
+  for (size_t i = 0; i < package.buffers.size(); ++i) {
+    const pkg::Buffer &b = package.buffers[i];
+    text += format("buffer %zu '%s' %s %s offset %llu size %llu live [%u, %u]", i,
+                   b.name.c_str(), pkg::roleName(b.role), b.type.empty() ? "-" : b.type.c_str(),
+                   (unsigned long long)b.offset, (unsigned long long)b.size, b.first, b.last);
+    if (b.arg >= 0)
+      text += format(" arg %d", b.arg);
+    if (b.result >= 0)
+      text += format(" result %d", b.result);
+    text += "\n";
+  }
+  for (size_t i = 0; i < plan.images.size(); ++i)
+    if (plan.images[i].image != pkg::kNone)
+      text += format("image %zu '%s': %s\n", i, package.images[i].name.c_str(),
+                     plan.images[i].cubin ? "cubin" : "PTX (JIT)");
+  auto bufferText = [&](uint64_t index) {
+    const pkg::Buffer &b = package.buffers[index];
+    return format("'%s'@%llu", b.name.c_str(), (unsigned long long)b.offset);
+  };
+  for (const ScheduleStep &step : plan.schedule) {
+    if (step.kind == pkg::EntryKind::Launch) {
+      const ResolvedLaunch &l = plan.launches[step.item];
+      text += format("launch %u at %u stream %u: %s grid (%u, %u, %u) block (%u, %u, %u) smem "
+                     "%u blob %zu [",
+                     step.item, l.index, l.stream, package.kernels[l.kernel].entry.c_str(),
+                     l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                     l.smem, l.blobBytes);
+      for (size_t p = 0; p < l.params.size(); ++p) {
+        const ParamSlot &slot = l.params[p];
+        text += p ? ", " : "";
+        text += format("+%zu ", slot.offset);
+        switch (slot.kind) {
+        case pkg::ParamKind::Pointer:
+          text += "ptr " + bufferText(slot.value);
+          break;
+        case pkg::ParamKind::I32:
+          text += format("i32 %d", int32_t(uint32_t(slot.value)));
+          break;
+        case pkg::ParamKind::I64:
+          text += format("i64 %lld", (long long)int64_t(slot.value));
+          break;
+        case pkg::ParamKind::F32: {
+          uint32_t bits = uint32_t(slot.value);
+          float value;
+          std::memcpy(&value, &bits, 4);
+          text += format("f32 %g", double(value));
+          break;
+        }
+        case pkg::ParamKind::TensorMap: {
+          const ResolvedTensorMap &m = plan.tensorMaps[slot.value];
+          text += format("tensormap %s dims [", bufferText(m.buffer).c_str());
+          for (unsigned d = 0; d < m.rank; ++d)
+            text += format("%s%llu", d ? ", " : "", m.dims[d]);
+          text += "] strides [";
+          for (unsigned d = 0; d + 1 < m.rank; ++d)
+            text += format("%s%llu", d ? ", " : "", m.strides[d]);
+          text += "] box [";
+          for (unsigned d = 0; d < m.rank; ++d)
+            text += format("%s%u", d ? ", " : "", m.box[d]);
+          const int spans[] = {0, 32, 64, 128};
+          text += format("] swizzle %dB", spans[int(m.swizzle) & 3]);
+          break;
+        }
+        }
+      }
+      text += "]\n";
+    } else if (step.kind == pkg::EntryKind::Gemm) {
+      const ResolvedGemm &g = plan.gemms[step.item];
+      text += format("gemm %u at %u stream %u: %s = %s%s x %s%s", step.item, g.index, g.stream,
+                     bufferText(g.d).c_str(), bufferText(g.a).c_str(),
+                     g.desc.trans_a ? "^T" : "", bufferText(g.b).c_str(),
+                     g.desc.trans_b ? "^T" : "");
+      if (g.bias != pkg::kNone)
+        text += " + bias " + bufferText(g.bias);
+      text += format(" m %d n %d k %d batch %d, algo %s, workspace %s\n", g.desc.m, g.desc.n,
+                     g.desc.k, g.desc.batch,
+                     g.algo.valid ? "from the package" : "chosen at load",
+                     g.workspace == pkg::kNone ? "none" : bufferText(g.workspace).c_str());
+    } else {
+      const pkg::Event &e = package.events[step.item];
+      text += format("%s event %u on stream %u at %u\n", e.record ? "record" : "wait", e.event,
+                     e.stream, e.index);
+    }
+    if (!step.poison.empty()) {
+      text += "  poison";
+      for (uint32_t b : step.poison)
+        text += " '" + package.buffers[b].name + "'";
+      text += "\n";
+    }
+  }
+  return text;
+}
+
+} // namespace weft::runtime

@@ -1,0 +1,99 @@
+// The host half of running a package: everything decided before the first
+// driver call (arch and plan checks, image choice, launch argument layout,
+// tensor-map and GEMM descriptors, arena layout, poison points). Tested
+// without a GPU; Step.cpp turns it into device work.
+#ifndef WEFT_RUNTIME_STEPPLAN_H
+#define WEFT_RUNTIME_STEPPLAN_H
+
+#include "weft_runtime.h"
+
+#include "weft/Target/Package/Package.h"
+
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+// A buffer's tensor type parsed from the plan's "tensor<2x16xbf16>".
+struct BufferShape {
+  int rank = -1; // -1: the plan gave no type
+  std::vector<long long> dims;
+  std::string dtype; // "bf16", "f16", "f32", "f64", "i64", "i32", "i1"
+};
+// Parses `type`; false with `error` set for text of another form.
+bool parseTensorType(const std::string &type, BufferShape &shape, std::string &error);
+
+// One kernel parameter in the launch's argument blob.
+struct ParamSlot {
+  pkg::ParamKind kind = pkg::ParamKind::Pointer;
+  size_t offset = 0; // into the blob; CUtensorMaps 64-byte aligned
+  uint64_t value = 0; // buffer index, tensor-map index or immediate bits
+};
+
+struct ResolvedLaunch {
+  uint32_t kernel = 0;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  uint32_t smem = 0, stream = 0, index = 0;
+  std::vector<ParamSlot> params;
+  size_t blobBytes = 0; // a multiple of 64
+};
+
+struct ResolvedTensorMap {
+  uint32_t buffer = 0;
+  CUtensorMapDataType dtype = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  unsigned rank = 1;
+  unsigned long long dims[5] = {1, 1, 1, 1, 1}, strides[4] = {0, 0, 0, 0};
+  unsigned box[5] = {1, 1, 1, 1, 1};
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+};
+
+struct ResolvedGemm {
+  weft_gemm_desc desc = {};
+  uint32_t a = 0, b = 0, c = pkg::kNone, d = 0, bias = pkg::kNone, workspace = pkg::kNone;
+  weft_gemm_algo algo = {}; // valid when the package chose it
+  uint32_t stream = 0, index = 0;
+};
+
+// Which kernel image a module is loaded from.
+struct ImageChoice {
+  uint32_t image = pkg::kNone;
+  bool cubin = false; // else PTX (JIT-compiled by the driver)
+};
+
+struct ScheduleStep {
+  pkg::EntryKind kind = pkg::EntryKind::Launch;
+  uint32_t item = 0;
+  // Debug mode: buffers whose live range ends with this entry.
+  std::vector<uint32_t> poison;
+};
+
+struct StepPlan {
+  pkg::Package package;
+  int deviceSm = 0;
+  weft_step_options options = {};
+  std::vector<BufferShape> shapes;
+  // Arena offsets (the plan's), or in debug mode each buffer's own allocation.
+  uint64_t arenaBytes = 0;
+  std::vector<ImageChoice> images;  // per package image
+  std::vector<uint32_t> kernelImage; // per kernel: index into images
+  std::vector<ResolvedLaunch> launches;
+  std::vector<ResolvedTensorMap> tensorMaps;
+  std::vector<ResolvedGemm> gemms;
+  std::vector<ScheduleStep> schedule;
+  uint32_t numEvents = 0;
+};
+
+// "sm_90a" -> 90 and whether the arch is specific ('a'); false otherwise.
+bool parseArch(const std::string &arch, int &sm, bool &specific);
+
+// Reads and checks `bytes` for a device of `deviceSm` and resolves it. On
+// failure returns the status with the thread's error naming the problem.
+weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
+                        const weft_step_options &options, StepPlan &plan);
+
+// The text of weft_step_describe (no device addresses: offsets in the arena).
+std::string describeStep(const StepPlan &plan);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_STEPPLAN_H

@@ -1,0 +1,393 @@
+// weft-run STEP.weftpkg: loads a package with the runtime, binds each step's
+// inputs from an .npz (a leading step dimension), restores and saves the
+// parameters and optimizer state, runs the steps and prints the loss per step
+// and the device memory cuMemGetInfo saw. --dry-run does everything up to the
+// first driver call, so it is tested without a GPU.
+#include "RunPackage.h"
+
+#include "weft/Support/FloatBits.h"
+#include "weft/Support/Npz.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "weft_runtime.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
+
+namespace weft {
+
+namespace {
+
+int error(int code, const llvm::Twine &message) {
+  llvm::outs().flush();
+  llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+  return code;
+}
+
+std::string describe(const std::vector<int64_t> &shape, const std::string &dtype) {
+  std::string text = "tensor<";
+  for (int64_t d : shape)
+    text += std::to_string(d) + "x";
+  return text + dtype + ">";
+}
+
+std::optional<DType> tensorDType(const std::string &name) {
+  if (name == "i32")
+    return DType::I64; // exact in float64 as well
+  return parseDType(name);
+}
+
+size_t elementBytes(const std::string &dtype) {
+  if (dtype == "f64" || dtype == "i64")
+    return 8;
+  if (dtype == "f32" || dtype == "i32")
+    return 4;
+  if (dtype == "bf16" || dtype == "f16")
+    return 2;
+  return 1; // i1
+}
+
+/// `count` elements of `data` from `start` as the buffer's bytes.
+std::string toBytes(const std::vector<double> &data, size_t start, size_t count,
+                    const std::string &dtype) {
+  std::string bytes(count * elementBytes(dtype), '\0');
+  char *out = bytes.data();
+  for (size_t i = 0; i < count; ++i) {
+    double v = data[start + i];
+    if (dtype == "bf16" || dtype == "f16") {
+      uint16_t bits = dtype == "bf16" ? bf16Bits(v) : f16Bits(v);
+      std::memcpy(out + 2 * i, &bits, 2);
+    } else if (dtype == "f32") {
+      float f = float(v);
+      std::memcpy(out + 4 * i, &f, 4);
+    } else if (dtype == "f64") {
+      std::memcpy(out + 8 * i, &v, 8);
+    } else if (dtype == "i64") {
+      int64_t n = int64_t(roundToDType(v, DType::I64));
+      std::memcpy(out + 8 * i, &n, 8);
+    } else if (dtype == "i32") {
+      int32_t n = int32_t(roundToDType(v, DType::I64));
+      std::memcpy(out + 4 * i, &n, 4);
+    } else {
+      out[i] = v != 0;
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> fromBytes(const std::string &bytes, const std::string &dtype) {
+  size_t width = elementBytes(dtype), count = bytes.size() / width;
+  std::vector<double> data(count);
+  const char *in = bytes.data();
+  for (size_t i = 0; i < count; ++i) {
+    if (dtype == "bf16" || dtype == "f16") {
+      uint16_t bits;
+      std::memcpy(&bits, in + 2 * i, 2);
+      data[i] = dtype == "bf16" ? bf16Value(bits) : f16Value(bits);
+    } else if (dtype == "f32") {
+      float f;
+      std::memcpy(&f, in + 4 * i, 4);
+      data[i] = f;
+    } else if (dtype == "f64") {
+      std::memcpy(&data[i], in + 8 * i, 8);
+    } else if (dtype == "i64") {
+      int64_t n;
+      std::memcpy(&n, in + 8 * i, 8);
+      data[i] = double(n);
+    } else if (dtype == "i32") {
+      int32_t n;
+      std::memcpy(&n, in + 4 * i, 4);
+      data[i] = n;
+    } else {
+      data[i] = in[i] != 0;
+    }
+  }
+  return data;
+}
+
+struct BufferView {
+  size_t index = 0;
+  weft_step_buffer info = {};
+  std::vector<int64_t> shape;
+  int64_t elements = 1;
+  std::string type() const { return info.type[0] ? info.type : "(untyped)"; }
+};
+
+/// Where a buffer's bytes come from before each step.
+struct Binding {
+  const BufferView *buffer = nullptr;
+  const Tensor *tensor = nullptr;
+  std::string source; // for the dry-run listing
+  int64_t steps = 0;  // > 0: the tensor has a leading step dim of this size
+};
+
+bool isState(const weft_step_buffer &info) {
+  return info.arg >= 0 &&
+         (info.role == WEFT_ROLE_PARAMETER || info.role == WEFT_ROLE_OPTIMIZER_STATE);
+}
+
+struct StepFree {
+  void operator()(weft_step *step) const { weft_step_free(step); }
+};
+
+} // namespace
+
+bool isPackageFile(llvm::StringRef path) {
+  auto file = llvm::MemoryBuffer::getFileSlice(path, 8, 0, /*IsVolatile=*/false);
+  return file && (*file)->getBuffer() == llvm::StringRef("WEFTPKG\0", 8);
+}
+
+int runPackage(const RunPackageOptions &options) {
+  if (options.steps < 1)
+    return error(2, "--steps must be at least 1, got " + llvm::Twine(options.steps));
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(options.path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!file)
+    return error(2, options.path + ": cannot read: " + file.getError().message());
+  llvm::StringRef bytes = (*file)->getBuffer();
+
+  weft_step_options stepOptions = {};
+  stepOptions.device = options.device;
+  stepOptions.graph = options.graph;
+  stepOptions.debug_buffers = options.debugBuffers;
+  weft_step *raw = nullptr;
+  weft_status status;
+  if (options.dryRun) {
+    int sm = options.sm;
+    if (sm == 0) {
+      // The package's own arch from its header ("sm_90a" at byte 40).
+      std::string arch = bytes.size() >= 56 ? bytes.substr(40, 16).str().c_str() : "";
+      if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0)
+        return error(1, options.path + ": no arch in the package header; give --sm");
+      sm = std::atoi(arch.c_str() + 3);
+    }
+    status = weft_step_prepare(bytes.data(), bytes.size(), sm, &stepOptions, &raw);
+  } else {
+    status = weft_step_load(bytes.data(), bytes.size(), &stepOptions, &raw);
+  }
+  std::unique_ptr<weft_step, StepFree> step(raw);
+  if (status)
+    return error(1, options.path + ": cannot " + (options.dryRun ? "prepare" : "load") +
+                        " the step (" + weft_status_name(status) + "): " + weft_last_error());
+
+  std::vector<BufferView> buffers(weft_step_buffer_count(step.get()));
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    buffers[i].index = i;
+    weft_step_buffer_info(step.get(), i, &buffers[i].info);
+    for (int d = 0; d < buffers[i].info.rank; ++d) {
+      buffers[i].shape.push_back(buffers[i].info.shape[d]);
+      buffers[i].elements *= buffers[i].info.shape[d];
+    }
+  }
+
+  std::optional<NpzArchive> data, state;
+  if (!options.data.empty()) {
+    llvm::Expected<NpzArchive> archive = readNpz(options.data);
+    if (!archive)
+      return error(2, llvm::toString(archive.takeError()));
+    data = std::move(*archive);
+  }
+  if (!options.loadState.empty()) {
+    llvm::Expected<NpzArchive> archive = readNpz(options.loadState);
+    if (!archive)
+      return error(2, llvm::toString(archive.takeError()));
+    state = std::move(*archive);
+  }
+
+  // Inputs come from --data (per step, or the same every step); parameters
+  // and optimizer state from --load-state, else --data, else the package.
+  std::vector<Binding> bindings;
+  std::map<std::string, bool> usedKeys;
+  for (const BufferView &buffer : buffers) {
+    const weft_step_buffer &info = buffer.info;
+    bool input = info.role == WEFT_ROLE_INPUT && info.arg >= 0;
+    if (!input && !isState(info))
+      continue;
+    if (info.rank < 0)
+      return error(2, llvm::Twine("buffer '") + info.name +
+                          "' has no tensor type in the package: cannot bind it");
+    Binding binding;
+    binding.buffer = &buffer;
+    const Tensor *tensor = nullptr;
+    std::string file;
+    if (isState(info) && state && (tensor = state->lookup(info.name)))
+      file = options.loadState;
+    else if (data && (tensor = data->lookup(info.name)))
+      file = options.data;
+    if (!tensor) {
+      if (isState(info) && info.has_initial_data)
+        continue; // copied from the package at load
+      return error(2, llvm::Twine(input ? "input" : "state buffer") + " '" + info.name +
+                          "' (" + buffer.type() + ", argument " + llvm::Twine(info.arg) +
+                          ") has no value: " +
+                          (input ? "give --data with '" + std::string(info.name) +
+                                       "' of shape [steps, ...] or its own shape"
+                                 : "give --load-state (or --data) with '" +
+                                       std::string(info.name) + "'"));
+    }
+    if (file == options.data)
+      usedKeys[info.name] = true;
+    if (!tensorDType(info.dtype))
+      return error(2, llvm::Twine("buffer '") + info.name + "' has element type " + info.dtype +
+                          ", which .npz files cannot hold");
+    std::vector<int64_t> perStep(buffer.shape);
+    perStep.insert(perStep.begin(), 0);
+    bool leading = input && tensor->shape.size() == buffer.shape.size() + 1 &&
+                   std::equal(buffer.shape.begin(), buffer.shape.end(),
+                              tensor->shape.begin() + 1) &&
+                   tensor->shape[0] >= 1;
+    if (!leading && tensor->shape != buffer.shape)
+      return error(2, file + ": '" + info.name + "' is " +
+                          describe(tensor->shape, dtypeName(tensor->dtype)) + " but buffer '" +
+                          info.name + "' is " + buffer.type() +
+                          (input ? " (give [steps, ...] for one value per step, or its own "
+                                   "shape for the same value every step)"
+                                 : ""));
+    binding.tensor = tensor;
+    binding.steps = leading ? tensor->shape[0] : 0;
+    binding.source = file + ":" + info.name;
+    bindings.push_back(binding);
+  }
+  if (data)
+    for (const auto &entry : data->entries())
+      if (!usedKeys.count(entry.first)) {
+        std::string names;
+        for (const Binding &b : bindings)
+          names += (names.empty() ? "" : ", ") + std::string(b.buffer->info.name);
+        return error(2, options.data + ": '" + entry.first +
+                            "' names no input or state buffer of the step (bound: " +
+                            (names.empty() ? "none" : names) + ")");
+      }
+
+  const BufferView *loss = nullptr;
+  for (const BufferView &buffer : buffers)
+    if (buffer.info.result == 0 && buffer.elements == 1 && buffer.info.rank >= 0 &&
+        (buffer.info.dtype[0] == 'f' || std::string(buffer.info.dtype) == "bf16"))
+      loss = &buffer; // a training step's first result: the scalar loss
+
+  if (options.dryRun) {
+    llvm::outs() << weft_step_describe(step.get());
+    for (int64_t s = 0; s < options.steps; ++s) {
+      llvm::outs() << "step " << s + 1 << ":";
+      for (const Binding &b : bindings) {
+        llvm::outs() << " " << b.buffer->info.name << " <- " << b.source;
+        if (b.steps)
+          llvm::outs() << "[" << s % b.steps << "]";
+      }
+      llvm::outs() << "\n";
+    }
+    if (loss)
+      llvm::outs() << "loss: buffer '" << loss->info.name << "'\n";
+    return 0;
+  }
+
+  auto bind = [&](const Binding &b, int64_t s) -> bool {
+    size_t count = size_t(b.buffer->elements);
+    size_t start = b.steps ? size_t(s % b.steps) * count : 0;
+    std::string host = toBytes(b.tensor->data, start, count, b.buffer->info.dtype);
+    if (weft_step_bind(step.get(), b.buffer->index, host.data(), host.size())) {
+      error(1, llvm::Twine("binding '") + b.buffer->info.name + "': " + weft_last_error());
+      return false;
+    }
+    return true;
+  };
+  auto readBack = [&](const BufferView &buffer, Tensor &tensor) -> bool {
+    std::string host(buffer.info.size, '\0');
+    if (weft_step_read(step.get(), buffer.index, host.data(), host.size())) {
+      error(1, llvm::Twine("reading '") + buffer.info.name + "': " + weft_last_error());
+      return false;
+    }
+    tensor.shape = buffer.shape;
+    tensor.dtype = *tensorDType(buffer.info.dtype);
+    tensor.data = fromBytes(host, buffer.info.dtype);
+    tensor.data.resize(size_t(buffer.elements));
+    return true;
+  };
+
+  for (const Binding &b : bindings)
+    if (!b.steps && !bind(b, 0))
+      return 1; // the same bytes every step: once
+  for (int64_t s = 0; s < options.steps; ++s) {
+    for (const Binding &b : bindings)
+      if (b.steps && !bind(b, s))
+        return 1;
+    auto start = std::chrono::steady_clock::now();
+    if (weft_status run = weft_step_run(step.get()))
+      return error(1, "step " + llvm::Twine(s + 1) + ": " + weft_status_name(run) + ": " +
+                          weft_last_error());
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                          start)
+                    .count();
+    llvm::outs() << "step " << s + 1 << "/" << options.steps;
+    if (loss) {
+      Tensor value;
+      if (!readBack(*loss, value))
+        return 1;
+      llvm::outs() << llvm::format(" loss %.6f", value.data[0]);
+    }
+    llvm::outs() << llvm::format(" (%.3f ms)\n", ms);
+    llvm::outs().flush();
+  }
+
+  if (!options.outputs.empty()) {
+    NpzArchive archive;
+    for (const BufferView &buffer : buffers) {
+      if (buffer.info.result < 0 || buffer.info.rank < 0)
+        continue;
+      Tensor tensor;
+      if (!readBack(buffer, tensor))
+        return 1;
+      archive.set("res" + std::to_string(buffer.info.result), std::move(tensor));
+    }
+    if (llvm::Error err = writeNpz(options.outputs, archive))
+      return error(1, llvm::toString(std::move(err)));
+  }
+  if (!options.saveState.empty()) {
+    NpzArchive archive;
+    for (const BufferView &buffer : buffers) {
+      if (!isState(buffer.info) || buffer.info.rank < 0)
+        continue;
+      Tensor tensor;
+      if (!readBack(buffer, tensor))
+        return 1;
+      archive.set(buffer.info.name, std::move(tensor));
+    }
+    if (llvm::Error err = writeNpz(options.saveState, archive))
+      return error(1, llvm::toString(std::move(err)));
+  }
+  if (options.printMemory) {
+    weft_step_memory memory;
+    if (weft_step_memory_info(step.get(), &memory))
+      return error(1, llvm::Twine("reading device memory: ") + weft_last_error());
+    auto mib = [](size_t bytes) { return double(bytes) / (1 << 20); };
+    size_t arena = memory.used_after_arena - memory.used_before_load;
+    llvm::outs() << llvm::format("memory: planned %zu bytes (%.2f MiB)%s\n",
+                                 memory.planned_bytes, mib(memory.planned_bytes),
+                                 options.debugBuffers ? ", one allocation per buffer" : "")
+                 << llvm::format("memory: arena allocation used %zu bytes (%.2f MiB, %.3f%% "
+                                 "of planned)\n",
+                                 arena, mib(arena),
+                                 memory.planned_bytes ? 100.0 * arena / memory.planned_bytes : 0.0)
+                 << llvm::format("memory: after load +%zu bytes (modules, tensor maps, "
+                                 "cuBLASLt), peak +%zu bytes over %zu before load (device %zu)\n",
+                                 memory.used_after_load - memory.used_before_load,
+                                 memory.used_peak - memory.used_before_load,
+                                 memory.used_before_load, memory.total_bytes);
+    llvm::outs() << llvm::format("memory-json: {\"planned\": %zu, \"before\": %zu, "
+                                 "\"after_arena\": %zu, \"after_load\": %zu, \"peak\": %zu, "
+                                 "\"total\": %zu}\n",
+                                 memory.planned_bytes, memory.used_before_load,
+                                 memory.used_after_arena, memory.used_after_load,
+                                 memory.used_peak, memory.total_bytes);
+  }
+  return 0;
+}
+
+} // namespace weft

@@ -1,0 +1,38 @@
+// weft-run STEP.weftpkg: runs a compiled step on the GPU through the runtime
+// (weft_step_*), steps of inputs from an .npz, state saved and restored.
+#ifndef WEFT_TOOLS_WEFT_RUN_RUNPACKAGE_H
+#define WEFT_TOOLS_WEFT_RUN_RUNPACKAGE_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace weft {
+
+struct RunPackageOptions {
+  std::string path;
+  int64_t steps = 1;
+  std::string data;      // per-step inputs: arg<i> with a leading step dim
+  std::string loadState; // parameters / optimizer state by buffer name
+  std::string saveState;
+  std::string outputs;   // the last step's results as res<i>
+  bool graph = false;
+  bool debugBuffers = false;
+  bool printMemory = false;
+  /// Resolve and print the step for a device of `sm` without a GPU.
+  bool dryRun = false;
+  int sm = 0; // 0: the package's own arch
+  int device = 0;
+};
+
+/// True when `path` starts with the package magic (so weft-run treats it as
+/// a package rather than IR).
+bool isPackageFile(llvm::StringRef path);
+
+/// Exit codes as weft-run's: 0 ok, 1 the run failed, 2 usage or input error.
+int runPackage(const RunPackageOptions &options);
+
+} // namespace weft
+
+#endif // WEFT_TOOLS_WEFT_RUN_RUNPACKAGE_H
