@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -67,12 +68,14 @@ FailureOr<SmallVector<KernelPlan>> plan(Operation *op, StringRef name,
     kernels.push_back({{name.str() + "_stats", std::min(rows, kMaxRowBlocks),
                         rowThreads(cols)},
                        Role::Stats});
-    kernels.push_back({{name.str() + "_colsum", (cols + 31) / 32, 256}, Role::ColumnSums});
+    kernels.push_back({{name.str() + "_colsum", (cols + 31) / 32, kColumnThreads},
+                       Role::ColumnSums});
     kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols)},
                        Role::Rows});
     break;
   case KernelShape::SingleBlock:
-    kernels.push_back({{name.str(), 1, 1024}, Role::SingleBlock});
+    kernels.push_back({{name.str(), std::min(rows, kMaxLossBlocks), rowThreads(cols)},
+                       Role::SingleBlock});
     break;
   }
   return kernels;
@@ -98,7 +101,8 @@ LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
   if (failed(kernels))
     return op->emitError("no GPU kernel for ") << op->getName() << ": " << message;
   MLIRContext *context = module.getContext();
-  context->loadDialect<mlir::gpu::GPUDialect, LLVM::LLVMDialect, arith::ArithDialect,
+  context->loadDialect<mlir::gpu::GPUDialect, LLVM::LLVMDialect, NVVM::NVVMDialect,
+                       arith::ArithDialect,
                        scf::SCFDialect, math::MathDialect>();
   module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(context));
@@ -121,6 +125,22 @@ LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
   FailureOr<KernelGroup> group = failure();
   if (!isShapeKernelOp(op))
     group = analyzeGroup(op, message);
+  if (succeeded(group) && group->shape == KernelShape::SingleBlock) {
+    // The loss kernel's per-CTA partial sums and arrival counter: module
+    // globals, so a launch needs no workspace (launches of one image are
+    // ordered on the step's stream; the last CTA resets the counter).
+    int64_t losses = 0;
+    for (Operation *member : group->body)
+      losses += isa<CrossEntropyOp>(member);
+    LLVM::GlobalOp::create(b, LLVM::LLVMArrayType::get(b.getF32Type(),
+                                                       kMaxLossBlocks * losses),
+                           /*isConstant=*/false, LLVM::Linkage::Internal,
+                           kLossPartialsSymbol, Attribute(), /*alignment=*/16,
+                           /*addrSpace=*/1);
+    LLVM::GlobalOp::create(b, b.getI32Type(), /*isConstant=*/false,
+                           LLVM::Linkage::Internal, kLossCounterSymbol,
+                           b.getI32IntegerAttr(0), /*alignment=*/4, /*addrSpace=*/1);
+  }
   for (const KernelPlan &kernel : *kernels) {
     OpBuilder::InsertionGuard guard(b);
     auto func = mlir::gpu::GPUFuncOp::create(b, kernel.launch.kernel,

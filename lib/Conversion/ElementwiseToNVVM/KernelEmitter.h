@@ -21,6 +21,13 @@ namespace weft::gpu {
 /// slots and the column-sum kernel's [8][32] partials per output.
 constexpr int64_t kElementwiseSmemBytes = 8192;
 
+/// The loss kernel (cross-entropy's mean over rows): at most this many CTAs,
+/// each leaving its partial sum in a module global; the last CTA to arrive
+/// adds them in CTA order (deterministic) and writes the loss.
+constexpr int64_t kMaxLossBlocks = 264;
+constexpr llvm::StringLiteral kLossPartialsSymbol = "weft_loss_partials";
+constexpr llvm::StringLiteral kLossCounterSymbol = "weft_loss_counter";
+
 class ElementMath : public WarpEmitter {
 public:
   ElementMath(mlir::ImplicitLocOpBuilder &b, mlir::gpu::GPUFuncOp func,
@@ -126,6 +133,19 @@ void emitPointwiseBody(ElementMath &m, const KernelGroup &group);
 enum class RowsRole { Outputs, StatsOnly, SingleBlock };
 void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role);
 void emitColumnSumsBody(ElementMath &m, const KernelGroup &group);
+
+/// The column-sum CTA: 32 columns x 32 row lanes, 4 rows per lane per step.
+constexpr int64_t kColumnThreads = 1024;
+constexpr int64_t kColumnUnroll = 4;
+/// For each column, the sums over rows (in a fixed order) of the `count`
+/// values `terms(row, col)` returns; `store(col, totals)` writes them (one
+/// thread per column). Grid: ceil(cols / 32) CTAs of kColumnThreads.
+void emitColumnSums(ElementMath &m, int64_t rows, int64_t cols, int64_t count,
+                    llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
+                                                                      mlir::Value)>
+                        terms,
+                    llvm::function_ref<void(mlir::Value, llvm::ArrayRef<mlir::Value>)>
+                        store);
 
 /// The vector width of a pointwise group: 16 bytes of its narrowest full
 /// tensor, or 1 when a broadcast operand breaks vector alignment.

@@ -162,6 +162,12 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
   }
   if (loss && columnSums)
     return refuse("a group with both a loss and column sums");
+  int64_t sums = 0;
+  for (auto [value, param] : group.outputs)
+    sums += KernelGroup::isColumnSum(value);
+  if (sums > 2)
+    return refuse(llvm::formatv("{0} column sums in one group; the column-sum "
+                                "kernel takes at most 2", sums));
   for (auto [value, param] : group.outputs) {
     TensorPlace place = group.place(value);
     bool columnSum = KernelGroup::isColumnSum(value);

@@ -7,6 +7,8 @@
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -138,7 +140,6 @@ void emitRowStats(ElementMath &m, const KernelGroup &group, Value row,
 }
 
 void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
-  bool single = role == RowsRole::SingleBlock;
   SmallVector<Operation *> losses;
   for (Operation *op : group.body)
     if (isa<CrossEntropyOp>(op))
@@ -146,8 +147,8 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
   SmallVector<Value> init;
   for (size_t i = 0; i < losses.size(); ++i)
     init.push_back(m.f32c(0.0));
-  Value first = single ? m.i64c(0) : m.blockId64();
-  Value step = single ? m.i64c(1) : m.gridDim64();
+  Value first = m.blockId64();
+  Value step = m.gridDim64();
   Value tid = m.tid64();
   SmallVector<Value> totals = m.loop(
       first, m.i64c(group.rows), step, init,
@@ -184,36 +185,110 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
       });
   if (losses.empty())
     return;
-  // The mean over rows, written once by thread 0.
+  // Thread 0 parks this CTA's sums, fences, and counts itself in; the last
+  // CTA to arrive adds the partials in CTA order, writes the mean over rows
+  // and resets the counter for the next launch.
+  Value partials = LLVM::AddressOfOp::create(m.b, LLVM::LLVMPointerType::get(m.b.getContext(), 1),
+                                             kLossPartialsSymbol);
+  Value counter = LLVM::AddressOfOp::create(m.b, LLVM::LLVMPointerType::get(m.b.getContext(), 1),
+                                            kLossCounterSymbol);
+  Value blocks = m.gridDim64();
   m.ifThen(m.i64Eq(tid, m.i64c(0)), [&] {
-    for (auto [value, param] : group.outputs) {
-      auto it = llvm::find(losses, value.getDefiningOp());
-      if (it == losses.end())
-        continue;
-      Value total = totals[it - losses.begin()];
-      m.storeElement(m.param(param), elementOf(value), m.i64c(0),
-                     m.fdiv(total, m.f32c(double(group.rows))));
+    for (auto [k, total] : llvm::enumerate(totals)) {
+      Value index = m.i64Add(m.i64c(int64_t(k) * kMaxLossBlocks), m.blockId64());
+      m.storeElement(partials, m.f32, index, total);
     }
+    NVVM::MembarOp::create(m.b, NVVM::MemScopeKind::GPU);
+    Value arrived = LLVM::AtomicRMWOp::create(m.b, LLVM::AtomicBinOp::add, counter,
+                                              m.i32c(1), LLVM::AtomicOrdering::acq_rel);
+    Value last = m.i64Eq(m.toI64(arrived), m.i64Sub(blocks, m.i64c(1)));
+    m.ifThen(last, [&] {
+      for (auto [value, param] : group.outputs) {
+        auto it = llvm::find(losses, value.getDefiningOp());
+        if (it == losses.end())
+          continue;
+        int64_t k = it - losses.begin();
+        SmallVector<Value> sum = m.loop(
+            m.i64c(0), blocks, m.i64c(1), ValueRange{m.f32c(0.0)},
+            [&](Value block, ValueRange acc) -> SmallVector<Value> {
+              Value index = m.i64Add(m.i64c(k * kMaxLossBlocks), block);
+              Value at = m.globalAt(partials, m.i64Mul(index, m.i64c(4)));
+              // Volatile: another CTA wrote it during this launch.
+              Value part = LLVM::LoadOp::create(m.b, m.f32, at, 4, /*isVolatile=*/true);
+              return {m.fadd(acc[0], part)};
+            });
+        m.storeElement(m.param(param), elementOf(value), m.i64c(0),
+                       m.fdiv(sum[0], m.f32c(double(group.rows))));
+      }
+      m.store(m.i32c(0), counter, 4);
+    });
+  });
+}
+
+void emitColumnSums(ElementMath &m, int64_t rows, int64_t cols, int64_t count,
+                    llvm::function_ref<SmallVector<Value>(Value, Value)> terms,
+                    llvm::function_ref<void(Value, ArrayRef<Value>)> store) {
+  // kColumnThreads = 32 columns (tx) x 32 row lanes (ty); lane ty sums rows
+  // ty, ty + 32, ... in order, kColumnUnroll rows per iteration so their
+  // loads are in flight together; lanes are added in lane order.
+  constexpr int64_t kLanes = kColumnThreads / 32;
+  Value tid = m.tid64();
+  Value tx = m.i64Rem(tid, m.i64c(32)), ty = m.i64Div(tid, m.i64c(32));
+  Value col = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(32)), tx);
+  Value valid = m.i64Lt(col, m.i64c(cols));
+  // Out-of-range lanes read column 0 and store nothing: no divergent barrier.
+  Value readCol = m.select(valid, col, m.i64c(0));
+  int64_t perIteration = kLanes * kColumnUnroll;
+  SmallVector<Value> init(count, m.f32c(0.0));
+  SmallVector<Value> partial = m.loop(
+      m.i64c(0), m.i64c((rows + perIteration - 1) / perIteration), m.i64c(1), init,
+      [&](Value i, ValueRange acc) -> SmallVector<Value> {
+        SmallVector<SmallVector<Value>> unrolled;
+        SmallVector<Value> inRange;
+        for (int64_t u = 0; u < kColumnUnroll; ++u) {
+          Value row = m.i64Add(m.i64Mul(m.i64Add(m.i64Mul(i, m.i64c(kColumnUnroll)),
+                                                 m.i64c(u)),
+                                        m.i64c(kLanes)),
+                               ty);
+          Value ok = m.i64Lt(row, m.i64c(rows));
+          inRange.push_back(ok);
+          unrolled.push_back(terms(m.select(ok, row, m.i64c(0)), readCol));
+        }
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (int64_t u = 0; u < kColumnUnroll; ++u)
+          for (int64_t k = 0; k < count; ++k)
+            next[k] = m.fadd(next[k], m.select(inRange[u], unrolled[u][k], m.f32c(0.0)));
+        return next;
+      });
+  Value tx32 = arith::TruncIOp::create(m.b, m.i32, tx);
+  Value ty32 = arith::TruncIOp::create(m.b, m.i32, ty);
+  for (auto [k, value] : llvm::enumerate(partial)) {
+    Value slot = m.add(m.mul(m.add(m.i32c(int64_t(k) * kLanes), ty32), m.i32c(32)), tx32);
+    m.store(value, m.sharedAt(m.mul(slot, m.i32c(4))), 4);
+  }
+  m.barrier();
+  m.ifThen(m.andi(m.i64Eq(ty, m.i64c(0)), valid), [&] {
+    SmallVector<Value> totals;
+    for (int64_t k = 0; k < count; ++k) {
+      Value total = m.f32c(0.0);
+      for (int64_t lane = 0; lane < kLanes; ++lane) {
+        Value slot = m.add(m.i32c((k * kLanes + lane) * 32), tx32);
+        total = m.fadd(total, m.load(m.f32, m.sharedAt(m.mul(slot, m.i32c(4))), 4));
+      }
+      totals.push_back(total);
+    }
+    store(col, totals);
   });
 }
 
 void emitColumnSumsBody(ElementMath &m, const KernelGroup &group) {
-  // 256 threads: 32 columns (tx) x 8 row lanes (ty).
-  constexpr int64_t kLanes = 8;
-  Value tid = m.tid64();
-  Value tx = m.i64Rem(tid, m.i64c(32)), ty = m.i64Div(tid, m.i64c(32));
-  Value col = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(32)), tx);
-  Value valid = m.i64Lt(col, m.i64c(group.cols));
-  // Out-of-range lanes read column 0 and store nothing: no divergent barrier.
-  Value readCol = m.select(valid, col, m.i64c(0));
   SmallVector<std::pair<Value, unsigned>> sums;
   for (auto [value, param] : group.outputs)
     if (KernelGroup::isColumnSum(value))
       sums.push_back({value, param});
-  SmallVector<Value> init(sums.size(), m.f32c(0.0));
-  SmallVector<Value> partial = m.loop(
-      ty, m.i64c(group.rows), m.i64c(kLanes), init,
-      [&](Value row, ValueRange acc) -> SmallVector<Value> {
+  emitColumnSums(
+      m, group.rows, group.cols, int64_t(sums.size()),
+      [&](Value row, Value col) {
         RowStats stats;
         int64_t k = 0;
         for (Operation *op : group.body)
@@ -222,29 +297,16 @@ void emitColumnSumsBody(ElementMath &m, const KernelGroup &group) {
             stats[op].push_back(
                 m.loadElement(m.param(group.scratchParam), m.f32, index));
           }
-        ElementEvaluator ev(m, group, stats, row, readCol);
-        SmallVector<Value> next;
-        for (auto [i, sum] : llvm::enumerate(sums))
-          next.push_back(m.fadd(acc[i], ev.columnTerm(sum.first)));
-        return next;
+        ElementEvaluator ev(m, group, stats, row, col);
+        SmallVector<Value> terms;
+        for (auto &sum : sums)
+          terms.push_back(ev.columnTerm(sum.first));
+        return terms;
+      },
+      [&](Value col, ArrayRef<Value> totals) {
+        for (auto [sum, total] : llvm::zip(sums, totals))
+          m.storeElement(m.param(sum.second), elementOf(sum.first), col, total);
       });
-  Value tx32 = arith::TruncIOp::create(m.b, m.i32, tx);
-  Value ty32 = arith::TruncIOp::create(m.b, m.i32, ty);
-  for (auto [i, value] : llvm::enumerate(partial)) {
-    Value slot = m.add(m.mul(m.add(m.i32c(int64_t(i) * kLanes), ty32), m.i32c(32)), tx32);
-    m.store(value, m.sharedAt(m.mul(slot, m.i32c(4))), 4);
-  }
-  m.barrier();
-  m.ifThen(m.andi(m.i64Eq(ty, m.i64c(0)), valid), [&] {
-    for (auto [i, sum] : llvm::enumerate(sums)) {
-      Value total = m.f32c(0.0);
-      for (int64_t lane = 0; lane < kLanes; ++lane) {
-        Value slot = m.add(m.i32c((int64_t(i) * kLanes + lane) * 32), tx32);
-        total = m.fadd(total, m.load(m.f32, m.sharedAt(m.mul(slot, m.i32c(4))), 4));
-      }
-      m.storeElement(m.param(sum.second), elementOf(sum.first), col, total);
-    }
-  });
 }
 
 } // namespace weft::gpu

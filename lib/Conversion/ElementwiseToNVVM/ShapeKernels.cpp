@@ -7,6 +7,7 @@
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -76,21 +77,103 @@ int64_t leadingPrefix(ArrayRef<int64_t> dims, int64_t rank) {
   return int64_t(sorted.size());
 }
 
-/// out[c] = scale * sum over r of x[r * cols + c], the rows in order.
+/// out[c] = scale * sum over r of x[r * cols + c] (emitColumnSums' order).
 void emitLeadingReduce(ElementMath &m, Value x, Value y, int64_t rows,
                        int64_t cols, double scale) {
-  Value col = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(m.threads)), m.tid64());
-  Value stride = m.i64Mul(m.gridDim64(), m.i64c(m.threads));
-  m.loop(col, m.i64c(cols), stride, {}, [&](Value c, ValueRange) -> SmallVector<Value> {
-    SmallVector<Value> sum = m.loop(
-        m.i64c(0), m.i64c(rows), m.i64c(1), ValueRange{m.f32c(0.0)},
-        [&](Value r, ValueRange acc) -> SmallVector<Value> {
-          Value index = m.i64Add(m.i64Mul(r, m.i64c(cols)), c);
-          return {m.fadd(acc[0], m.loadElement(m.param(0), elementOf(x), index))};
-        });
-    m.storeElement(m.param(1), elementOf(y), c, m.fmul(sum[0], m.f32c(scale)));
-    return {};
-  });
+  emitColumnSums(
+      m, rows, cols, 1,
+      [&](Value r, Value c) -> SmallVector<Value> {
+        Value index = m.i64Add(m.i64Mul(r, m.i64c(cols)), c);
+        return {m.loadElement(m.param(0), elementOf(x), index)};
+      },
+      [&](Value c, ArrayRef<Value> totals) {
+        m.storeElement(m.param(1), elementOf(y), c, m.fmul(totals[0], m.f32c(scale)));
+      });
+}
+
+/// dtable[v] = sum of dy[t] over the tokens t with ids[t] == v, in token
+/// order: one CTA per vocabulary row (grid-stride) scans the ids a chunk of
+/// `threads` at a time, compacts the chunk's hits in token order into shared
+/// memory (warp ballots, per-warp counts), and every thread adds those rows
+/// of dy into its columns' f32 accumulators (ceil(hidden / threads) each).
+void emitEmbeddingGrad(ElementMath &m, EmbeddingGradOp grad) {
+  ArrayRef<int64_t> table = shapeOf(grad.getDtable());
+  int64_t vocab = table[0], hidden = table[1];
+  int64_t tokens = count(shapeOf(grad.getIds()));
+  int64_t threads = m.threads, warps = threads / 32;
+  int64_t perThread = (hidden + threads - 1) / threads;
+  Type dyElement = elementOf(grad.getDy()), outElement = elementOf(grad.getDtable());
+  constexpr int64_t kListOffset = 128; // bytes; the warp counts come first
+  Value tid = m.threadIdX();
+  Value tid64 = m.toI64(tid);
+  Value lane = arith::RemUIOp::create(m.b, tid, m.i32c(32));
+  Value warp = m.divu(tid, m.i32c(32));
+  auto intrinsic = [&](StringRef name, ValueRange args) {
+    return LLVM::CallIntrinsicOp::create(m.b, m.i32, m.b.getStringAttr(name), args)
+        .getResult(0);
+  };
+  m.loop(m.blockId64(), m.i64c(vocab), m.gridDim64(), {},
+         [&](Value v, ValueRange) -> SmallVector<Value> {
+           SmallVector<Value> init(perThread, m.f32c(0.0));
+           SmallVector<Value> sums = m.loop(
+               m.i64c(0), m.i64c(tokens), m.i64c(threads), init,
+               [&](Value chunk, ValueRange acc) -> SmallVector<Value> {
+                 Value t = m.i64Add(chunk, tid64);
+                 Value inRange = m.i64Lt(t, m.i64c(tokens));
+                 Value id = m.loadElement(m.param(1), m.i64, m.select(inRange, t, m.i64c(0)));
+                 Value hit = m.andi(inRange, m.i64Eq(id, v));
+                 Value mask = intrinsic("llvm.nvvm.vote.ballot.sync", {m.i32c(-1), hit});
+                 m.ifThen(arith::CmpIOp::create(m.b, arith::CmpIPredicate::eq, lane, m.i32c(0)),
+                          [&] {
+                            m.store(intrinsic("llvm.ctpop.i32", {mask}),
+                                    m.sharedAt(m.mul(warp, m.i32c(4))), 4);
+                          });
+                 m.barrier();
+                 Value offset = m.i32c(0), total = m.i32c(0);
+                 for (int64_t w = 0; w < warps; ++w) {
+                   Value c = m.load(m.i32, m.sharedAt(m.i32c(4 * w)), 4);
+                   offset = m.add(offset, m.select(m.lt(m.i32c(w), warp), c, m.i32c(0)));
+                   total = m.add(total, c);
+                 }
+                 Value below = m.sub(arith::ShLIOp::create(m.b, m.i32c(1), lane), m.i32c(1));
+                 Value rank = intrinsic("llvm.ctpop.i32", {m.andi(mask, below)});
+                 m.ifThen(hit, [&] {
+                   Value slot = m.add(offset, rank);
+                   m.store(arith::TruncIOp::create(m.b, m.i32, t),
+                           m.sharedAt(m.add(m.i32c(kListOffset), m.mul(slot, m.i32c(4)))), 4);
+                 });
+                 m.barrier();
+                 SmallVector<Value> next = m.loop(
+                     m.i64c(0), m.toI64(total), m.i64c(1), acc,
+                     [&](Value j, ValueRange inner) -> SmallVector<Value> {
+                       Value j32 = arith::TruncIOp::create(m.b, m.i32, j);
+                       Value token = m.toI64(m.load(
+                           m.i32, m.sharedAt(m.add(m.i32c(kListOffset), m.mul(j32, m.i32c(4)))),
+                           4));
+                       SmallVector<Value> out;
+                       for (int64_t k = 0; k < perThread; ++k) {
+                         Value col = m.i64Add(m.i64c(k * threads), tid64);
+                         Value ok = m.i64Lt(col, m.i64c(hidden));
+                         Value index = m.i64Add(m.i64Mul(token, m.i64c(hidden)),
+                                                m.select(ok, col, m.i64c(0)));
+                         Value x = m.loadElement(m.param(0), dyElement, index);
+                         out.push_back(m.fadd(inner[k], m.select(ok, x, m.f32c(0.0))));
+                       }
+                       return out;
+                     });
+                 // The list is rewritten by the next chunk.
+                 m.barrier();
+                 return next;
+               });
+           for (int64_t k = 0; k < perThread; ++k) {
+             Value col = m.i64Add(m.i64c(k * threads), tid64);
+             m.ifThen(m.i64Lt(col, m.i64c(hidden)), [&] {
+               m.storeElement(m.param(2), outElement,
+                              m.i64Add(m.i64Mul(v, m.i64c(hidden)), col), sums[k]);
+             });
+           }
+           return {};
+         });
 }
 
 } // namespace
@@ -115,6 +198,16 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
     }
   }
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
+    // Up to 16 f32 accumulators per thread: 256 threads to hidden 4096,
+    // 1024 threads to 16384.
+    int64_t hidden = shapeOf(grad.getDtable())[1];
+    threads = hidden <= 16 * 256 ? 256 : 1024;
+    if (hidden > 16 * 1024) {
+      message = llvm::formatv("embedding_grad with hidden {0}: the kernel "
+                              "keeps at most 16 columns per thread (16384)",
+                              hidden);
+      return failure();
+    }
     gridX = std::min<int64_t>(shapeOf(grad.getDtable())[0], kMaxBlocks);
     return success();
   }
@@ -128,7 +221,8 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
                               op->getName().getStringRef());
       return failure();
     }
-    gridX = blocksFor(count(shapeOf(x).drop_front(prefix)));
+    gridX = (count(shapeOf(x).drop_front(prefix)) + 31) / 32;
+    threads = kColumnThreads;
     return success();
   }
   int64_t elements = 0;
@@ -219,33 +313,7 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
     return;
   }
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
-    ArrayRef<int64_t> table = shapeOf(grad.getDtable());
-    int64_t vocab = table[0], hidden = table[1];
-    int64_t tokens = count(shapeOf(grad.getIds()));
-    Type dyElement = elementOf(grad.getDy()), outElement = elementOf(grad.getDtable());
-    // CTA per vocabulary row; each thread owns columns and scans the ids in
-    // token order, so the f32 sum has a fixed order.
-    m.loop(m.blockId64(), m.i64c(vocab), m.gridDim64(), {},
-           [&](Value v, ValueRange) -> SmallVector<Value> {
-             m.loop(m.tid64(), m.i64c(hidden), m.i64c(m.threads), {},
-                    [&](Value h, ValueRange) -> SmallVector<Value> {
-                      SmallVector<Value> sum = m.loop(
-                          m.i64c(0), m.i64c(tokens), m.i64c(1), ValueRange{m.f32c(0.0)},
-                          [&](Value t, ValueRange acc) -> SmallVector<Value> {
-                            Value id = m.loadElement(m.param(1), m.i64, t);
-                            Value index = m.i64Add(m.i64Mul(t, m.i64c(hidden)), h);
-                            Value hit = m.i64Eq(id, v);
-                            // Load only on a hit: the row of dy may be far.
-                            Value safe = m.select(hit, index, h);
-                            Value x = m.loadElement(m.param(0), dyElement, safe);
-                            return {m.fadd(acc[0], m.select(hit, x, m.f32c(0.0)))};
-                          });
-                      m.storeElement(m.param(2), outElement,
-                                     m.i64Add(m.i64Mul(v, m.i64c(hidden)), h), sum[0]);
-                      return {};
-                    });
-             return {};
-           });
+    emitEmbeddingGrad(m, grad);
     return;
   }
   if (isa<ReduceSumOp, ReduceMeanOp>(op)) {
