@@ -80,7 +80,8 @@ def load_tuning(path):
             fwd, bwd = entry["forward"], entry["backward"]
             chosen[key] = ((fwd["block_q"], fwd["block_k"], fwd.get("mma", "warp"),
                             fwd.get("stages", 2)),
-                           (bwd["block_q"], bwd["block_k"]))
+                           (bwd["block_q"], bwd["block_k"], bwd.get("mma", "warp"),
+                            bwd.get("stages", 2)))
         except (KeyError, TypeError) as e:
             raise ku.UnitError(f"tuning table {path}: entries[{i}] lacks {e}") from e
     return chosen
@@ -90,14 +91,17 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None):
     """[(label, fwd unit, bwd unit)] to time for a configuration, and notes on
     what is missing. Without `tuning`: each tile config (and forward MMA kind)
     with both units; with it: the table's forward tiles and MMA kind and
-    backward tiles (64/64 mma.sync where it has no entry, as weft-compile)."""
+    backward tiles and MMA kinds (64/64 mma.sync where it has no entry, as
+    weft-compile)."""
     keys = sorted(k for k in groups if k[:3] == (dtype, head_dim, causal))
     if tuning is None:
         variants, notes = [], []
         for key in keys:
             fwd, bwd = groups[key].get("forward"), groups[key].get("backward")
             if fwd and bwd:
-                variants.append((wa.config_label(key[3:5], key[3:5], key[5], key[6]), fwd, bwd))
+                variants.append((wa.config_label((fwd.block_q, fwd.block_k),
+                                                 (bwd.block_q, bwd.block_k), fwd.mma,
+                                                 fwd.stages, bwd.mma, bwd.stages), fwd, bwd))
             else:
                 notes.append(f"{ku.config_name(key)}: no {'forward' if not fwd else 'backward'} "
                              f"unit")
@@ -111,7 +115,8 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None):
     # stages 2 where the entry has none.
     fwd_tiles = tuple(fwd_tiles[:2]) + (tuple(fwd_tiles[2:3]) or ("warp",)) + \
         (tuple(fwd_tiles[3:4]) or (2,))
-    bwd_tiles = tuple(bwd_tiles[:2]) + ("warp", 2)
+    bwd_tiles = tuple(bwd_tiles[:2]) + (tuple(bwd_tiles[2:3]) or ("warp",)) + \
+        (tuple(bwd_tiles[3:4]) or (2,))
     fwd = groups.get((dtype, head_dim, causal) + fwd_tiles, {}).get("forward")
     bwd = groups.get((dtype, head_dim, causal) + bwd_tiles, {}).get("backward")
     missing = [f"{d} q{t[0]}k{t[1]}{ku.mma_suffix(t[2], ' ', t[3])}"
@@ -120,8 +125,8 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None):
     if missing:
         return [], [f"{dtype} d{head_dim} {'causal' if causal else 'full'}: the table's "
                     f"{' and '.join(missing)} unit is not in the kernels directory"]
-    return [("tuned " + wa.config_label(fwd_tiles[:2], bwd_tiles[:2], fwd_tiles[2], fwd_tiles[3]),
-             fwd, bwd)], []
+    return [("tuned " + wa.config_label(fwd_tiles[:2], bwd_tiles[:2], fwd_tiles[2], fwd_tiles[3],
+                                        bwd_tiles[2], bwd_tiles[3]), fwd, bwd)], []
 
 
 # ---- the report (host side, tested with fake timings) ----------------------

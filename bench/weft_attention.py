@@ -71,13 +71,14 @@ def tflops(shape, mode, ms):
     return flops(shape, mode) / ms / 1e9 if ms else None
 
 
-def config_label(fwd_tiles, bwd_tiles, fwd_mma="warp", fwd_stages=2):
-    """'q64k64' when both directions share tiles, else 'fwd q128k64 / bwd
-    q64k128'; a warpgroup-MMA forward adds ' wgmma' ('q128k64 wgmma', 'fwd
-    q128k64 wgmma / bwd q64k128'), the backward being warp-level always."""
-    f, b = f"q{fwd_tiles[0]}k{fwd_tiles[1]}", f"q{bwd_tiles[0]}k{bwd_tiles[1]}"
-    kind = ku.mma_suffix(fwd_mma, " ", fwd_stages)
-    return f + kind if f == b else f"fwd {f}{kind} / bwd {b}"
+def config_label(fwd_tiles, bwd_tiles, fwd_mma="warp", fwd_stages=2, bwd_mma="warp",
+                 bwd_stages=2):
+    """'q64k64' when both directions share tiles and kernels, else 'fwd
+    q128k64 / bwd q64k128'; warpgroup-MMA kernels add ' wgmma' ('q128k64
+    wgmma', 'fwd q128k64 wgmma / bwd q64k128 wgmma s3')."""
+    f = f"q{fwd_tiles[0]}k{fwd_tiles[1]}" + ku.mma_suffix(fwd_mma, " ", fwd_stages)
+    b = f"q{bwd_tiles[0]}k{bwd_tiles[1]}" + ku.mma_suffix(bwd_mma, " ", bwd_stages)
+    return f if f == b else f"fwd {f} / bwd {b}"
 
 
 def provenance(argv=None):
@@ -187,10 +188,10 @@ class UnitCache:
 
 
 class WeftAttention:
-    """One forward unit and one backward unit at one shape, with buffers and
-    every launch's arguments prepared once, so a timed call only launches:
-    forward (1 kernel), backward (preprocess, dkdv, dq on the forward's own
-    out and lse), or both in order."""
+    """One forward unit and one backward unit (or None: forward only) at one
+    shape, with buffers and every launch's arguments prepared once, so a
+    timed call only launches: forward (1 kernel), backward (preprocess,
+    dkdv, dq on the forward's own out and lse), or both in order."""
 
     def __init__(self, rt, cache, fwd_unit, bwd_unit, shape, q, k, v, dout):
         import torch
@@ -205,13 +206,15 @@ class WeftAttention:
         values = dict(shapes, scale=1.0 / math.sqrt(shape.head_dim), q=q.detach(),
                       k=k.detach(), v=v.detach(), dout=dout, out=self.out, lse=self.lse,
                       dq=self.dq, dk=self.dk, dv=self.dv)
-        for name, _ in bwd_unit.workspaces:
+        workspaces = bwd_unit.workspaces if bwd_unit is not None else []
+        for name, _ in workspaces:
             values[name] = torch.empty(shape.batch, shape.heads, shape.seq, device="cuda",
                                        dtype=torch.float32)
-        self.workspaces = [values[name] for name, _ in bwd_unit.workspaces]
+        self.workspaces = [values[name] for name, _ in workspaces]
         self.stream = torch.cuda.current_stream().cuda_stream
         self.fwd_launches = self._prepare(cache.get(fwd_unit), values, shapes)
-        self.bwd_launches = self._prepare(cache.get(bwd_unit), values, shapes)
+        self.bwd_launches = ([] if bwd_unit is None else
+                             self._prepare(cache.get(bwd_unit), values, shapes))
 
     @staticmethod
     def _prepare(loaded, values, shapes):

@@ -74,13 +74,13 @@ struct CompileOptions {
                           cl::init(64), cl::cat(category)};
   cl::opt<std::string> attentionMma{
       "attention-mma",
-      cl::desc("Forward attention kernels with warp-level mma.sync (warp) or "
+      cl::desc("Attention kernels (forward and backward) with warp-level mma.sync (warp) or "
                "Hopper warpgroup MMA (warpgroup); default: the tuning "
                "table's \"mma\", else warp"),
       cl::init("warp"), cl::cat(category)};
   cl::opt<int64_t> attentionStages{
       "attention-stages",
-      cl::desc("K/V pipeline stages of the warpgroup attention forward "
+      cl::desc("Pipeline stages of the warpgroup attention kernels "
                "(2..4; default: the tuning table's, else 2)"),
       cl::init(2), cl::cat(category)};
   cl::opt<std::string> tuningTable{
@@ -111,6 +111,11 @@ struct CompileOptions {
                "the GEMM's schedule index (default with --emit=package: "
                "32MiB, PyTorch's on sm_90; otherwise none)"),
       cl::value_desc("size"), cl::cat(category)};
+  cl::opt<bool> fuseElementwise{
+      "fuse-elementwise",
+      cl::desc("Group pointwise, norm and row-reduction ops into weft.fused "
+               "kernels (weft-fuse-elementwise) before weft-remat"),
+      cl::init(false), cl::cat(category)};
   cl::opt<std::string> remat{
       "remat", cl::desc("none | full | selective | block | uniform | budget"),
       cl::init("none"), cl::cat(category)};
@@ -220,6 +225,7 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.weightDecay = cli.weightDecay;
   options.memoryBudget = cli.memoryBudget;
   options.remat = cli.remat;
+  options.fuseElementwise = cli.fuseElementwise;
   options.rematLayers = cli.rematLayers;
   options.memoryReport = cli.memoryReport;
   // A package's GEMMs run in cuBLASLt, whose workspaces are planned tensors.

@@ -263,35 +263,37 @@ def test_weft_compile_reads_the_table_from_the_environment(tmp_path):
     assert (bwd["block_q"], bwd["block_k"]) == (64, 128)
 
 
-def test_choose_the_forward_over_both_mma_kinds():
+def test_choose_each_direction_over_both_mma_kinds():
     rows = [{"block_q": 64, "block_k": 64, "mma": "warp", "fwd_ms": 2.0, "bwd_ms": 5.0},
             {"block_q": 128, "block_k": 64, "fwd_ms": 1.8, "bwd_ms": 6.0},
             {"block_q": 128, "block_k": 64, "mma": "warpgroup", "stages": 2, "fwd_ms": 1.5,
-             "fwdbwd_ms": 6.5, "bwd_note": "the warp backward"},
-            # A wgmma row's bwd_ms (should one appear) is never the backward.
-            {"block_q": 64, "block_k": 32, "mma": "warpgroup", "fwd_ms": 1.9, "bwd_ms": 0.1},
+             "fwdbwd_ms": 6.5, "bwd_ms": 4.5},
+            # A skipped direction is never chosen, however fast.
+            {"block_q": 64, "block_k": 128, "mma": "warpgroup", "stages": 3, "fwd_ms": 1.9,
+             "bwd_ms": 0.1, "bwd_skip": "failed: shared memory"},
             {"block_q": 64, "block_k": 128, "mma": "warpgroup", "fwd_ms": 0.5,
-             "fwd_skip": "spills: 8 B"}]
+             "fwd_skip": "spills: 8 B", "bwd_ms": 4.0}]
     fwd, bwd = at.choose(rows)
-    # A wgmma forward's pick names its stages (2 where its row has none).
+    # A wgmma pick names its stages (2 where its row has none), a warp pick none.
     assert fwd == {"block_q": 128, "block_k": 64, "mma": "warpgroup", "stages": 2, "ms": 1.5}
-    assert bwd == {"block_q": 64, "block_k": 64, "ms": 5.0}
-    assert at.row_label(fwd) == "q128k64 wgmma" and at.row_label(bwd) == "q64k64"
-    # Slower wgmma: the warp forward wins and says so.
-    fwd, _ = at.choose([dict(rows[2], fwd_ms=3.0)] + rows[:2])
+    assert bwd == {"block_q": 64, "block_k": 128, "mma": "warpgroup", "stages": 2, "ms": 4.0}
+    assert at.row_label(fwd) == "q128k64 wgmma" and at.row_label(bwd) == "q64k128 wgmma"
+    # Slower wgmma: the warp kernels win in both directions and say so.
+    fwd, bwd = at.choose([dict(rows[2], fwd_ms=3.0, bwd_ms=9.0)] + rows[:2])
     assert fwd == {"block_q": 128, "block_k": 64, "mma": "warp", "ms": 1.8}
+    assert bwd == {"block_q": 64, "block_k": 64, "mma": "warp", "ms": 5.0}
     # A 3-stage wgmma forward, when fastest, is picked and labelled so.
     fwd, _ = at.choose(rows + [dict(rows[2], stages=3, fwd_ms=1.4)])
     assert fwd == {"block_q": 128, "block_k": 64, "mma": "warpgroup", "stages": 3, "ms": 1.4}
     assert at.row_label(fwd) == "q128k64 wgmma s3"
-    # Only wgmma rows: a forward, but no backward, so no entry.
-    assert at.choose(rows[2:4])[1] is None
-    assert at.table_entry("sm_90a", "bf16", 64, False, rows[2:4]) is None
+    # No eligible backward: no entry.
+    assert at.choose(rows[3:4])[1] is None
+    assert at.table_entry("sm_90a", "bf16", 64, False, rows[3:4]) is None
     entry = at.table_entry("sm_90a", "bf16", 64, False, rows)
-    assert entry["forward"]["mma"] == "warpgroup" and "mma" not in entry["backward"]
-    assert entry["forward"]["stages"] == 2 and "stages" not in entry["backward"]
+    assert entry["forward"]["mma"] == "warpgroup" and entry["backward"]["mma"] == "warpgroup"
+    assert entry["forward"]["stages"] == 2 and entry["backward"]["stages"] == 2
     text = at.render_table({"entries": [entry]})
-    assert "forward q128k64 wgmma 1.500 ms" in text and "backward q64k64 5.000 ms" in text
+    assert "forward q128k64 wgmma 1.500 ms" in text and "backward q64k128 wgmma 4.000 ms" in text
 
 
 def test_bench_labels_and_tunes_the_mma_kind(tmp_path):
@@ -301,7 +303,8 @@ def test_bench_labels_and_tunes_the_mma_kind(tmp_path):
     groups, notes = ku.group_units(units)
     assert not notes
     variants, notes = ab.weft_variants(groups, "bf16", 128, False)
-    assert [v[0] for v in variants] == ["q128k64", "q128k64 wgmma"]
+    # The wgmma forward times with the warp backward of its tiles, and says so.
+    assert [v[0] for v in variants] == ["q128k64", "fwd q128k64 wgmma / bwd q128k64"]
     assert variants[1][1].mma == "warpgroup" and variants[1][2].mma == "warp"
     # q64k64 wgmma has no backward of its tiles in the directory.
     assert notes == ["bf16-d128-full-q64k64-wgmma: no backward unit",
@@ -314,8 +317,9 @@ def test_bench_labels_and_tunes_the_mma_kind(tmp_path):
     table.write_text(json.dumps({"entries": [entry, old]}))
     tuning = ab.load_tuning(str(table))
     # Stages 2 where the entry has none (every warp forward, older wgmma ones).
-    assert tuning[("sm_90a", "bf16", 128, False)] == ((128, 64, "warpgroup", 2), (64, 128))
-    assert tuning[("sm_90a", "bf16", 64, False)] == ((64, 64, "warp", 2), (64, 128))
+    assert tuning[("sm_90a", "bf16", 128, False)] == ((128, 64, "warpgroup", 2),
+                                                      (64, 128, "warp", 2))
+    assert tuning[("sm_90a", "bf16", 64, False)] == ((64, 64, "warp", 2), (64, 128, "warp", 2))
     (label, fwd, bwd), = ab.weft_variants(groups, "bf16", 128, False, tuning)[0]
     assert label == "tuned fwd q128k64 wgmma / bwd q64k128"
     assert (fwd.mma, fwd.block_q, bwd.mma, bwd.block_q) == ("warpgroup", 128, "warp", 64)
@@ -327,12 +331,21 @@ def test_bench_labels_and_tunes_the_mma_kind(tmp_path):
     table.write_text(json.dumps({"entries": [dict(
         entry, forward=dict(entry["forward"], stages=3))]}))
     tuning = ab.load_tuning(str(table))
-    assert tuning[("sm_90a", "bf16", 128, False)] == ((128, 64, "warpgroup", 3), (64, 128))
+    assert tuning[("sm_90a", "bf16", 128, False)] == ((128, 64, "warpgroup", 3),
+                                                      (64, 128, "warp", 2))
     variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning)
     assert variants == [] and "forward q128k64 wgmma s3 unit is not in" in notes[0]
-    assert wa.config_label((128, 64), (128, 64), "warpgroup") == "q128k64 wgmma"
-    assert wa.config_label((128, 64), (64, 128), "warpgroup", 3) == \
-        "fwd q128k64 wgmma s3 / bwd q64k128"
+    # A wgmma backward in the table needs its wgmma unit, not the warp one.
+    table.write_text(json.dumps({"entries": [dict(
+        entry, backward=dict(entry["backward"], mma="warpgroup"))]}))
+    tuning = ab.load_tuning(str(table))
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning)
+    assert variants == [] and "backward q64k128 wgmma unit is not in" in notes[0]
+    assert wa.config_label((128, 64), (128, 64), "warpgroup", 2, "warpgroup") == "q128k64 wgmma"
+    assert wa.config_label((128, 64), (128, 64), "warpgroup") == \
+        "fwd q128k64 wgmma / bwd q128k64"
+    assert wa.config_label((128, 64), (64, 128), "warpgroup", 3, "warpgroup", 2) == \
+        "fwd q128k64 wgmma s3 / bwd q64k128 wgmma"
     assert wa.config_label((128, 64), (128, 64)) == "q128k64"
 
 
@@ -344,7 +357,8 @@ def test_prepare_a_wgmma_candidate(tmp_path):
     assert record["mma"] == "warpgroup" and record["forward"]["status"] == "ok"
     assert record["stages"] == 2
     units = {u.direction: u for u in ku.load_units(str(tmp_path / only))}
-    assert units["forward"].mma == "warpgroup" and units["backward"].mma == "warp"
+    # Both directions are the Hopper kernels, compiled apart.
+    assert units["forward"].mma == "warpgroup" and units["backward"].mma == "warpgroup"
     assert units["forward"].stages == 2 and units["backward"].stages == 2
     kernel = units["forward"].kernels[0]
     assert kernel.name.endswith("_wgmma_s2")
@@ -380,24 +394,25 @@ def test_install_and_weft_compile_take_the_forward_mma(tmp_path, monkeypatch):
     assert (bwd["config"]["mma"], bwd["config"]["block_q"]) == ("warp", 64)
     bad = tmp_path / "bad.json"
     entry = dict(table["entries"][0])
-    entry["backward"] = dict(entry["backward"], mma="warp")
+    entry["backward"] = dict(entry["backward"], mma="tensor")
     bad.write_text(json.dumps({"format_version": 1, "entries": [entry]}))
-    with pytest.raises(at.TuneError, match=r"backward: \"mma\" is for the forward only"):
+    with pytest.raises(at.TuneError, match=r"backward: \"mma\" must be \"warp\" or"):
         at.install(str(bad))
 
 
 def test_time_a_wgmma_candidate_with_fake_kernels(monkeypatch):
     """run's per-candidate step without a GPU: a wgmma candidate times its
-    forward and forward+backward with the warp backward of its directory, never
-    that backward alone; wrong gradients there disqualify its forward."""
+    forward, backward and forward+backward (both Hopper units of its
+    directory); wrong gradients cost only its backward; a candidate whose
+    backward weft-compile refused still times its forward alone."""
     torch = pytest.importorskip("torch")
     units = [unit("forward", 128, 64, True, 64, mma="warpgroup"),
-             unit("backward", 128, 64, True, 64)]
+             unit("backward", 128, 64, True, 64, mma="warpgroup")]
     built = []
 
     class FakeWeft:
         def __init__(self, rt, cache, fwd, bwd, shape, *inputs):
-            built.append((fwd.name, bwd.name))
+            built.append((fwd.name, bwd.name if bwd is not None else None))
 
         def forward(self):
             return "fwd"
@@ -420,15 +435,23 @@ def test_time_a_wgmma_candidate_with_fake_kernels(monkeypatch):
               "mma": "warpgroup", "stages": 2, "dir": "x", "forward": {"status": "ok"},
               "backward": {"status": "ok"}}
     row = at.time_candidate(None, None, "root", record, None, (), None)
-    assert built == [("u_forward_128_64_wgmma", "u_backward_128_64")]
-    assert (row["mma"], row["stages"], row["fwd_ms"], row["fwdbwd_ms"]) == \
-        ("warpgroup", 2, 1.0, 3.0)
-    assert "bwd_ms" not in row and "bwd_skip" not in row and "warp backward" in row["bwd_note"]
+    assert built == [("u_forward_128_64_wgmma", "u_backward_128_64_wgmma")]
+    assert (row["mma"], row["stages"], row["fwd_ms"], row["bwd_ms"], row["fwdbwd_ms"]) == \
+        ("warpgroup", 2, 1.0, 2.0, 3.0)
+    assert "bwd_skip" not in row and "fwd_skip" not in row
     reasons.append("dq err 0.5 > 0.02")
     row = at.time_candidate(None, None, "root", record, None, (), None)
-    assert "fwd_ms" not in row and row["fwd_skip"].startswith("wrong: the warp backward")
-    # The same wrong gradients on a warp candidate only cost its backward.
-    units[0] = unit("forward", 128, 64, True, 64)
-    row = at.time_candidate(None, None, "root", dict(record, mma="warp"), None, (), None)
     assert row["fwd_ms"] == 1.0 and row["bwd_skip"].startswith("wrong: dq")
-    assert "fwdbwd_ms" not in row and "bwd_note" not in row and "stages" not in row
+    assert "fwdbwd_ms" not in row and "bwd_ms" not in row
+    # A backward that did not compile (e.g. its shared memory): forward only.
+    del units[1]
+    reasons.clear()
+    refused = dict(record, backward={"status": "failed", "reason": "needs 262200 bytes"})
+    row = at.time_candidate(None, None, "root", refused, None, (), None)
+    assert built[-1] == ("u_forward_128_64_wgmma", None)
+    assert row["fwd_ms"] == 1.0 and row["bwd_skip"] == "failed: needs 262200 bytes"
+    assert "fwdbwd_ms" not in row and "bwd_ms" not in row
+    # The same on a warp candidate: no stages in its row.
+    units[:] = [unit("forward", 128, 64, True, 64), unit("backward", 128, 64, True, 64)]
+    row = at.time_candidate(None, None, "root", dict(record, mma="warp"), None, (), None)
+    assert row["fwd_ms"] == 1.0 and row["bwd_ms"] == 2.0 and "stages" not in row

@@ -505,15 +505,17 @@ def test_units_keep_their_mma_kind_apart(tmp_path):
     # By problem they still collide: one pair per problem, the first found.
     by_problem, notes = ku.group_by_problem(units)
     assert list(by_problem) == [("bf16", 64, True)] and len(notes) == 1
-    # A bad kind, or a kind on a backward unit, is refused with the values.
+    # A bad kind is refused with the values.
     obj["config"]["mma"] = "tensor"
     (sub / "wg_forward.json").write_text(json.dumps(obj))
     with pytest.raises(ku.UnitError, match="config mma 'tensor' is not warp or warpgroup"):
         ku.load_units(directory)
     obj["config"]["mma"] = "warp"
     (sub / "wg_forward.json").write_text(json.dumps(obj))
+    # A Hopper backward unit groups under its own kind and stages.
     bwd = json.loads((sub / "step_attention_grad_0.json").read_text())
-    bwd["config"]["mma"] = "warpgroup"
+    bwd["config"].update(mma="warpgroup", stages=3)
     (sub / "step_attention_grad_0.json").write_text(json.dumps(bwd))
-    with pytest.raises(ku.UnitError, match="on a backward unit"):
-        ku.load_units(directory)
+    groups, _ = ku.group_units(ku.load_units(directory))
+    assert groups[("bf16", 64, True, 64, 64, "warpgroup", 3)] == {
+        "backward": next(u for u in ku.load_units(directory) if u.direction == "backward")}

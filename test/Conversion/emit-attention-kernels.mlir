@@ -3,6 +3,8 @@
 // RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=64" | mlir-opt -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa" | FileCheck %s --check-prefix=PTX
 // RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=64 wgmma=true" | FileCheck %s --check-prefix=WGMMA
 // RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=128 wgmma=true block-q=128 block-k=128 stages=3" | FileCheck %s --check-prefix=WGMMA-2WG
+// RUN: weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=128 wgmma=true block-q=128 block-k=128 backward=true" | FileCheck %s --check-prefix=WGMMA-BWD
+// RUN: not weft-opt %s --weft-emit-attention-kernels="dtype=bf16 head-dim=128 wgmma=true block-q=128 block-k=128 stages=3 backward=true" 2>&1 | FileCheck %s --check-prefix=ERR-SMEM-BWD
 // RUN: not weft-opt %s --weft-emit-attention-kernels="wgmma=true stages=5" 2>&1 | FileCheck %s --check-prefix=ERR-STAGES
 // RUN: not weft-opt %s --weft-emit-attention-kernels="wgmma=true head-dim=128 block-q=128 block-k=128 stages=4" 2>&1 | FileCheck %s --check-prefix=ERR-SMEM
 // RUN: not weft-opt %s --weft-emit-attention-kernels="head-dim=96" 2>&1 | FileCheck %s --check-prefix=ERR
@@ -113,7 +115,28 @@ module {}
 // WGMMA-2WG-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA-2WG-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 
-// ERR-STAGES: error: the warpgroup-MMA attention forward needs 2..4 pipeline stages, got 5
+// The Hopper backward: dK/dV keeps 128 keys of K and V (two consumer
+// warpgroups of 64 keys) and streams 64 query rows of Q and dO (d = 128);
+// 2 stages = 5 mbarriers, the full ones expecting the TMA thread and the 32
+// lanes that load lse and delta. Per query tile S^T and dP^T are 8 k-steps
+// of m64n64k16 each (both operands by descriptor), then dK and dV 4 k-steps
+// of m64n128k16 with dS^T and P^T in registers. dQ keeps 128 query rows and
+// streams 128 keys: S and dP 8 k-steps of m64n128k16 each, dQ 8 more.
+// WGMMA-BWD: gpu.func @weft_attn_backward_dkdv_bf16_d128_full_q128_k128_wgmma_s2(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, {{.*}}) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32, weft_grid_constant_args = array<i32: 0, 1, 2, 3>}
+// WGMMA-BWD-COUNT-5: mbarrier.init.shared::cta.b64
+// WGMMA-BWD: setmaxnreg.dec.sync.aligned.u32 24;
+// WGMMA-BWD-COUNT-4: cp.async.bulk.tensor.3d
+// WGMMA-BWD: cp.async.bulk.tensor.3d
+// WGMMA-BWD: mbarrier.arrive.shared::cta.b64
+// WGMMA-BWD: setmaxnreg.inc.sync.aligned.u32 240;
+// WGMMA-BWD-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA-BWD-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA-BWD: gpu.func @weft_attn_backward_dq_bf16_d128_full_q128_k128_wgmma_s2(
+// WGMMA-BWD-COUNT-16: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA-BWD-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// ERR-SMEM-BWD: error: the warpgroup-MMA attention backward dQ with block_q 128, block_k 128, head_dim 128 and 3 stages needs 262200 bytes of shared memory, more than the 232448 a CTA can have
+
+// ERR-STAGES: error: the warpgroup-MMA attention kernels need 2..4 pipeline stages, got 5
 // ERR-SMEM: error: the warpgroup-MMA attention forward with block_q 128, block_k 128, head_dim 128 and 4 stages needs 295016 bytes of shared memory, more than the 232448 a CTA can have
 // ERR-WGMMA: error: the warpgroup-MMA attention kernels need block_q = 64 or 128 (one or two consumer warpgroups of 4 warps), got 32
 // ERR: error: the GPU attention kernels support head_dim 64 and 128, got 96

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 FORMAT_VERSION = 1
 DIRECTIONS = ("forward", "backward")
 ROLES = ("forward", "backward_preprocess", "backward_dkdv", "backward_dq")
-# A forward unit's MMA kind (its JSON config "mma"; absent in older units =
-# warp); backward units are always warp.
+# A unit's MMA kind (its JSON config "mma"; absent in older units = warp).
 MMA_KINDS = ("warp", "warpgroup")
 PARAM_KINDS = {"pointer": "ptr", "i32": "i32", "f32": "f32", "tensormap": "tensormap"}
 # A tensormap param's tensor viewed as [batch * heads][len][head_dim]: its
@@ -173,9 +172,6 @@ def parse_unit(obj, directory, where):
     mma = config.get("mma", "warp")
     if mma not in MMA_KINDS:
         raise UnitError(f"{where}: config mma {mma!r} is not warp or warpgroup")
-    if mma != "warp" and direction == "backward":
-        raise UnitError(f"{where}: config mma {mma!r} on a backward unit (the backward "
-                        f"kernels are warp-level only)")
     kernels = [_parse_kernel(k, where) for k in _field(obj, "kernels", list, where)]
     expected = ["forward"] if direction == "forward" else list(ROLES[1:])
     roles = [k.role for k in kernels]
@@ -242,8 +238,8 @@ def load_units(root):
 def group_units(units):
     """{config_key: {"forward": Unit, "backward": Unit}}, and notes on
     duplicates (same config and direction; the first one found is used).
-    A warpgroup-MMA forward's group gets the warp backward of its tiles: the
-    backward kernels are the same whichever forward ran."""
+    A warpgroup-MMA forward's group without a Hopper backward gets the warp
+    backward of its tiles: any backward runs on any forward's out and lse."""
     groups, notes = _group(units, lambda unit: unit.config_key)
     for key, slot in groups.items():
         if key[5] != "warp" and "backward" not in slot:

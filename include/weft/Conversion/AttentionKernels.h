@@ -87,9 +87,10 @@ struct KernelSpec {
 llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &config,
                                                    bool backward);
 
-/// Checks a configuration; on failure returns a message naming the value.
+/// Checks a configuration for the forward kernel or the backward kernels;
+/// on failure returns a message naming the value.
 mlir::LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
-                                                std::string &message);
+                                                bool backward, std::string &message);
 
 /// Appends to `module` a `gpu.module @<moduleName>` holding the kernels of
 /// attentionKernelSpecs(config, backward), with the module marked as a GPU

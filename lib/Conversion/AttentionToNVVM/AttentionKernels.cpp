@@ -3,6 +3,7 @@
 #include "weft/Conversion/AttentionKernels.h"
 
 #include "KernelBodies.h"
+#include "TmaPipeline.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -47,14 +48,20 @@ std::string AttentionKernelConfig::suffix() const {
 }
 
 int64_t dkdvInnerRows(const AttentionKernelConfig &config) {
+  // The Hopper dK/dV holds S^T and dP^T (64 x inner each) beside dK and dV
+  // (64 x head_dim each) in a consumer's registers.
+  if (config.warpgroupMma)
+    return config.headDim > 64 ? 64 : config.blockQ;
   return config.headDim > 64 ? std::min<int64_t>(config.blockQ, 32) : config.blockQ;
 }
 int64_t dqInnerRows(const AttentionKernelConfig &config) {
+  if (config.warpgroupMma)
+    return config.blockK;
   return config.headDim > 64 ? std::min<int64_t>(config.blockK, 32) : config.blockK;
 }
 
 LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
-                                          std::string &message) {
+                                          bool backward, std::string &message) {
   if (config.headDim != 64 && config.headDim != 128) {
     message = llvm::formatv("the GPU attention kernels support head_dim 64 and "
                             "128, got {0}", config.headDim);
@@ -79,20 +86,35 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
                             config.blockQ);
     return failure();
   }
+  // The Hopper dK/dV kernel's consumer warpgroups own 64 keys each.
+  if (config.warpgroupMma && backward && config.blockK != 64 && config.blockK != 128) {
+    message = llvm::formatv("the warpgroup-MMA attention backward needs block_k "
+                            "= 64 or 128 (one or two dK/dV consumer warpgroups of "
+                            "4 warps), got {0}",
+                            config.blockK);
+    return failure();
+  }
   if (config.warpgroupMma && (config.stages < 2 || config.stages > 4)) {
-    message = llvm::formatv("the warpgroup-MMA attention forward needs 2..4 "
+    message = llvm::formatv("the warpgroup-MMA attention kernels need 2..4 "
                             "pipeline stages, got {0}", config.stages);
     return failure();
   }
   // 227 KiB is what an sm_90 CTA may opt in to.
   constexpr int64_t kMaxSmem = 227 * 1024;
-  if (config.warpgroupMma && tmaForwardLayout(config).total > kMaxSmem) {
-    message = llvm::formatv("the warpgroup-MMA attention forward with block_q "
-                            "{0}, block_k {1}, head_dim {2} and {3} stages needs "
-                            "{4} bytes of shared memory, more than the {5} a "
-                            "CTA can have",
-                            config.blockQ, config.blockK, config.headDim,
-                            config.stages, tmaForwardLayout(config).total, kMaxSmem);
+  if (!config.warpgroupMma)
+    return success();
+  for (auto [kernel, bytes, isBackward] :
+       {std::tuple<const char *, int64_t, bool>{"forward", tmaForwardLayout(config).total, false},
+        {"backward dK/dV", dkdvPipelineLayout(config).total(), true},
+        {"backward dQ", dqPipelineLayout(config).total(), true}}) {
+    if (isBackward != backward || bytes <= kMaxSmem)
+      continue;
+    message = llvm::formatv("the warpgroup-MMA attention {0} with block_q {1}, "
+                            "block_k {2}, head_dim {3} and {4} stages needs {5} "
+                            "bytes of shared memory, more than the {6} a CTA "
+                            "can have",
+                            kernel, config.blockQ, config.blockK, config.headDim,
+                            config.stages, bytes, kMaxSmem);
     return failure();
   }
   return success();
@@ -128,15 +150,34 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
   KernelSpec dkdv = spec(config, "backward_dkdv",
                          {"q", "k", "v", "dout", "lse", "delta", "dk", "dv"});
   int64_t inner = dkdvInnerRows(config);
-  dkdv.threads = config.blockK / 16 * 32;
   dkdv.rowsPerBlock = config.blockK;
   dkdv.overKeys = true;
-  dkdv.dynamicSmemBytes = 2 * smem(config.blockK) + 2 * smem(inner) + 2 * inner * 4;
-
   KernelSpec dq = spec(config, "backward_dq",
                        {"q", "k", "v", "dout", "lse", "delta", "dq"});
-  dq.threads = config.blockQ / 16 * 32;
   dq.rowsPerBlock = config.blockQ;
+  if (config.warpgroupMma) {
+    // A producer warpgroup and a consumer per 64 rows of the CTA's block;
+    // q, k, v, dout by TMA, boxes as tall as what each kernel keeps or
+    // streams.
+    dkdv.threads = 128 + config.blockK / 64 * 128;
+    dkdv.dynamicSmemBytes = dkdvPipelineLayout(config).total();
+    dq.threads = 128 + config.blockQ / 64 * 128;
+    dq.dynamicSmemBytes = dqPipelineLayout(config).total();
+    for (auto [kernel, queryRows, keyRows] :
+         {std::tuple{&dkdv, inner, config.blockK},
+          std::tuple{&dq, config.blockQ, dqInnerRows(config)}})
+      for (KernelParam &param : llvm::MutableArrayRef(kernel->params).take_front(4)) {
+        bool query = param.name == "q" || param.name == "dout";
+        param.kind = KernelParam::Kind::TensorMap;
+        param.lenName = query ? "q_len" : "k_len";
+        param.headsName = query ? "q_heads" : "kv_heads";
+        param.boxRows = query ? queryRows : keyRows;
+      }
+    return {preprocess, dkdv, dq};
+  }
+  dkdv.threads = config.blockK / 16 * 32;
+  dkdv.dynamicSmemBytes = 2 * smem(config.blockK) + 2 * smem(inner) + 2 * inner * 4;
+  dq.threads = config.blockQ / 16 * 32;
   dq.dynamicSmemBytes = 2 * smem(config.blockQ) + 2 * smem(dqInnerRows(config));
   return {preprocess, dkdv, dq};
 }
@@ -145,7 +186,7 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
                                     const AttentionKernelConfig &config,
                                     bool backward) {
   std::string message;
-  if (failed(verifyAttentionKernelConfig(config, message)))
+  if (failed(verifyAttentionKernelConfig(config, backward, message)))
     return module.emitError(message);
   MLIRContext *context = module.getContext();
   context->loadDialect<mlir::gpu::GPUDialect, LLVM::LLVMDialect>();
@@ -191,7 +232,7 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
     // byval, so lowerToPtx re-adds it from this list.
     if (!tensorMaps.empty())
       func->setAttr(kGridConstantArgsAttrName, b.getDenseI32ArrayAttr(tensorMaps));
-    if (kernel.role == "forward" && config.warpgroupMma)
+    if (config.warpgroupMma && kernel.role != "backward_preprocess")
       func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
     func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernel.threads), 1, 1}));
@@ -200,9 +241,9 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
     else if (kernel.role == "backward_preprocess")
       emitPreprocessBody(func, config);
     else if (kernel.role == "backward_dkdv")
-      emitDkDvBody(func, config);
+      config.warpgroupMma ? emitWarpgroupDkDvBody(func, config) : emitDkDvBody(func, config);
     else
-      emitDqBody(func, config);
+      config.warpgroupMma ? emitWarpgroupDqBody(func, config) : emitDqBody(func, config);
   }
   return success();
 }

@@ -18,28 +18,23 @@ using namespace mlir;
 
 namespace weft::gpu {
 
-namespace {
-
-SmallVector<Value> flatten(ArrayRef<Quad> quads) {
+SmallVector<Value> flattenQuads(ArrayRef<Quad> quads) {
   SmallVector<Value> values;
   for (const Quad &quad : quads)
     values.append(quad.begin(), quad.end());
   return values;
 }
 
-SmallVector<Quad> unflatten(ValueRange values) {
+SmallVector<Quad> toQuads(ValueRange values) {
   SmallVector<Quad> quads(values.size() / 4);
   for (size_t i = 0; i < values.size(); ++i)
     quads[i / 4][i % 4] = values[i];
   return quads;
 }
 
-/// Stores a warp's 16 x (8 * tiles) accumulator times `factor` to rows
-/// [0, validRows) of a row-major global tile (row pitch d elements) whose
-/// row 0 is the warp's first row `localRow0` rows after `tile`.
-void storeRows(WarpEmitter &e, const LaneIds &ids, ArrayRef<Quad> acc,
-               Value factor, Value tile, Value localRow0, Value validRows,
-               int64_t d) {
+void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, ArrayRef<Quad> acc,
+                          Value factor, Value tile, Value localRow0, Value validRows,
+                          int64_t d) {
   for (int h = 0; h < 2; ++h) {
     Value row = e.add(e.add(localRow0, ids.g), e.i32c(8 * h));
     SmallVector<Value> packed;
@@ -55,7 +50,6 @@ void storeRows(WarpEmitter &e, const LaneIds &ids, ArrayRef<Quad> acc,
   }
 }
 
-} // namespace
 
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
   ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
@@ -182,8 +176,8 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
                   }
                   probs[nt][j] = p;
                 }
-              SmallVector<Quad> dkAcc = unflatten(state.take_front(dTiles * 4));
-              SmallVector<Quad> dvAcc = unflatten(state.drop_front(dTiles * 4));
+              SmallVector<Quad> dkAcc = toQuads(state.take_front(dTiles * 4));
+              SmallVector<Quad> dvAcc = toQuads(state.drop_front(dTiles * 4));
               // dV += P^T dO.
               w.mmaAB(w.toA(probs), w.i32c(smemDout), laneBt, dvAcc, pitch);
               // dP^T = V dO^T, dS^T = P^T (dP^T - delta).
@@ -194,8 +188,8 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
                   dsT[nt][j] = w.fmul(probs[nt][j], w.fsub(dsT[nt][j], rowStats[nt * 2 + j % 2][1]));
               // dK += dS^T Q (scaled once at the end).
               w.mmaAB(w.toA(dsT), w.i32c(smemQ), laneBt, dkAcc, pitch);
-              SmallVector<Value> next = flatten(dkAcc);
-              next.append(flatten(dvAcc));
+              SmallVector<Value> next = flattenQuads(dkAcc);
+              next.append(flattenQuads(dvAcc));
               scf::YieldOp::create(lb, next);
             });
         scf::YieldOp::create(hb, blockLoop.getResults());
@@ -203,9 +197,9 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
 
   ValueRange state = headLoop.getResults();
   Value localRow0 = e.mul(ids.warp, e.i32c(16));
-  storeRows(e, ids, unflatten(state.take_front(dTiles * 4)), s.scale,
+  storeAccumulatorRows(e, ids, toQuads(state.take_front(dTiles * 4)), s.scale,
             e.globalAt(dk, kvBytes), localRow0, kValid, d);
-  storeRows(e, ids, unflatten(state.drop_front(dTiles * 4)), e.f32c(1.0),
+  storeAccumulatorRows(e, ids, toQuads(state.drop_front(dTiles * 4)), e.f32c(1.0),
             e.globalAt(dv, kvBytes), localRow0, kValid, d);
   mlir::gpu::ReturnOp::create(b);
 }
@@ -279,11 +273,11 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
             p = w.select(valid, p, zeroF);
             ds[nt][j] = w.fmul(p, w.fsub(ds[nt][j], rowDelta[j / 2]));
           }
-        SmallVector<Quad> acc = unflatten(state);
+        SmallVector<Quad> acc = toQuads(state);
         w.mmaAB(w.toA(ds), w.i32c(smemK), laneBt, acc, pitch);
-        scf::YieldOp::create(lb, flatten(acc));
+        scf::YieldOp::create(lb, flattenQuads(acc));
       });
-  storeRows(e, ids, unflatten(loop.getResults()), s.scale, e.globalAt(dq, qBytes),
+  storeAccumulatorRows(e, ids, toQuads(loop.getResults()), s.scale, e.globalAt(dq, qBytes),
             e.mul(ids.warp, e.i32c(16)), qValid, d);
   mlir::gpu::ReturnOp::create(b);
 }

@@ -42,6 +42,8 @@ void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelCo
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 
 } // namespace weft::gpu
 
@@ -93,5 +95,16 @@ struct QueryBlock {
     qBytes = e.mul(e.toI64(qRow0), rowBytes);
   }
 };
+
+/// A flat accumulator list as quads (4 values each) and back.
+llvm::SmallVector<Quad> toQuads(mlir::ValueRange values);
+llvm::SmallVector<mlir::Value> flattenQuads(llvm::ArrayRef<Quad> quads);
+
+/// Stores a warp's 16 x (8 * tiles) accumulator times `factor` to rows
+/// [0, validRows) of a row-major global tile (row pitch d elements) whose
+/// row 0 is the warp's first row `localRow0` rows after `tile`.
+void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, llvm::ArrayRef<Quad> acc,
+                          mlir::Value factor, mlir::Value tile, mlir::Value localRow0,
+                          mlir::Value validRows, int64_t d);
 } // namespace weft::gpu
 #endif

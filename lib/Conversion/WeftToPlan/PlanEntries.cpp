@@ -230,7 +230,7 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
   if (backward)
     config.warpgroupMma = false; // the backward kernels are warp-level only
   std::string message;
-  if (failed(gpu::verifyAttentionKernelConfig(config, message)))
+  if (failed(gpu::verifyAttentionKernelConfig(config, backward, message)))
     return op->emitError("cannot plan ") << op->getName() << ": " << message;
 
   // Operands by the kernels' parameter names; delta is the op's workspace.

@@ -127,11 +127,10 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
       tiles = *tuned;
   site.config.blockQ = options.fixedBlockQ.value_or(tiles.blockQ);
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
-  site.config.warpgroupMma =
-      !site.backward && options.warpgroupMma.value_or(tiles.warpgroupMma);
+  site.config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
   site.config.stages = options.fixedStages.value_or(tiles.stages);
   std::string message;
-  if (failed(verifyAttentionKernelConfig(site.config, message)))
+  if (failed(verifyAttentionKernelConfig(site.config, site.backward, message)))
     return op->emitError(message);
 
   auto func = op->getParentOfType<func::FuncOp>();

@@ -67,22 +67,17 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
                     .str();
       return failure();
     }
-    // "mma" picks the forward's kernel; absent means "warp" (tables written
-    // before the wgmma forward). The backward has only the warp kernels.
+    // "mma" picks each direction's kernels; absent means "warp" (tables
+    // written before the wgmma kernels).
     config.warpgroupMma = false;
     if (const llvm::json::Value *mma = chosen->get("mma")) {
-      if (direction == "backward") {
-        message = where + " backward: \"mma\" is for the forward only (the "
-                          "backward kernels are always warp-level mma.sync)";
-        return failure();
-      }
       std::optional<StringRef> kind = mma->getAsString();
       if (!kind || (*kind != "warp" && *kind != "warpgroup")) {
         std::string got;
         llvm::raw_string_ostream os(got);
         os << *mma;
-        message = where + " forward: \"mma\" must be \"warp\" or "
-                          "\"warpgroup\", got " + got;
+        message = (where + " " + direction + ": \"mma\" must be \"warp\" or "
+                                             "\"warpgroup\", got " + got).str();
         return failure();
       }
       config.warpgroupMma = *kind == "warpgroup";
@@ -93,7 +88,7 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
       if (!count || !config.warpgroupMma) {
         message = (where + " " + direction +
                    ": \"stages\" must be an integer and is for the "
-                   "warpgroup forward only")
+                   "warpgroup kernels only")
                       .str();
         return failure();
       }
@@ -102,7 +97,7 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
     config.blockQ = *blockQ;
     config.blockK = *blockK;
     std::string why;
-    if (failed(verifyAttentionKernelConfig(config, why))) {
+    if (failed(verifyAttentionKernelConfig(config, direction == "backward", why))) {
       message = (where + " " + direction + ": " + why).str();
       return failure();
     }

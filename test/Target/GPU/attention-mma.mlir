@@ -1,6 +1,6 @@
-// weft-compile --attention-mma=warpgroup: the forward unit's kernel is the
-// Hopper one (TMA producer, wgmma consumers), the backward stays warp-level;
-// two consumer warpgroups at block_q = 128.
+// weft-compile --attention-mma=warpgroup: the forward and backward units'
+// kernels are the Hopper ones (TMA producer, wgmma consumers); two consumer
+// warpgroups at block_q = 128.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && weft-compile %s --emit=kernels --attention-mma=warpgroup --tuning-table=none --block-q=128 --block-k=64 -o %t
 // RUN: FileCheck %s --check-prefix=FWD < %t/layer_attention_0.json
@@ -32,8 +32,29 @@
 // FWD: "dynamic_smem_bytes": 49208
 // FWD: "spill_store_bytes": 0
 
-// BWD: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q128_k64"
-// BWD-NOT: wgmma
+// The backward's dK/dV keeps 64 keys (one consumer warpgroup, 256 threads)
+// and streams 128 query rows of q and dout; dQ keeps 128 query rows (two
+// consumers) and streams 64 keys.
+// BWD: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q128_k64_wgmma_s2"
+// BWD: "name": "q",
+// BWD-NEXT: "kind": "tensormap",
+// BWD-NEXT: "len": "q_len",
+// BWD-NEXT: "heads": "q_heads",
+// BWD-NEXT: "box_rows": 128
+// BWD: "name": "k",
+// BWD-NEXT: "kind": "tensormap",
+// BWD-NEXT: "len": "k_len",
+// BWD-NEXT: "heads": "kv_heads",
+// BWD-NEXT: "box_rows": 64
+// BWD: "name": "dout",
+// BWD-NEXT: "kind": "tensormap",
+// BWD: "name": "lse",
+// BWD-NEXT: "kind": "pointer"
+// BWD: "threads": 256
+// BWD: "spill_store_bytes": 0
+// BWD: "name": "weft_attn_backward_dq_bf16_d64_causal_q128_k64_wgmma_s2"
+// BWD: "threads": 384
+// BWD: "spill_store_bytes": 0
 
 // The tensor maps are 64-byte-aligned 128-byte grid constants whose generic
 // addresses (cvta.param) the TMA copies take; registers move by setmaxnreg.

@@ -1,7 +1,7 @@
-// The tuning table picks the forward's MMA kind: "mma": "warpgroup" gives the
-// wgmma forward kernel (the backward stays warp-level, and "mma" there is an
-// error); absent or "warp" is mma.sync, so older tables keep their meaning;
-// --attention-mma on the command line wins over the table, as --block-q.
+// The tuning table picks each direction's MMA kind: "mma": "warpgroup" gives
+// the Hopper (TMA + wgmma) kernels, with the entry's "stages"; absent or
+// "warp" is mma.sync, so older tables keep their meaning; --attention-mma on
+// the command line wins over the table, as --block-q.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && weft-compile %s --emit=kernels -o %t/table --tuning-table=%S/Inputs/tuning-table-wgmma.json
 // RUN: FileCheck %s --check-prefix=WGMMA < %t/table/f_attention_0.json
@@ -14,10 +14,14 @@
 // The command line wins, both ways; the table's tiles stay.
 // RUN: weft-compile %s --emit=kernels -o %t/cli-warp --tuning-table=%S/Inputs/tuning-table-wgmma.json --attention-mma=warp
 // RUN: FileCheck %s --check-prefix=CLI-WARP < %t/cli-warp/f_attention_0.json
-// RUN: weft-compile %s --emit=kernels -o %t/cli-wg --tuning-table=%S/Inputs/tuning-table.json --attention-mma=warpgroup
+// RUN: weft-compile %s --emit=kernels -o %t/cli-wg --tuning-table=%S/Inputs/tuning-table.json --attention-mma=warpgroup --block-q=128 --block-k=64
 // RUN: FileCheck %s --check-prefix=CLI-WG < %t/cli-wg/f_attention_0.json
+// RUN: FileCheck %s --check-prefix=CLI-WG-BWD < %t/cli-wg/f_attention_grad_0.json
+// --attention-mma=warpgroup covers the backward, whose dK/dV needs 64 or 128 keys.
+// RUN: not weft-compile %s --emit=kernels -o %t/bad --tuning-table=%S/Inputs/tuning-table.json --attention-mma=warpgroup --block-q=128 --block-k=32 2>&1 | FileCheck %s --check-prefix=ERR-BWD-TILE
 // Errors name the file, the entry and the direction, and leave no output.
-// RUN: not weft-compile %s --emit=kernels -o %t/bad --tuning-table=%S/Inputs/tuning-table-mma-backward.json 2>&1 | FileCheck %s --check-prefix=ERR-BWD
+// RUN: weft-compile %s --emit=kernels -o %t/bwd --tuning-table=%S/Inputs/tuning-table-mma-backward.json
+// RUN: FileCheck %s --check-prefix=WG-BWD < %t/bwd/f_attention_grad_0.json
 // RUN: not weft-compile %s --emit=kernels -o %t/bad --tuning-table=%S/Inputs/tuning-table-mma-bad.json 2>&1 | FileCheck %s --check-prefix=ERR-VALUE
 // RUN: not weft-compile %s --emit=kernels -o %t/bad --tuning-table=%S/Inputs/tuning-table-mma-tile.json 2>&1 | FileCheck %s --check-prefix=ERR-TILE
 // RUN: not test -e %t/bad
@@ -47,8 +51,20 @@
 // CLI-WARP-NEXT: "mma": "warp"
 // CLI-WARP:      "name": "weft_attn_forward_bf16_d64_causal_q128_k64"
 // CLI-WG:      "mma": "warpgroup"
-// CLI-WG:      "name": "weft_attn_forward_bf16_d64_causal_q128_k32_wgmma_s2"
-// ERR-BWD: error: {{.*}}tuning-table-mma-backward.json: entries[0] (sm_90a bf16 d64 causal) backward: "mma" is for the forward only (the backward kernels are always warp-level mma.sync)
+// CLI-WG:      "name": "weft_attn_forward_bf16_d64_causal_q128_k64_wgmma_s2"
+// CLI-WG-BWD:  "name": "weft_attn_backward_dkdv_bf16_d64_causal_q128_k64_wgmma_s2"
+// ERR-BWD-TILE: error: the warpgroup-MMA attention backward needs block_k = 64 or 128 (one or two dK/dV consumer warpgroups of 4 warps), got 32
+// WG-BWD:      "direction": "backward",
+// WG-BWD:        "block_q": 64,
+// WG-BWD-NEXT:   "block_k": 128,
+// WG-BWD-NEXT:   "mma": "warpgroup"
+// WG-BWD-NEXT:   "stages": 3
+// WG-BWD:      "name": "weft_attn_backward_dkdv_bf16_d64_causal_q64_k128_wgmma_s3"
+// WG-BWD:      "name": "q",
+// WG-BWD-NEXT: "kind": "tensormap",
+// WG-BWD:      "threads": 384
+// WG-BWD:      "name": "weft_attn_backward_dq_bf16_d64_causal_q64_k128_wgmma_s3"
+// WG-BWD:      "threads": 256
 // ERR-VALUE: error: {{.*}}tuning-table-mma-bad.json: entries[1] (sm_90a f16 d128 full) forward: "mma" must be "warp" or "warpgroup", got "tensor"
 // ERR-TILE: error: {{.*}}tuning-table-mma-tile.json: entries[0] (sm_90a bf16 d128 full) forward: the warpgroup-MMA attention kernels need block_q = 64 or 128 (one or two consumer warpgroups of 4 warps), got 32
 

@@ -33,12 +33,11 @@ struct KernelEmitOptions {
   /// The autotuner's table: per configuration the forward's and the
   /// backward's tiles (so the two units of one op may differ). Null: none.
   const AttentionTuningTable *tuningTable = nullptr;
-  /// The forward's MMA kind fixed on the command line (--attention-mma):
-  /// true is Hopper warpgroup MMA (wgmma), false mma.sync. It wins over the
-  /// table's "mma"; unset: the table's, else mma.sync. The backward is
-  /// always warp-level.
+  /// The MMA kind fixed on the command line (--attention-mma), forward and
+  /// backward: true is Hopper warpgroup MMA (wgmma), false mma.sync. It wins
+  /// over the table's "mma"; unset: the table's, else mma.sync.
   std::optional<bool> warpgroupMma;
-  /// The warpgroup forward's pipeline stages fixed on the command line
+  /// The warpgroup kernels' pipeline stages fixed on the command line
   /// (--attention-stages); unset: the table's, else 2.
   std::optional<int64_t> fixedStages;
   /// When set, only the ops of this function (e.g. the training step).

@@ -18,10 +18,9 @@ inline constexpr int kTuningTableFormatVersion = 1;
 
 struct AttentionTiles {
   int64_t blockQ = 64, blockK = 64;
-  /// The forward's "mma": "warpgroup" (wgmma); always false for the backward,
-  /// whose kernels are warp-level only.
+  /// "mma": "warpgroup" (Hopper wgmma kernels) or "warp" (mma.sync).
   bool warpgroupMma = false;
-  /// The warpgroup forward's K/V pipeline stages ("stages", default 2).
+  /// The warpgroup kernels' pipeline stages ("stages", default 2).
   int64_t stages = 2;
 };
 

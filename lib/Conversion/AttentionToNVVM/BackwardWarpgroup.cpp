@@ -1,0 +1,316 @@
+// The Hopper attention backward (deterministic, FlashAttention-3's matmul
+// structure) as two TMA + wgmma pipeline kernels (TmaPipeline.h):
+// dK/dV per key block: K and V stay in shared memory, Q, dO and the rows'
+// lse / delta stream through the ring; each consumer warpgroup owns 64 keys
+// and computes S^T = K Q^T and dP^T = V dO^T (both operands by descriptor),
+// P^T and dS^T in registers, then dV += P^T dO and dK += dS^T Q with the
+// register fragments as A. dQ per query block: Q and dO stay, K and V
+// stream; S = Q K^T, dP = dO V^T, dQ += dS K. Accumulators live in
+// registers across the whole loop; no atomics.
+#include "TmaPipeline.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <limits>
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+
+namespace weft::gpu {
+
+namespace {
+
+/// Runs `compute(values, mask)` on the quads, masked only where `maskNeeded`
+/// (i1, uniform over the warpgroup) holds: an scf.if whose branches yield
+/// the masked and the unmasked results. Without `maskNeeded`, unmasked.
+void computeMaybeMasked(WarpEmitter &w, Value maskNeeded, MutableArrayRef<Quad> quads,
+                        llvm::function_ref<void(MutableArrayRef<Quad>, bool)> compute) {
+  if (!maskNeeded)
+    return compute(quads, false);
+  SmallVector<Type> types(quads.size() * 4, w.f32);
+  auto ifOp = scf::IfOp::create(w.b, types, maskNeeded, /*withElseRegion=*/true);
+  for (bool mask : {true, false}) {
+    OpBuilder::InsertionGuard guard(w.b);
+    w.b.setInsertionPointToStart(mask ? ifOp.thenBlock() : ifOp.elseBlock());
+    SmallVector<Quad> copy(quads.begin(), quads.end());
+    compute(copy, mask);
+    scf::YieldOp::create(w.b, flattenQuads(copy));
+  }
+  for (size_t i = 0; i < quads.size() * 4; ++i)
+    quads[i / 4][i % 4] = ifOp.getResult(i);
+}
+
+/// Two m64 x n accumulators from wgmma with both operands in shared memory
+/// (K-major, head_dim deep): A0 B0^T and A1 B1^T, issued as one group.
+std::pair<SmallVector<Quad>, SmallVector<Quad>>
+twoScoreMatmuls(WarpEmitter &w, std::array<Value, 2> a, int64_t aSlab, std::array<Value, 2> bT,
+                int64_t bSlab, int64_t n, int64_t headDim, Value zero) {
+  std::array<SmallVector<Value>, 2> acc = {SmallVector<Value>(n / 2, zero),
+                                           SmallVector<Value>(n / 2, zero)};
+  w.wgmmaFence();
+  for (int i = 0; i < 2; ++i)
+    for (int64_t step = 0; step < headDim / 16; ++step)
+      acc[i] = w.wgmmaShared(acc[i], kMajorDescriptor(w, a[i], aSlab, step),
+                             kMajorDescriptor(w, bT[i], bSlab, step), n,
+                             /*accumulate=*/step != 0);
+  w.wgmmaCommit();
+  w.wgmmaWait(0);
+  return {toQuads(acc[0]), toQuads(acc[1])};
+}
+
+/// acc += A B for A as register fragments (16 of the k dimension each) and
+/// B a streamed or resident tile read MN-major, n = head_dim.
+SmallVector<Value> accumulateTimes(WarpEmitter &w, ValueRange acc, ArrayRef<Quad> a,
+                                   Value tile, int64_t slabBytes, int64_t headDim) {
+  SmallVector<Value> out(acc.begin(), acc.end());
+  for (size_t step = 0; step < a.size(); ++step)
+    out = w.wgmma(out, a[step], mnMajorDescriptor(w, tile, slabBytes, step), headDim,
+                  /*transposeB=*/true, /*accumulate=*/true);
+  return out;
+}
+
+} // namespace
+
+void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
+  ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
+  b.setInsertionPointToEnd(&func.getBody().front());
+  WarpEmitter e(b, config.bf16);
+  Value qMap = func.getArgument(0), kMap = func.getArgument(1), vMap = func.getArgument(2);
+  Value doutMap = func.getArgument(3), lse = func.getArgument(4), delta = func.getArgument(5);
+  Value dk = func.getArgument(6), dv = func.getArgument(7);
+  KernelScalars s = KernelScalars::of(func, 8);
+  const TmaRing ring{dkdvPipelineLayout(config)};
+  const int64_t d = config.headDim, blockK = config.blockK, inner = ring.layout.streamRows;
+  const int64_t consumers = blockK / 64, residentSlab = blockK * 128, streamSlab = inner * 128;
+  const double inf = std::numeric_limits<double>::infinity();
+
+  LaneIds ids(e);
+  Value kvHead = e.blockId(1), batch = e.blockId(2);
+  Value group = e.divu(s.qHeads, s.kvHeads);
+  Value k0 = e.mul(e.blockId(0), e.i32c(blockK));
+  Value kValid = e.minsi(e.i32c(blockK), e.sub(s.kLen, k0));
+  Value kvHeadRow = e.add(e.mul(batch, s.kvHeads), kvHead);
+  // Causal: query i sees key j iff j <= i, so the first query block that
+  // sees any of these keys holds query k0. Iterations walk (q head of the
+  // group, query block), query blocks fastest.
+  Value firstBlock = config.causal ? e.divu(k0, e.i32c(inner)) : e.i32c(0);
+  Value queryBlocks = e.ceilDiv(s.qLen, inner);
+  Value perHead = e.select(e.lt(firstBlock, queryBlocks), e.sub(queryBlocks, firstBlock),
+                           e.i32c(0));
+  Value iterations = e.mul(group, perHead);
+  // The q head row (batch * q_heads + head) and first query of an iteration.
+  auto queryTile = [&](WarpEmitter &w, Value it) {
+    Value qHead = w.add(w.mul(kvHead, group), w.divu(it, perHead));
+    Value qb = w.add(firstBlock, arith::RemUIOp::create(w.b, it, perHead));
+    return std::pair<Value, Value>{w.mul(qb, w.i32c(inner)),
+                                   w.add(w.mul(batch, s.qHeads), qHead)};
+  };
+
+  PipelineSources sources;
+  sources.residentMaps = {kMap, vMap};
+  sources.streamMaps = {qMap, doutMap};
+  sources.residentRow = k0;
+  sources.residentHeadRow = kvHeadRow;
+  sources.iterations = iterations;
+  sources.streamCoords = queryTile;
+  // Per query row: lse in log2 units and delta; rows past q_len get
+  // lse = +inf (so P = 0) and delta = 0.
+  sources.loadStats = [&](WarpEmitter &w, Value it, Value stats, Value lane) {
+    auto [q0, headRow] = queryTile(w, it);
+    Value rowBase = w.mul(headRow, s.qLen);
+    for (int64_t first = 0; first < inner; first += 32) {
+      Value r = w.add(lane, w.i32c(first));
+      Value query = w.add(q0, r);
+      Value valid = w.lt(query, s.qLen);
+      Value at = w.toI64(w.mul(w.add(rowBase, w.select(valid, query, w.i32c(0))), w.i32c(4)));
+      Value rowLse = w.load(w.f32, w.globalAt(lse, at), 4);
+      Value rowDelta = w.load(w.f32, w.globalAt(delta, at), 4);
+      Value slot = w.add(stats, w.mul(r, w.i32c(4)));
+      w.store(w.select(valid, w.fmul(rowLse, w.f32c(llvm::numbers::log2e)), w.f32c(inf)),
+              w.sharedAt(slot), 4);
+      w.store(w.select(valid, rowDelta, w.f32c(0.0)),
+              w.sharedAt(w.add(slot, w.i32c(inner * 4))), 4);
+    }
+  };
+  scf::IfOp roles = emitPipelineRoles(e, ids, ring, consumers, sources);
+
+  // Consumer warpgroup c owns keys k0 + 64 c .. + 63.
+  Value consumer = e.sub(e.divu(ids.warp, e.i32c(4)), e.i32c(1));
+  Value warpInGroup = arith::RemUIOp::create(b, ids.warp, e.i32c(4));
+  Value kTile = e.add(e.i32c(ring.layout.resident(0)), e.mul(consumer, e.i32c(64 * 128)));
+  Value vTile = e.add(e.i32c(ring.layout.resident(1)), e.mul(consumer, e.i32c(64 * 128)));
+  Value groupKey0 = e.add(k0, e.mul(consumer, e.i32c(64)));
+  Value localRow0 = e.add(e.mul(consumer, e.i32c(64)), e.mul(warpInGroup, e.i32c(16)));
+  Value myKey = e.add(e.add(k0, localRow0), ids.g);
+  std::array<Value, 2> keys = {myKey, e.add(myKey, e.i32c(8))};
+  Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
+  Value zeroF = e.f32c(0.0);
+  Value colBase = e.mul(ids.t, e.i32c(2));
+
+  SmallVector<Value> init(d, zeroF); // dK (d / 2 values), then dV
+  auto loop = scf::ForOp::create(
+      b, e.i32c(0), iterations, e.i32c(1), init,
+      [&](OpBuilder &nested, Location loc, Value it, ValueRange state) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        WarpEmitter w(lb, config.bf16);
+        Value slot = ring.slot(w, it);
+        w.mbarrierWait(ring.fullBarrier(w, slot), ring.parity(w, it));
+        Value tileQ = ring.streamTile(w, slot, 0), tileDout = ring.streamTile(w, slot, 1);
+        auto [scores, dpT] = twoScoreMatmuls(w, {kTile, vTile}, residentSlab,
+                                             {tileQ, tileDout}, streamSlab, inner, d, zeroF);
+        Value stats = ring.stats(w, slot);
+        SmallVector<std::array<Value, 2>> rowStats(inner / 4);
+        for (int64_t nt = 0; nt < inner / 8; ++nt)
+          for (int j = 0; j < 2; ++j) {
+            Value at = w.add(stats, w.mul(w.add(colBase, w.i32c(nt * 8 + j)), w.i32c(4)));
+            rowStats[nt * 2 + j] = {w.load(w.f32, w.sharedAt(at), 4),
+                                    w.load(w.f32, w.sharedAt(w.add(at, w.i32c(inner * 4))), 4)};
+          }
+        // P^T = exp2(S^T scale - lse); causal blocks that reach past the
+        // diagonal zero keys above their query.
+        Value q0 = queryTile(w, it).first;
+        Value maskNeeded;
+        if (config.causal)
+          maskNeeded = w.lt(q0, w.add(groupKey0, w.i32c(63)));
+        computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
+          for (int64_t nt = 0; nt < inner / 8; ++nt)
+            for (int j = 0; j < 4; ++j) {
+              Value x = w.exp2(w.fsub(w.fmul(p[nt][j], scaleLog2), rowStats[nt * 2 + j % 2][0]));
+              if (mask) {
+                Value query = w.add(w.add(q0, colBase), w.i32c(nt * 8 + j % 2));
+                x = w.select(w.le(keys[j / 2], query), x, zeroF);
+              }
+              p[nt][j] = x;
+            }
+        });
+        // dS^T = P^T (dP^T - delta).
+        for (int64_t nt = 0; nt < inner / 8; ++nt)
+          for (int j = 0; j < 4; ++j)
+            dpT[nt][j] = w.fmul(scores[nt][j], w.fsub(dpT[nt][j], rowStats[nt * 2 + j % 2][1]));
+        SmallVector<Quad> pA = w.toA(scores), dsA = w.toA(dpT);
+        w.wgmmaFence();
+        SmallVector<Value> dkAcc =
+            accumulateTimes(w, state.take_front(d / 2), dsA, tileQ, streamSlab, d);
+        SmallVector<Value> dvAcc =
+            accumulateTimes(w, state.drop_front(d / 2), pA, tileDout, streamSlab, d);
+        w.wgmmaCommit();
+        w.wgmmaWait(0);
+        releaseSlot(w, ids, ring, slot);
+        dkAcc.append(dvAcc);
+        scf::YieldOp::create(lb, dkAcc);
+      });
+
+  Value kvBytes = e.mul(e.toI64(e.add(e.mul(kvHeadRow, s.kLen), k0)), e.i64c(d * 2));
+  ValueRange result = loop.getResults();
+  storeAccumulatorRows(e, ids, toQuads(result.take_front(d / 2)), s.scale,
+                       e.globalAt(dk, kvBytes), localRow0, kValid, d);
+  storeAccumulatorRows(e, ids, toQuads(result.drop_front(d / 2)), e.f32c(1.0),
+                       e.globalAt(dv, kvBytes), localRow0, kValid, d);
+  b.setInsertionPointAfter(roles);
+  mlir::gpu::ReturnOp::create(b);
+}
+
+void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
+  ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
+  b.setInsertionPointToEnd(&func.getBody().front());
+  WarpEmitter e(b, config.bf16);
+  Value qMap = func.getArgument(0), kMap = func.getArgument(1), vMap = func.getArgument(2);
+  Value doutMap = func.getArgument(3), lse = func.getArgument(4), delta = func.getArgument(5);
+  Value dq = func.getArgument(6);
+  KernelScalars s = KernelScalars::of(func, 7);
+  const TmaRing ring{dqPipelineLayout(config)};
+  const int64_t d = config.headDim, blockQ = config.blockQ, blockK = ring.layout.streamRows;
+  const int64_t consumers = blockQ / 64, residentSlab = blockQ * 128, streamSlab = blockK * 128;
+
+  LaneIds ids(e);
+  QueryBlock block(e, s, blockQ, d);
+  Value qHeadRow = e.add(e.mul(block.batch, s.qHeads), block.head);
+  Value kvHeadRow = e.add(e.mul(block.batch, s.kvHeads), block.kvHead);
+  Value kEnd = config.causal ? e.minsi(s.kLen, e.add(block.q0, e.i32c(blockQ))) : s.kLen;
+  Value iterations = e.ceilDiv(kEnd, blockK);
+
+  PipelineSources sources;
+  sources.residentMaps = {qMap, doutMap};
+  sources.streamMaps = {kMap, vMap};
+  sources.residentRow = block.q0;
+  sources.residentHeadRow = qHeadRow;
+  sources.iterations = iterations;
+  sources.streamCoords = [&](WarpEmitter &w, Value it) {
+    return std::pair<Value, Value>{w.mul(it, w.i32c(blockK)), kvHeadRow};
+  };
+  scf::IfOp roles = emitPipelineRoles(e, ids, ring, consumers, sources);
+
+  // Consumer warpgroup c owns query rows q0 + 64 c .. + 63; a lane's rows
+  // are g and g + 8 of its warp's 16.
+  Value consumer = e.sub(e.divu(ids.warp, e.i32c(4)), e.i32c(1));
+  Value warpInGroup = arith::RemUIOp::create(b, ids.warp, e.i32c(4));
+  Value qTile = e.add(e.i32c(ring.layout.resident(0)), e.mul(consumer, e.i32c(64 * 128)));
+  Value doutTile = e.add(e.i32c(ring.layout.resident(1)), e.mul(consumer, e.i32c(64 * 128)));
+  Value groupRow0 = e.add(block.q0, e.mul(consumer, e.i32c(64)));
+  Value localRow0 = e.add(e.mul(consumer, e.i32c(64)), e.mul(warpInGroup, e.i32c(16)));
+  std::array<Value, 2> rows, rowLse, rowDelta;
+  for (int h = 0; h < 2; ++h) {
+    Value local = e.add(e.add(localRow0, ids.g), e.i32c(8 * h));
+    rows[h] = e.add(block.q0, local);
+    Value valid = e.lt(local, block.qValid);
+    Value at = e.toI64(e.mul(e.add(block.qRow0, e.select(valid, local, e.i32c(0))), e.i32c(4)));
+    rowLse[h] = e.fmul(e.load(e.f32, e.globalAt(lse, at), 4), e.f32c(llvm::numbers::log2e));
+    rowDelta[h] = e.load(e.f32, e.globalAt(delta, at), 4);
+  }
+  Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
+  Value zeroF = e.f32c(0.0);
+
+  SmallVector<Value> init(d / 2, zeroF);
+  auto loop = scf::ForOp::create(
+      b, e.i32c(0), iterations, e.i32c(1), init,
+      [&](OpBuilder &nested, Location loc, Value it, ValueRange state) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        WarpEmitter w(lb, config.bf16);
+        Value slot = ring.slot(w, it);
+        w.mbarrierWait(ring.fullBarrier(w, slot), ring.parity(w, it));
+        Value tileK = ring.streamTile(w, slot, 0), tileV = ring.streamTile(w, slot, 1);
+        auto [scores, ds] = twoScoreMatmuls(w, {qTile, doutTile}, residentSlab, {tileK, tileV},
+                                            streamSlab, blockK, d, zeroF);
+        // P = exp2(S scale - lse), zero for keys at or past k_len and (causal)
+        // above the diagonal; only blocks that reach there are masked.
+        Value k0 = w.mul(it, w.i32c(blockK));
+        Value kBlockEnd = w.add(k0, w.i32c(blockK));
+        Value maskNeeded = w.lt(s.kLen, kBlockEnd);
+        if (config.causal)
+          maskNeeded = arith::OrIOp::create(lb, maskNeeded,
+                                            w.lt(w.add(groupRow0, w.i32c(1)), kBlockEnd));
+        Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
+        computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
+          for (int64_t nt = 0; nt < blockK / 8; ++nt)
+            for (int j = 0; j < 4; ++j) {
+              Value x = w.exp2(w.fsub(w.fmul(p[nt][j], scaleLog2), rowLse[j / 2]));
+              if (mask) {
+                Value col = w.add(colBase, w.i32c(nt * 8 + j % 2));
+                Value valid = w.lt(col, s.kLen);
+                if (config.causal)
+                  valid = w.andi(valid, w.le(col, rows[j / 2]));
+                x = w.select(valid, x, zeroF);
+              }
+              p[nt][j] = x;
+            }
+        });
+        // dS = P (dP - delta); dQ += dS K.
+        for (int64_t nt = 0; nt < blockK / 8; ++nt)
+          for (int j = 0; j < 4; ++j)
+            ds[nt][j] = w.fmul(scores[nt][j], w.fsub(ds[nt][j], rowDelta[j / 2]));
+        SmallVector<Quad> dsA = w.toA(ds);
+        w.wgmmaFence();
+        SmallVector<Value> acc = accumulateTimes(w, state, dsA, tileK, streamSlab, d);
+        w.wgmmaCommit();
+        w.wgmmaWait(0);
+        releaseSlot(w, ids, ring, slot);
+        scf::YieldOp::create(lb, acc);
+      });
+  storeAccumulatorRows(e, ids, toQuads(loop.getResults()), s.scale,
+                       e.globalAt(dq, block.qBytes), localRow0, block.qValid, d);
+  b.setInsertionPointAfter(roles);
+  mlir::gpu::ReturnOp::create(b);
+}
+
+} // namespace weft::gpu
