@@ -116,6 +116,11 @@ struct CompileOptions {
       cl::desc("Group pointwise, norm and row-reduction ops into weft.fused "
                "kernels (weft-fuse-elementwise) before weft-remat"),
       cl::init(false), cl::cat(category)};
+  cl::opt<bool> fuseElementwise{
+      "fuse-elementwise",
+      cl::desc("Group pointwise, norm and row-reduction ops into weft.fused "
+               "kernels (weft-fuse-elementwise) before weft-remat"),
+      cl::init(false), cl::cat(category)};
   cl::opt<std::string> remat{
       "remat", cl::desc("none | full | selective | block | uniform | budget"),
       cl::init("none"), cl::cat(category)};
@@ -225,6 +230,7 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.weightDecay = cli.weightDecay;
   options.memoryBudget = cli.memoryBudget;
   options.remat = cli.remat;
+  options.fuseElementwise = cli.fuseElementwise;
   options.fuseElementwise = cli.fuseElementwise;
   options.rematLayers = cli.rematLayers;
   options.memoryReport = cli.memoryReport;

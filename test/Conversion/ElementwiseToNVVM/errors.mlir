@@ -1,0 +1,28 @@
+// Ops no elementwise kernel implements are refused at the op, naming the
+// values (every such op is reported, not only the first); weft-build-plan turns the same reasons into warnings and keeps the
+// kernel without an image (weft-run --check then reports it).
+// RUN: not weft-compile %s --emit=elementwise-ir 2>&1 | FileCheck %s
+
+// CHECK: error: no GPU kernel for weft.dropout: weft.dropout with p = 0.10: the GPU kernels do not generate the Philox mask yet (only p = 0 runs on the GPU)
+func.func @dropout(%x: tensor<4x64xbf16>, %seed: tensor<i64>) -> tensor<4x64xbf16> {
+  %y = weft.dropout %x, %seed {p = 0.1 : f64, weft.rng_id = 3 : i64} : (tensor<4x64xbf16>, tensor<i64>) -> tensor<4x64xbf16>
+  return %y : tensor<4x64xbf16>
+}
+
+// CHECK: error: no GPU kernel for weft.reduce_sum: weft.reduce_sum over dims that are not the leading ones: the GPU kernel sums over leading dims (column sums)
+func.func @reduce_last(%x: tensor<4x64xbf16>) -> tensor<4xbf16> {
+  %y = weft.reduce_sum %x {dims = array<i64: 1>} : (tensor<4x64xbf16>) -> tensor<4xbf16>
+  return %y : tensor<4xbf16>
+}
+
+// CHECK: error: no GPU kernel for weft.gelu: the GPU kernels take bf16, f16 or f32 tensors (i64 ids, i1 masks), got tensor<4x64xf64>
+func.func @gelu_f64(%x: tensor<4x64xf64>) -> tensor<4x64xf64> {
+  %y = weft.gelu %x : (tensor<4x64xf64>) -> tensor<4x64xf64>
+  return %y : tensor<4x64xf64>
+}
+
+// CHECK: error: no GPU kernel for weft.rope
+func.func @rope(%x: tensor<1x2x8x16xbf16>, %c: tensor<8x16xbf16>, %s: tensor<8x16xbf16>) -> tensor<1x2x8x16xbf16> {
+  %y = weft.rope %x, %c, %s : (tensor<1x2x8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>) -> tensor<1x2x8x16xbf16>
+  return %y : tensor<1x2x8x16xbf16>
+}

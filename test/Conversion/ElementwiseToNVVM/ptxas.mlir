@@ -1,0 +1,23 @@
+// REQUIRES: ptxas
+// ptxas -arch=sm_90a -v accepts every kernel of every case fused_check.py
+// runs on the GPU (test/gpu/fused_cases.py, small shapes): 69 kernels, none
+// with spill stores, spill loads or a stack frame.
+// RUN: rm -rf %t && %python %S/../../gpu/fused_cases.py --small > %t.mlir
+// RUN: weft-compile %t.mlir --emit=elementwise-kernels -o %t > %t.resources
+// RUN: FileCheck %s --input-file=%t.resources
+// RUN: not grep -v "spill_stores=0 spill_loads=0 stack=0 " %t.resources
+// RUN: grep -c registers= %t.resources | FileCheck %s --check-prefix=COUNT
+// COUNT: 69
+// The three kernels of a norm-weight gradient and the single loss kernel.
+// CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0_stats: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0_colsum: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: cross_entropy_bf16_0 cross_entropy_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: adamw_convert_bf16_0 adamw_convert_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// Every unit has its PTX, cubin and launch JSON.
+// RUN: ls %t | FileCheck %s --check-prefix=FILES
+// FILES: adamw_convert_bf16_0.cubin
+// FILES-NEXT: adamw_convert_bf16_0.json
+// FILES-NEXT: adamw_convert_bf16_0.ptx
+// RUN: %python -c "import json,sys; u=json.load(open(sys.argv[1])); print(u['kind'], [l['kernel'] for l in u['launches']], [p['role'] for p in u['params']])" %t/layer_norm_grad_add_bf16_0.json | FileCheck %s --check-prefix=JSON
+// JSON: layer_norm_grad+add ['layer_norm_grad_add_bf16_0_stats', 'layer_norm_grad_add_bf16_0_colsum', 'layer_norm_grad_add_bf16_0'] ['input', 'input', 'input', 'input', 'output', 'output', 'output']
