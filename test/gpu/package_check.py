@@ -24,6 +24,7 @@ Exits 1 on any failure; prints one line per check and writes DIR/results.json.
 """
 import argparse
 import json
+import lzma
 import math
 import os
 import re
@@ -67,7 +68,16 @@ def prepare(directory, build):
                         "--train", "--optimizer=adamw", "--target=sm_90a", "--emit=package",
                         "--attention-mma=warpgroup", "--block-q=128", "--block-k=128",
                         "-o", os.path.join(directory, name + ".weftpkg")], check=True, env=env)
-    shutil.copy(os.path.join(build, "bin", "weft-run"), os.path.join(directory, "weft-run"))
+    weft_run = os.path.join(directory, "weft-run")
+    shutil.copy(os.path.join(build, "bin", "weft-run"), weft_run)
+    # weft-run links the shared libLLVM of the build machine, which GPU
+    # machines lack: ship it xz-compressed (about 29 MB), unpacked by check.
+    for line in subprocess.run(["ldd", weft_run], capture_output=True, text=True).stdout.splitlines():
+        match = re.match(r"\s*(libLLVM[^ ]*) => (\S+)", line)
+        if match:
+            with open(match.group(2), "rb") as f, lzma.open(
+                    os.path.join(directory, match.group(1) + ".xz"), "wb", preset=6) as out:
+                shutil.copyfileobj(f, out)
     sizes = {f: os.path.getsize(os.path.join(directory, f)) for f in sorted(os.listdir(directory))}
     print("prepared", directory, json.dumps(sizes))
 
@@ -77,6 +87,17 @@ class Checker:
         self.dir = directory
         self.failures = []
         self.results = {}
+        # Unpack the libraries prepare shipped (libLLVM) next to weft-run.
+        self.env = dict(os.environ)
+        libs = os.path.join(directory, "lib")
+        for name in os.listdir(directory):
+            if name.endswith(".xz"):
+                os.makedirs(libs, exist_ok=True)
+                target = os.path.join(libs, name[:-3])
+                if not os.path.exists(target):
+                    with lzma.open(os.path.join(directory, name)) as f, open(target, "wb") as out:
+                        shutil.copyfileobj(f, out)
+                self.env["LD_LIBRARY_PATH"] = libs + os.pathsep + self.env.get("LD_LIBRARY_PATH", "")
 
     def check(self, name, ok, detail):
         print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
@@ -86,7 +107,7 @@ class Checker:
 
     def run(self, package, *args):
         command = [os.path.join(self.dir, "weft-run"), os.path.join(self.dir, package)] + list(args)
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True, env=self.env)
         sys.stdout.write(done.stdout)
         sys.stderr.write(done.stderr)
         if done.returncode != 0:
