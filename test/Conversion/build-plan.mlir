@@ -26,8 +26,9 @@ func.func @block(%x: tensor<2x16x128xbf16>, %w: tensor<384x128xbf16> {weft.param
 // CHECK: weft_plan.kernel @weft_attn_forward_bf16_d64_causal_q64_k64 image "weft_attention_bf16_d64_causal_q64_k64" entry "weft_attn_forward_bf16_d64_causal_q64_k64" params ["ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "f32"]
 // linear: y[32, 384] = x[32, 128] w[384, 128]^T + b, the bias epilogue.
 // CHECK: weft_plan.gemm @s0 = @arg0, @arg1 bias @arg2 m 32 n 384 k 128 dtype "bf16" stream 0 at 0 {epilogue = "bias", trans_b}
-// gelu: one thread per element, 2 * 16 * 384 / 256 = 48 blocks.
-// CHECK: weft_plan.launch @weft_gelu_1 [@s0, @s1] grid [48, 1, 1] block [256, 1, 1] smem 0 stream 0 at 1
+// gelu: ElementwiseToNVVM's pointwise kernel, 8 bf16 per thread and step
+// (16-byte vectors), 2 * 16 * 384 / 8 / 256 = 6 blocks.
+// CHECK: weft_plan.launch @weft_gelu_1 [@s0, @s1] grid [6, 1, 1] block [256, 1, 1] smem 0 stream 0 at 1
 // attention: grid (ceil(16 / 64), heads 2, batch 2), 4 warps, scale 1/sqrt(64).
 // CHECK: weft_plan.launch @weft_attn_forward_bf16_d64_causal_q64_k64 [@arg3, @arg4, @arg5, @s2_0, @s2_1, 2 : i32, 2 : i32, 2 : i32, 16 : i32, 16 : i32, 1.250000e-01 : f32] grid [1, 2, 2] block [128, 1, 1] smem {{[0-9]+}} stream 0 at 2
 // q k^T per (batch, head): 4 GEMMs of [16, 64] x [16, 64]^T, strided.
