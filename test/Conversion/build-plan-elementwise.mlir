@@ -13,13 +13,14 @@
 // CHECK-DAG: weft_plan.kernel @weft_layer_norm_grad_1 image "weft_layer_norm_grad_1"
 // CHECK-DAG: weft_plan.kernel @weft_dropout_0 image "weft_dropout_0"
 // CHECK-DAG: weft_plan.kernel @weft_cross_entropy_2 image "weft_cross_entropy_2" entry "weft_cross_entropy_2" params ["ptr", "ptr", "ptr"]
-// Rows kernels: one CTA per row (64), 1024 / 4 = 256 threads; the column
-// sums: ceil(1024 / 32) = 32 CTAs of 32 x 32 threads; all in schedule order
-// at the op's index.
-// CHECK: weft_plan.launch @weft_layer_norm_grad_1_stats [{{.*}}] grid [64, 1, 1] block [256, 1, 1] smem 0 stream 0 at 1
+// Rows kernels: one CTA per row (64), an 8 x bf16 vector per thread:
+// 1024 / 8 = 128 threads; the column sums: ceil(1024 / 32) = 32 CTAs of
+// 32 x 32 threads; all in schedule order at the op's index.
+// CHECK: weft_plan.launch @weft_layer_norm_grad_1_stats [{{.*}}] grid [64, 1, 1] block [128, 1, 1] smem 0 stream 0 at 1
 // CHECK-NEXT: weft_plan.launch @weft_layer_norm_grad_1_colsum [{{.*}}] grid [32, 1, 1] block [1024, 1, 1] smem 0 stream 0 at 1
-// CHECK-NEXT: weft_plan.launch @weft_layer_norm_grad_1 [{{.*}}] grid [64, 1, 1] block [256, 1, 1] smem 0 stream 0 at 1
-// The loss: min(64 rows, 264) CTAs, 1000 / 4 -> 256 threads.
+// CHECK-NEXT: weft_plan.launch @weft_layer_norm_grad_1 [{{.*}}] grid [64, 1, 1] block [128, 1, 1] smem 0 stream 0 at 1
+// The loss: min(64 rows, 264) CTAs; f32 logits go 4 per vector: 1000 / 4
+// = 250 -> 256 threads.
 // CHECK-NEXT: weft_plan.launch @weft_cross_entropy_2 [{{.*}}] grid [64, 1, 1] block [256, 1, 1] smem 0 stream 0 at 2
 func.func @step(%x: tensor<64x1024xbf16>, %seed: tensor<i64>, %dy: tensor<64x1024xbf16>, %g: tensor<1024xbf16>, %logits: tensor<64x1000xf32>, %labels: tensor<64xi64>) -> (tensor<64x1024xbf16>, tensor<64x1024xbf16>, tensor<1024xbf16>, tensor<1024xbf16>, tensor<f32>) {
   %d = weft.dropout %x, %seed {p = 0.5 : f64, weft.rng_id = 1 : i64} : (tensor<64x1024xbf16>, tensor<i64>) -> tensor<64x1024xbf16>

@@ -23,10 +23,10 @@ constexpr int64_t kPointwiseThreads = 256;
 constexpr int64_t kMaxPointwiseBlocks = 132 * 16;
 constexpr int64_t kMaxRowBlocks = 65535;
 
-/// Threads of a row kernel: about four columns per thread, a warp at least
-/// (a warp per row for short rows), 1024 at most.
-int64_t rowThreads(int64_t cols) {
-  int64_t threads = (cols / 4 + 31) / 32 * 32;
+/// Threads of a row kernel: one vector of `width` columns per thread and
+/// pass, a warp at least (a warp per row for short rows), 1024 at most.
+int64_t rowThreads(int64_t cols, int64_t width) {
+  int64_t threads = ((cols + width - 1) / width + 31) / 32 * 32;
   return std::clamp<int64_t>(threads, 32, 1024);
 }
 
@@ -51,6 +51,7 @@ FailureOr<SmallVector<KernelPlan>> plan(Operation *op, StringRef name,
   if (failed(group))
     return failure();
   int64_t rows = group->rows, cols = group->cols;
+  int64_t rowWidth = rowVectorWidth(*group);
   switch (group->shape) {
   case KernelShape::Pointwise: {
     int64_t width = pointwiseVectorWidth(*group);
@@ -61,20 +62,20 @@ FailureOr<SmallVector<KernelPlan>> plan(Operation *op, StringRef name,
     break;
   }
   case KernelShape::Rows:
-    kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols)},
+    kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols, rowWidth)},
                        Role::Rows});
     break;
   case KernelShape::RowsWithColumnSums:
     kernels.push_back({{name.str() + "_stats", std::min(rows, kMaxRowBlocks),
-                        rowThreads(cols)},
+                        rowThreads(cols, rowWidth)},
                        Role::Stats});
     kernels.push_back({{name.str() + "_colsum", (cols + 31) / 32, kColumnThreads},
                        Role::ColumnSums});
-    kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols)},
+    kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols, rowWidth)},
                        Role::Rows});
     break;
   case KernelShape::SingleBlock:
-    kernels.push_back({{name.str(), std::min(rows, kMaxLossBlocks), rowThreads(cols)},
+    kernels.push_back({{name.str(), std::min(rows, kMaxLossBlocks), rowThreads(cols, rowWidth)},
                        Role::SingleBlock});
     break;
   }

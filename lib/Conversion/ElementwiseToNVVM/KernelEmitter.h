@@ -150,6 +150,14 @@ void emitColumnSums(ElementMath &m, int64_t rows, int64_t cols, int64_t count,
 /// The vector width of a pointwise group: 16 bytes of its narrowest full
 /// tensor, or 1 when a broadcast operand breaks vector alignment.
 int64_t pointwiseVectorWidth(const KernelGroup &group);
+/// The same for a row kernel: 1 unless a vector stays within a row.
+int64_t rowVectorWidth(const KernelGroup &group);
+/// Every used leaf's `width` lane values (f32, or ids / masks) at the domain
+/// elements base..base+width-1 of row `row` (null: base / cols): one vector
+/// load per full or suffix tensor, one scalar shared by the lanes otherwise.
+llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Value>>
+loadLeafLanes(ElementMath &m, const KernelGroup &group, mlir::Value base,
+              mlir::Value row, int64_t width);
 
 } // namespace weft::gpu
 

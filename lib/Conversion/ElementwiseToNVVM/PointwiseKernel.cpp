@@ -34,6 +34,44 @@ int64_t pointwiseVectorWidth(const KernelGroup &group) {
   return width;
 }
 
+int64_t rowVectorWidth(const KernelGroup &group) {
+  int64_t width = pointwiseVectorWidth(group);
+  // A vector must not straddle two rows.
+  return group.cols % width == 0 ? width : 1;
+}
+
+llvm::DenseMap<Value, SmallVector<Value>> loadLeafLanes(ElementMath &m,
+                                                        const KernelGroup &group,
+                                                        Value base, Value row,
+                                                        int64_t width) {
+  llvm::DenseMap<Value, SmallVector<Value>> lanes;
+  for (auto [leaf, param] : group.leafParam) {
+    if (leaf.use_empty())
+      continue;
+    TensorPlace place = group.place(leaf);
+    Type element = elementOf(leaf.getType());
+    Value at = m.param(param);
+    switch (place.extent) {
+    case Extent::Full:
+      lanes[leaf] = m.loadVector(at, element, base, width);
+      break;
+    case Extent::Suffix:
+      lanes[leaf] =
+          m.loadVector(at, element, m.i64Rem(base, m.i64c(place.elements)), width);
+      break;
+    case Extent::Row:
+      lanes[leaf] = SmallVector<Value>(
+          width, m.loadElement(at, element,
+                               row ? row : m.i64Div(base, m.i64c(group.cols))));
+      break;
+    case Extent::Scalar:
+      lanes[leaf] = SmallVector<Value>(width, m.loadElement(at, element, m.i64c(0)));
+      break;
+    }
+  }
+  return lanes;
+}
+
 void emitPointwiseBody(ElementMath &m, const KernelGroup &group) {
   int64_t total = group.rows * group.cols;
   int64_t width = pointwiseVectorWidth(group);
@@ -47,31 +85,8 @@ void emitPointwiseBody(ElementMath &m, const KernelGroup &group) {
              Value base = m.i64Mul(i, m.i64c(width));
              // Each leaf once per vector: lanes of a vector load, or one
              // value shared by the lanes.
-             llvm::DenseMap<Value, SmallVector<Value>> lanes;
-             for (auto [leaf, param] : group.leafParam) {
-               if (leaf.use_empty())
-                 continue;
-               TensorPlace place = group.place(leaf);
-               Type element = elementOf(leaf.getType());
-               Value at = m.param(param);
-               switch (place.extent) {
-               case Extent::Full:
-                 lanes[leaf] = m.loadVector(at, element, base, width);
-                 break;
-               case Extent::Suffix:
-                 lanes[leaf] = m.loadVector(
-                     at, element, m.i64Rem(base, m.i64c(place.elements)), width);
-                 break;
-               case Extent::Row:
-                 lanes[leaf] = SmallVector<Value>(
-                     width, m.loadElement(at, element, m.i64Div(base, m.i64c(group.cols))));
-                 break;
-               case Extent::Scalar:
-                 lanes[leaf] = SmallVector<Value>(
-                     width, m.loadElement(at, element, m.i64c(0)));
-                 break;
-               }
-             }
+             llvm::DenseMap<Value, SmallVector<Value>> lanes =
+                 loadLeafLanes(m, group, base, Value(), width);
              SmallVector<SmallVector<Value>> results(group.outputs.size());
              for (int64_t lane = 0; lane < width; ++lane) {
                Value linear = m.i64Add(base, m.i64c(lane));

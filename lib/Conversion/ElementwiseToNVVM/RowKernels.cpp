@@ -22,15 +22,43 @@ namespace {
 
 Type elementOf(Value value) { return cast<ShapedType>(value.getType()).getElementType(); }
 
+using Lanes = llvm::DenseMap<Value, SmallVector<Value>>;
+
+/// The row's columns strided over the CTA, rowVectorWidth at a time: the
+/// leaves of each vector loaded once (loadLeafLanes), then `body` per lane
+/// (column col of lane `lane`) with the carried values.
+SmallVector<Value> forRowVectors(
+    ElementMath &m, const KernelGroup &group, Value row, ValueRange init,
+    llvm::function_ref<SmallVector<Value>(Value, const Lanes &, int64_t, ValueRange)>
+        body) {
+  int64_t width = rowVectorWidth(group);
+  Value first = m.i64Mul(m.tid64(), m.i64c(width));
+  return m.loop(first, m.i64c(group.cols), m.i64c(m.threads * width), init,
+                [&](Value col0, ValueRange acc) -> SmallVector<Value> {
+                  Value base = m.i64Add(m.i64Mul(row, m.i64c(group.cols)), col0);
+                  Lanes lanes;
+                  if (width > 1)
+                    lanes = loadLeafLanes(m, group, base, row, width);
+                  SmallVector<Value> carried(acc.begin(), acc.end());
+                  for (int64_t lane = 0; lane < width; ++lane) {
+                    Value col = lane ? m.i64Add(col0, m.i64c(lane)) : col0;
+                    carried = body(col, lanes, lane, carried);
+                  }
+                  return carried;
+                });
+}
+
 /// sum (or max) over the row's columns of `term`, CTA-wide.
 Value rowReduce(ElementMath &m, const KernelGroup &group, Value row,
                 const RowStats &stats, bool max,
                 llvm::function_ref<Value(ElementEvaluator &)> term) {
   Value init = m.f32c(max ? -std::numeric_limits<double>::infinity() : 0.0);
-  SmallVector<Value> partial = m.loop(
-      m.tid64(), m.i64c(group.cols), m.i64c(m.threads), ValueRange{init},
-      [&](Value col, ValueRange acc) -> SmallVector<Value> {
+  SmallVector<Value> partial = forRowVectors(
+      m, group, row, ValueRange{init},
+      [&](Value col, const Lanes &lanes, int64_t lane, ValueRange acc) -> SmallVector<Value> {
         ElementEvaluator ev(m, group, stats, row, col);
+        for (auto &[leaf, values] : lanes)
+          ev.preset[leaf] = values[lane];
         Value t = term(ev);
         return {max ? m.fmax(acc[0], t) : m.fadd(acc[0], t)};
       });
@@ -167,13 +195,35 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
           });
           return {};
         }
-        m.loop(tid, m.i64c(group.cols), m.i64c(m.threads), {},
-               [&](Value col, ValueRange) -> SmallVector<Value> {
-                 ElementEvaluator ev(m, group, stats, row, col);
-                 for (auto [value, param] : group.outputs)
-                   if (group.place(value).extent == Extent::Full)
-                     m.storeElement(m.param(param), elementOf(value), ev.linear(),
-                                    ev.value(value));
+        // Full outputs, a vector of each per step when the leaves load as
+        // vectors.
+        int64_t width = rowVectorWidth(group);
+        Value first = m.i64Mul(tid, m.i64c(width));
+        m.loop(first, m.i64c(group.cols), m.i64c(m.threads * width), {},
+               [&](Value col0, ValueRange) -> SmallVector<Value> {
+                 Value base = m.i64Add(m.i64Mul(row, m.i64c(group.cols)), col0);
+                 Lanes lanes;
+                 if (width > 1)
+                   lanes = loadLeafLanes(m, group, base, row, width);
+                 SmallVector<SmallVector<Value>> results(group.outputs.size());
+                 for (int64_t lane = 0; lane < width; ++lane) {
+                   Value col = lane ? m.i64Add(col0, m.i64c(lane)) : col0;
+                   ElementEvaluator ev(m, group, stats, row, col);
+                   for (auto &[leaf, values] : lanes)
+                     ev.preset[leaf] = values[lane];
+                   for (auto [k, output] : llvm::enumerate(group.outputs))
+                     if (group.place(output.first).extent == Extent::Full)
+                       results[k].push_back(ev.value(output.first));
+                 }
+                 for (auto [k, output] : llvm::enumerate(group.outputs)) {
+                   if (results[k].empty())
+                     continue;
+                   Type element = elementOf(output.first);
+                   if (width > 1)
+                     m.storeVector(m.param(output.second), element, base, results[k]);
+                   else
+                     m.storeElement(m.param(output.second), element, base, results[k][0]);
+                 }
                  return {};
                });
         SmallVector<Value> next;

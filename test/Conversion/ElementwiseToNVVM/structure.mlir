@@ -34,17 +34,18 @@ func.func @scale_f32(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
   return %y : tensor<64x256xf32>
 }
 
-// A row group: one CTA per row (grid-stride over the 8 rows), 1024 / 4 =
-// 256 threads for 1024 columns; mean then variance, each a column loop and a
-// block reduction (5 xor shuffles, the 8 warps' sums through shared memory
-// between barriers).
+// A row group: one CTA per row (grid-stride over the 8 rows), one 8 x bf16
+// vector per thread and pass: 1024 / 8 = 128 threads; mean then variance,
+// each a column loop and a block reduction (5 xor shuffles, the 4 warps'
+// sums through shared memory between barriers), then the vector stores.
 // CHECK-LABEL: gpu.module @layer_norm_0
 // CHECK: llvm.mlir.global internal @weft_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x i8>
-// CHECK: gpu.func @layer_norm_0({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @layer_norm_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: gpu.block_id x
 // CHECK: gpu.grid_dim x
 // CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %c8_i64 step
 // CHECK: scf.for {{.*}} iter_args
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
 // CHECK: gpu.barrier
@@ -52,6 +53,7 @@ func.func @scale_f32(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
 // CHECK: scf.for {{.*}} iter_args
 // CHECK: gpu.shuffle xor
 // CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
 // CHECK-NOT: gpu.func
 // CHECK: gpu.return
 func.func @layer_norm(%x: tensor<8x1024xbf16>, %g: tensor<1024xbf16>, %b: tensor<1024xbf16>) -> tensor<8x1024xbf16> {
@@ -62,10 +64,10 @@ func.func @layer_norm(%x: tensor<8x1024xbf16>, %g: tensor<1024xbf16>, %b: tensor
 // dgamma, dbeta: the row statistics kernel, the column-sum kernel (32 x 32
 // threads, the 32 lanes' partials through shared memory), then the rows.
 // CHECK-LABEL: gpu.module @layer_norm_grad_0
-// CHECK: gpu.func @layer_norm_grad_0_stats({{.*}}) kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// CHECK: gpu.func @layer_norm_grad_0_stats({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>}
 // CHECK: gpu.func @layer_norm_grad_0_colsum({{.*}}) kernel attributes {known_block_size = array<i32: 1024, 1, 1>}
 // CHECK: gpu.barrier
-// CHECK: gpu.func @layer_norm_grad_0({{.*}}) kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// CHECK: gpu.func @layer_norm_grad_0({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>}
 func.func @layer_norm_grad(%dy: tensor<16x256xbf16>, %x: tensor<16x256xbf16>, %g: tensor<256xbf16>) -> (tensor<16x256xbf16>, tensor<256xbf16>, tensor<256xbf16>) {
   %dx, %dg, %db = weft.layer_norm_grad %dy, %x, %g : (tensor<16x256xbf16>, tensor<16x256xbf16>, tensor<256xbf16>) -> (tensor<16x256xbf16>, tensor<256xbf16>, tensor<256xbf16>)
   return %dx, %dg, %db : tensor<16x256xbf16>, tensor<256xbf16>, tensor<256xbf16>
