@@ -159,14 +159,13 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
         Value tileQ = ring.streamTile(w, slot, 0), tileDout = ring.streamTile(w, slot, 1);
         auto [scores, dpT] = twoScoreMatmuls(w, {kTile, vTile}, residentSlab,
                                              {tileQ, tileDout}, streamSlab, inner, d, zeroF);
+        // The statistics of this lane's query columns, read where they are
+        // used: holding all of them (inner / 2 values) would spill.
         Value stats = ring.stats(w, slot);
-        SmallVector<std::array<Value, 2>> rowStats(inner / 4);
-        for (int64_t nt = 0; nt < inner / 8; ++nt)
-          for (int j = 0; j < 2; ++j) {
-            Value at = w.add(stats, w.mul(w.add(colBase, w.i32c(nt * 8 + j)), w.i32c(4)));
-            rowStats[nt * 2 + j] = {w.load(w.f32, w.sharedAt(at), 4),
-                                    w.load(w.f32, w.sharedAt(w.add(at, w.i32c(inner * 4))), 4)};
-          }
+        auto rowStat = [&](int64_t column, int64_t which) {
+          Value at = w.add(stats, w.mul(w.add(colBase, w.i32c(column)), w.i32c(4)));
+          return w.load(w.f32, w.sharedAt(w.add(at, w.i32c(which * inner * 4))), 4);
+        };
         // P^T = exp2(S^T scale - lse); causal blocks that reach past the
         // diagonal zero keys above their query.
         Value q0 = queryTile(w, it).first;
@@ -176,7 +175,7 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
         computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
           for (int64_t nt = 0; nt < inner / 8; ++nt)
             for (int j = 0; j < 4; ++j) {
-              Value x = w.exp2(w.fsub(w.fmul(p[nt][j], scaleLog2), rowStats[nt * 2 + j % 2][0]));
+              Value x = w.exp2(w.fsub(w.fmul(p[nt][j], scaleLog2), rowStat(nt * 8 + j % 2, 0)));
               if (mask) {
                 Value query = w.add(w.add(q0, colBase), w.i32c(nt * 8 + j % 2));
                 x = w.select(w.le(keys[j / 2], query), x, zeroF);
@@ -187,7 +186,7 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
         // dS^T = P^T (dP^T - delta).
         for (int64_t nt = 0; nt < inner / 8; ++nt)
           for (int j = 0; j < 4; ++j)
-            dpT[nt][j] = w.fmul(scores[nt][j], w.fsub(dpT[nt][j], rowStats[nt * 2 + j % 2][1]));
+            dpT[nt][j] = w.fmul(scores[nt][j], w.fsub(dpT[nt][j], rowStat(nt * 8 + j % 2, 1)));
         SmallVector<Quad> pA = w.toA(scores), dsA = w.toA(dpT);
         w.wgmmaFence();
         SmallVector<Value> dkAcc =
@@ -196,7 +195,7 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
             accumulateTimes(w, state.drop_front(d / 2), pA, tileDout, streamSlab, d);
         w.wgmmaCommit();
         w.wgmmaWait(0);
-        releaseSlot(w, ids, ring, slot);
+        releaseSlot(w, ring, slot);
         dkAcc.append(dvAcc);
         scf::YieldOp::create(lb, dkAcc);
       });
@@ -304,7 +303,7 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
         SmallVector<Value> acc = accumulateTimes(w, state, dsA, tileK, streamSlab, d);
         w.wgmmaCommit();
         w.wgmmaWait(0);
-        releaseSlot(w, ids, ring, slot);
+        releaseSlot(w, ring, slot);
         scf::YieldOp::create(lb, acc);
       });
   storeAccumulatorRows(e, ids, toQuads(loop.getResults()), s.scale,

@@ -93,7 +93,7 @@ scf::IfOp emitPipelineRoles(WarpEmitter &e, const LaneIds &ids, const TmaRing &r
     e.mbarrierInit(ring.residentBarrier(e), 1);
     for (int64_t slot = 0; slot < layout.stages; ++slot) {
       e.mbarrierInit(ring.fullBarrier(e, e.i32c(slot)), fullCount);
-      e.mbarrierInit(ring.emptyBarrier(e, e.i32c(slot)), consumers * 4);
+      e.mbarrierInit(ring.emptyBarrier(e, e.i32c(slot)), consumers * 128);
     }
     e.fenceBarrierInit();
   });
@@ -137,8 +137,8 @@ scf::IfOp emitPipelineRoles(WarpEmitter &e, const LaneIds &ids, const TmaRing &r
   return roles;
 }
 
-void releaseSlot(WarpEmitter &w, const LaneIds &ids, const TmaRing &ring, Value slot) {
-  w.ifThen(equals(w, ids.lane, 0), [&] { w.mbarrierArrive(ring.emptyBarrier(w, slot)); });
+void releaseSlot(WarpEmitter &w, const TmaRing &ring, Value slot) {
+  w.mbarrierArrive(ring.emptyBarrier(w, slot));
 }
 
 } // namespace weft::gpu

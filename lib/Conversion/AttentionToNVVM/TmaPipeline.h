@@ -33,7 +33,7 @@ mlir::Value mnMajorDescriptor(WarpEmitter &w, mlir::Value tile, int64_t slabByte
 /// Byte offsets of a pipeline kernel's dynamic shared memory: the two
 /// resident tiles, the ring (per slot: streamed tile 0, tile 1), per-slot
 /// statistics, then 1 + 2 * stages mbarriers (0: resident tiles landed;
-/// 1 + slot: the slot is full; 1 + stages + slot: every consumer warp
+/// 1 + slot: the slot is full; 1 + stages + slot: every consumer thread
 /// released it). Tiles are multiples of 1024 bytes, so every slab keeps the
 /// swizzle's 1024-byte alignment.
 struct TmaPipelineLayout {
@@ -89,8 +89,12 @@ struct PipelineSources {
 mlir::scf::IfOp emitPipelineRoles(WarpEmitter &e, const LaneIds &ids, const TmaRing &ring,
                                   int64_t consumers, const PipelineSources &sources);
 
-/// Lane 0 of each consumer warp releases the slot (after its wgmmas completed).
-void releaseSlot(WarpEmitter &w, const LaneIds &ids, const TmaRing &ring, mlir::Value slot);
+/// Every consumer thread releases the slot once its own reads of it (the
+/// statistics by ld.shared, the tiles by its completed wgmmas) are done: an
+/// arrival per thread orders each thread's reads before the producer's
+/// rewrite, which one arrival per warp would not (compute-sanitizer's
+/// racecheck reports those as WAR hazards).
+void releaseSlot(WarpEmitter &w, const TmaRing &ring, mlir::Value slot);
 
 } // namespace weft::gpu
 
