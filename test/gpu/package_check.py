@@ -13,7 +13,9 @@ Two phases, so the GPU machine builds nothing:
         - step 1's loss: |weft - f64| <= 2 |torch bf16 - f64| + one bf16 ulp
           of the loss (the step returns it as bf16);
         - every step's loss against a torch emulation of the mixed-precision
-          AdamW step (bf16 compute from f32 masters, f32 AdamW) within 5 %;
+          AdamW step (bf16 compute from f32 masters, f32 AdamW) within 5 %,
+          the loss falling, and the f32 master weights' updates after the
+          steps within 10 % (relative L2) of torch's;
         - --graph (CUDA graph capture once, replay) and --debug-buffers (one
           allocation per buffer, 0xFF when dead) give bit-identical losses;
         - --save-state after 2 steps and --load-state for 2 more give the
@@ -43,8 +45,8 @@ SMALL = dict(layers=1, hidden=128, heads=2, kv_heads=2, seq=16, batch=2, vocab=6
 # cuMemAlloc's 2 MiB granularity is far below 1 %.
 LARGE = dict(layers=2, hidden=1024, heads=8, kv_heads=8, seq=1024, batch=4, vocab=4096,
              ffn_hidden=4096, dtype="bf16", dropout=0.0)
-LR, WEIGHT_DECAY, BETAS, EPS = 1e-3, 0.01, (0.9, 0.999), 1e-8
-STEPS = 6
+LR, WEIGHT_DECAY, BETAS, EPS = 1e-2, 0.01, (0.9, 0.999), 1e-8
+STEPS = 8
 
 
 def config_args(config):
@@ -65,19 +67,23 @@ def prepare(directory, build):
         with open(path, "w") as f:
             f.write(ir)
         subprocess.run([os.path.join(build, "bin", "weft-compile"), path, "--entry", "forward",
-                        "--train", "--optimizer=adamw", "--target=sm_90a", "--emit=package",
+                        "--train", "--optimizer=adamw", f"--lr={LR}",
+                        f"--weight-decay={WEIGHT_DECAY}", "--target=sm_90a", "--emit=package",
                         "--attention-mma=warpgroup", "--block-q=128", "--block-k=128",
                         "-o", os.path.join(directory, name + ".weftpkg")], check=True, env=env)
-    weft_run = os.path.join(directory, "weft-run")
-    shutil.copy(os.path.join(build, "bin", "weft-run"), weft_run)
-    # weft-run links the shared libLLVM of the build machine, which GPU
-    # machines lack: ship it xz-compressed (about 29 MB), unpacked by check.
+    # weft-run links the build machine's shared libLLVM and, through it, libz3,
+    # which GPU machines lack: ship them and weft-run xz-compressed (about 40
+    # MB in all); check unpacks them.
+    weft_run = os.path.join(build, "bin", "weft-run")
+    shipped = [("weft-run", weft_run)]
     for line in subprocess.run(["ldd", weft_run], capture_output=True, text=True).stdout.splitlines():
-        match = re.match(r"\s*(libLLVM[^ ]*) => (\S+)", line)
+        match = re.match(r"\s*((?:libLLVM|libz3)[^ ]*) => (\S+)", line)
         if match:
-            with open(match.group(2), "rb") as f, lzma.open(
-                    os.path.join(directory, match.group(1) + ".xz"), "wb", preset=6) as out:
-                shutil.copyfileobj(f, out)
+            shipped.append((os.path.join("lib", match.group(1)), match.group(2)))
+    for name, source in shipped:
+        with open(source, "rb") as f, lzma.open(
+                os.path.join(directory, name.replace("/", "__") + ".xz"), "wb", preset=6) as out:
+            shutil.copyfileobj(f, out)
     sizes = {f: os.path.getsize(os.path.join(directory, f)) for f in sorted(os.listdir(directory))}
     print("prepared", directory, json.dumps(sizes))
 
@@ -87,17 +93,18 @@ class Checker:
         self.dir = directory
         self.failures = []
         self.results = {}
-        # Unpack the libraries prepare shipped (libLLVM) next to weft-run.
+        # Unpack what prepare shipped: weft-run and lib/ (libLLVM, libz3).
         self.env = dict(os.environ)
         libs = os.path.join(directory, "lib")
+        os.makedirs(libs, exist_ok=True)
         for name in os.listdir(directory):
             if name.endswith(".xz"):
-                os.makedirs(libs, exist_ok=True)
-                target = os.path.join(libs, name[:-3])
+                target = os.path.join(directory, name[:-3].replace("__", "/"))
                 if not os.path.exists(target):
                     with lzma.open(os.path.join(directory, name)) as f, open(target, "wb") as out:
                         shutil.copyfileobj(f, out)
-                self.env["LD_LIBRARY_PATH"] = libs + os.pathsep + self.env.get("LD_LIBRARY_PATH", "")
+                    os.chmod(target, 0o755)
+        self.env["LD_LIBRARY_PATH"] = libs + os.pathsep + self.env.get("LD_LIBRARY_PATH", "")
 
     def check(self, name, ok, detail):
         print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
@@ -159,7 +166,7 @@ def torch_reference(config, params, batches):
                 bias2 = 1 - BETAS[1] ** step
                 denom = (exp_avg_sq.sqrt() / math.sqrt(bias2)).add_(EPS)
                 m.addcdiv_(exp_avg, denom, value=-LR / bias1)
-    return f64, bf16, losses
+    return f64, bf16, losses, masters
 
 
 def check(directory):
@@ -181,7 +188,8 @@ def check(directory):
         state[f"arg{n_params + i}"] = torch.zeros_like(params[i % n_params])
     npz.save(os.path.join(directory, "state0.npz"), state)
     ids = torch.randint(0, cfg.vocab, (STEPS, cfg.batch, cfg.seq), generator=gen)
-    labels = torch.randint(0, cfg.vocab, (STEPS, cfg.batch, cfg.seq), generator=gen)
+    # Learnable (the next id), so the loss falls within a few steps.
+    labels = (ids + 1) % cfg.vocab
     first = 3 * n_params
     data = {f"arg{first}": ids, f"arg{first + 1}": labels,
             f"arg{first + 2}": torch.arange(1, STEPS + 1, dtype=torch.int64),
@@ -190,12 +198,15 @@ def check(directory):
 
     common = ["--data", os.path.join(directory, "data.npz"), "--load-state",
               os.path.join(directory, "state0.npz")]
-    eager, memory = c.run("small.weftpkg", "--steps", str(STEPS), "--print-memory", *common)
+    final = os.path.join(directory, "state_final.npz")
+    eager, memory = c.run("small.weftpkg", "--steps", str(STEPS), "--print-memory",
+                          "--save-state", final, *common)
     c.check("small: a loss per step", len(eager) == STEPS and all(map(math.isfinite, eager)),
             f"{eager}")
 
+    c.check("small: the loss falls", eager[-1] < eager[0], f"{eager[0]} -> {eager[-1]}")
     batches = [(ids[s].cuda(), labels[s].cuda()) for s in range(STEPS)]
-    f64, bf16, reference = torch_reference(SMALL, [p.cuda() for p in params], batches)
+    f64, bf16, reference, masters = torch_reference(SMALL, [p.cuda() for p in params], batches)
     ulp = 2.0 ** (math.floor(math.log2(abs(f64))) - 7)
     bound = 2 * abs(bf16 - f64) + ulp
     c.check("small: step 1 loss vs torch", abs(eager[0] - f64) <= bound,
@@ -205,6 +216,19 @@ def check(directory):
     c.check("small: losses of every step vs torch AdamW", worst <= 0.05,
             f"weft {[round(x, 4) for x in eager]} torch {[round(x, 4) for x in reference]}, "
             f"worst rel diff {worst:.3f}")
+
+    # The loss is a bf16 scalar; the f32 master weights after the steps show
+    # the whole step (forward, backward, AdamW): their updates must agree.
+    saved = npz.load(final)
+    worst_update = 0.0
+    for i, (p0, torch_final) in enumerate(zip(params, masters)):
+        weft_update = saved[f"arg{i}"].double() - p0.double()
+        torch_update = torch_final.cpu().double() - p0.double()
+        rel = ((weft_update - torch_update).norm() / torch_update.norm()).item()
+        worst_update = max(worst_update, rel)
+    c.check("small: parameter updates after the steps vs torch AdamW", worst_update <= 0.1,
+            f"worst relative L2 difference of (p_final - p_0) over {len(params)} parameters: "
+            f"{worst_update:.4f}")
 
     graph, _ = c.run("small.weftpkg", "--steps", str(STEPS), "--graph", *common)
     c.check("small: --graph replays bit-identically", graph == eager, f"{graph}")

@@ -311,12 +311,15 @@ int runPackage(const RunPackageOptions &options) {
     return true;
   };
 
+  // State once (the step updates it in place); inputs before every step,
+  // even a value that is the same each time: the arena may reuse an input's
+  // bytes once its live range ends.
   for (const Binding &b : bindings)
-    if (!b.steps && !bind(b, 0))
-      return 1; // the same bytes every step: once
+    if (isState(b.buffer->info) && !bind(b, 0))
+      return 1;
   for (int64_t s = 0; s < options.steps; ++s) {
     for (const Binding &b : bindings)
-      if (b.steps && !bind(b, s))
+      if (!isState(b.buffer->info) && !bind(b, s))
         return 1;
     auto start = std::chrono::steady_clock::now();
     if (weft_status run = weft_step_run(step.get()))
