@@ -364,6 +364,9 @@ def check_unit(rt, unit, opts, stream):
     row["eager_s"] = bench(lambda: unit_outputs(unit, inputs, reference=False), opts.quick)
     if not opts.no_compile:
         try:
+            # Every unit compiles the same lambda: without a reset dynamo's
+            # recompile limit would silently leave later units in eager.
+            torch._dynamo.reset()
             compiled = torch.compile(lambda *xs: unit_outputs(unit, list(xs), reference=False),
                                      dynamic=False)
             compiled(*inputs)

@@ -31,17 +31,48 @@ int64_t blocksFor(int64_t elements) {
   return std::clamp<int64_t>((elements + kThreads - 1) / kThreads, 1, kMaxBlocks);
 }
 
-/// Raw copy of one element (any type): load and store its storage bits.
-Value loadBits(ElementMath &m, Value base, Type element, Value index) {
-  Type storage = element.isInteger(1) ? Type(m.b.getI8Type()) : element;
+int64_t bytesOf(Type element) {
   unsigned bits = element.getIntOrFloatBitWidth();
-  int64_t size = bits < 8 ? 1 : bits / 8;
-  return m.load(storage, m.globalAt(base, m.i64Mul(index, m.i64c(size))), unsigned(size));
+  return bits < 8 ? 1 : bits / 8;
 }
-void storeBits(ElementMath &m, Value base, Type element, Value index, Value bits) {
-  unsigned width = element.getIntOrFloatBitWidth();
-  int64_t size = width < 8 ? 1 : width / 8;
-  m.store(bits, m.globalAt(base, m.i64Mul(index, m.i64c(size))), unsigned(size));
+
+/// What a copy kernel moves per index: one element, or `width` consecutive
+/// elements as one 16-byte vector (the storage bits; i1 masks are bytes).
+struct CopyUnit {
+  Type storage;
+  int64_t bytes;
+  int64_t width;
+};
+
+CopyUnit copyUnit(ElementMath &m, Type element, int64_t width) {
+  Type scalar = element.isInteger(1) ? Type(m.b.getI8Type()) : element;
+  int64_t size = bytesOf(element);
+  if (width == 1)
+    return {scalar, size, 1};
+  return {VectorType::get({width}, scalar), size * width, width};
+}
+
+/// The 16-byte vector width of `element` when `extent` (the contiguous
+/// run every index of the copy stays within) is a multiple of it, else 1.
+int64_t vectorWidth(Type element, int64_t extent) {
+  int64_t width = 16 / bytesOf(element);
+  return extent % width == 0 ? width : 1;
+}
+
+Value loadBits(ElementMath &m, Value base, const CopyUnit &unit, Value index) {
+  return m.load(unit.storage, m.globalAt(base, m.i64Mul(index, m.i64c(unit.bytes))),
+                unsigned(std::min<int64_t>(16, unit.bytes)));
+}
+void storeBits(ElementMath &m, Value base, const CopyUnit &unit, Value index, Value bits) {
+  m.store(bits, m.globalAt(base, m.i64Mul(index, m.i64c(unit.bytes))),
+          unsigned(std::min<int64_t>(16, unit.bytes)));
+}
+
+/// `shape` with its last dim counted in units of `width` elements.
+SmallVector<int64_t> inUnits(ArrayRef<int64_t> shape, int64_t width) {
+  SmallVector<int64_t> result(shape);
+  result.back() /= width;
+  return result;
 }
 
 /// Grid-stride loop over [0, total).
@@ -225,27 +256,37 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
     threads = kColumnThreads;
     return success();
   }
-  int64_t elements = 0;
-  for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+  // Every copy kernel here moves up to 16 bytes per thread and step.
+  int64_t elements = 0, narrowest = 16;
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
     elements = std::max(elements, count(cast<ShapedType>(type).getShape()));
-  gridX = blocksFor(elements);
+    narrowest = std::min(narrowest, bytesOf(cast<ShapedType>(type).getElementType()));
+  }
+  gridX = blocksFor(std::max<int64_t>(elements / (16 / narrowest), 1));
   return success();
 }
 
 void emitShapeKernelBody(ElementMath &m, Operation *op) {
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
-    ArrayRef<int64_t> in = shapeOf(transpose.getX()), out = shapeOf(transpose.getY());
     ArrayRef<int64_t> perm = transpose.getPerm();
+    Type element = elementOf(transpose.getX());
+    // A transpose that keeps the last dim moves 16-byte vectors of it.
+    int64_t rank = int64_t(perm.size());
+    int64_t width = perm.back() == rank - 1
+                        ? vectorWidth(element, shapeOf(transpose.getX()).back())
+                        : 1;
+    CopyUnit unit = copyUnit(m, element, width);
+    SmallVector<int64_t> in = inUnits(shapeOf(transpose.getX()), width);
+    SmallVector<int64_t> out = inUnits(shapeOf(transpose.getY()), width);
     SmallVector<int64_t> inStrides(in.size(), 1);
     for (int64_t d = int64_t(in.size()) - 2; d >= 0; --d)
       inStrides[d] = inStrides[d + 1] * in[d + 1];
-    Type element = elementOf(transpose.getX());
     forEachElement(m, count(out), [&](Value o) {
       SmallVector<Value> coords = coordinates(m, o, out);
       Value index = m.i64c(0);
       for (auto [d, coord] : llvm::enumerate(coords))
         index = m.i64Add(index, m.i64Mul(coord, m.i64c(inStrides[perm[d]])));
-      storeBits(m, m.param(1), element, o, loadBits(m, m.param(0), element, index));
+      storeBits(m, m.param(1), unit, o, loadBits(m, m.param(0), unit, index));
     });
     return;
   }
@@ -258,9 +299,12 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
     int64_t rank = int64_t(shapeOf(whole).size());
     int64_t dim = split ? cast<SplitOp>(op).getDim() : cast<ConcatOp>(op).getDim();
     dim = dim < 0 ? dim + rank : dim;
-    ArrayRef<int64_t> shape = shapeOf(whole);
-    int64_t inner = count(shape.drop_front(dim + 1)), extent = shape[dim];
     Type element = elementOf(whole);
+    // Split / concat along a leading dim move 16-byte vectors of the last.
+    int64_t width = dim < rank - 1 ? vectorWidth(element, shapeOf(whole).back()) : 1;
+    CopyUnit unit = copyUnit(m, element, width);
+    SmallVector<int64_t> shape = inUnits(shapeOf(whole), width);
+    int64_t inner = count(ArrayRef<int64_t>(shape).drop_front(dim + 1)), extent = shape[dim];
     unsigned wholeParam = split ? 0 : unsigned(pieces.size());
     unsigned firstPiece = split ? 1 : 0;
     forEachElement(m, count(shape), [&](Value i) {
@@ -285,11 +329,9 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
           m.i64Mul(m.i64Add(m.i64Mul(outer, size), m.i64Sub(along, offset)), m.i64c(inner)),
           within);
       if (split)
-        storeBits(m, base, element, pieceIndex,
-                  loadBits(m, m.param(wholeParam), element, i));
+        storeBits(m, base, unit, pieceIndex, loadBits(m, m.param(wholeParam), unit, i));
       else
-        storeBits(m, m.param(wholeParam), element, i,
-                  loadBits(m, base, element, pieceIndex));
+        storeBits(m, m.param(wholeParam), unit, i, loadBits(m, base, unit, pieceIndex));
     });
     return;
   }
@@ -297,8 +339,12 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
     ArrayRef<int64_t> table = shapeOf(embedding.getTable());
     int64_t vocab = table[0], hidden = table[1];
     Type element = elementOf(embedding.getTable());
-    forEachElement(m, count(shapeOf(embedding.getY())), [&](Value i) {
-      Value token = m.i64Div(i, m.i64c(hidden)), h = m.i64Rem(i, m.i64c(hidden));
+    // 16-byte vectors of a table row when the hidden size allows.
+    int64_t width = vectorWidth(element, hidden);
+    int64_t units = hidden / width;
+    forEachElement(m, count(shapeOf(embedding.getY())) / width, [&](Value i) {
+      Value token = m.i64Div(i, m.i64c(units));
+      Value h = m.i64Mul(m.i64Rem(i, m.i64c(units)), m.i64c(width));
       Value id = m.loadElement(m.param(0), m.i64, token);
       // An id outside [0, vocab) reads nothing and gives NaN (the reference
       // interpreter rejects it; a kernel cannot report).
@@ -306,9 +352,11 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
                                                    m.i64c(0)),
                              m.i64Lt(id, m.i64c(vocab)));
       Value safe = m.select(inRange, id, m.i64c(0));
-      Value v = m.loadElement(m.param(1), element, m.i64Add(m.i64Mul(safe, m.i64c(hidden)), h));
-      v = m.select(inRange, v, m.f32c(std::nan("")));
-      m.storeElement(m.param(2), element, i, v);
+      SmallVector<Value> lanes = m.loadVector(
+          m.param(1), element, m.i64Add(m.i64Mul(safe, m.i64c(hidden)), h), width);
+      for (Value &lane : lanes)
+        lane = m.select(inRange, lane, m.f32c(std::nan("")));
+      m.storeVector(m.param(2), element, m.i64Mul(i, m.i64c(width)), lanes);
     });
     return;
   }
@@ -332,10 +380,19 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
   Value elements = m.param(1), value = m.param(2);
   Value start = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(m.threads)), m.tid64());
   Value stride = m.i64Mul(m.gridDim64(), m.i64c(m.threads));
-  m.loop(start, elements, stride, {}, [&](Value i, ValueRange) -> SmallVector<Value> {
-    m.storeElement(m.param(0), element, i, value);
+  // 16-byte vector stores, then the scalar tail of the runtime count.
+  int64_t width = 16 / bytesOf(element);
+  Value vectors = m.i64Div(elements, m.i64c(width));
+  m.loop(start, vectors, stride, {}, [&](Value i, ValueRange) -> SmallVector<Value> {
+    m.storeVector(m.param(0), element, m.i64Mul(i, m.i64c(width)),
+                  SmallVector<Value>(width, value));
     return {};
   });
+  m.loop(m.i64Add(m.i64Mul(vectors, m.i64c(width)), start), elements, stride, {},
+         [&](Value i, ValueRange) -> SmallVector<Value> {
+           m.storeElement(m.param(0), element, i, value);
+           return {};
+         });
 }
 
 } // namespace weft::gpu
