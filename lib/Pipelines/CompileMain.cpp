@@ -116,11 +116,6 @@ struct CompileOptions {
       cl::desc("Group pointwise, norm and row-reduction ops into weft.fused "
                "kernels (weft-fuse-elementwise) before weft-remat"),
       cl::init(false), cl::cat(category)};
-  cl::opt<bool> fuseElementwise{
-      "fuse-elementwise",
-      cl::desc("Group pointwise, norm and row-reduction ops into weft.fused "
-               "kernels (weft-fuse-elementwise) before weft-remat"),
-      cl::init(false), cl::cat(category)};
   cl::opt<std::string> remat{
       "remat", cl::desc("none | full | selective | block | uniform | budget"),
       cl::init("none"), cl::cat(category)};
@@ -230,7 +225,6 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.weightDecay = cli.weightDecay;
   options.memoryBudget = cli.memoryBudget;
   options.remat = cli.remat;
-  options.fuseElementwise = cli.fuseElementwise;
   options.fuseElementwise = cli.fuseElementwise;
   options.rematLayers = cli.rematLayers;
   options.memoryReport = cli.memoryReport;
@@ -358,6 +352,7 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       config.blockQ = kernelOptions.fixedBlockQ.value_or(tiles.blockQ);
       config.blockK = kernelOptions.fixedBlockK.value_or(tiles.blockK);
       config.warpgroupMma = kernelOptions.warpgroupMma.value_or(tiles.warpgroupMma);
+      config.stages = kernelOptions.fixedStages.value_or(tiles.stages);
     };
     FailureOr<weft::BuiltPlan> built = weft::buildPlan(step, planOptions);
     if (failed(built))

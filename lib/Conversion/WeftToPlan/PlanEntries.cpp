@@ -227,8 +227,6 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
   config.causal = causal;
   if (options.chooseTiles)
     options.chooseTiles(config, backward);
-  if (backward)
-    config.warpgroupMma = false; // the backward kernels are warp-level only
   std::string message;
   if (failed(gpu::verifyAttentionKernelConfig(config, backward, message)))
     return op->emitError("cannot plan ") << op->getName() << ": " << message;
