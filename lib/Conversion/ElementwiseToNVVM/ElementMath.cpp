@@ -165,4 +165,32 @@ Value ElementMath::blockReduce(Value x, bool max) {
   return result;
 }
 
+SmallVector<Value> ElementMath::blockSums(ArrayRef<Value> xs) {
+  SmallVector<Value> values(xs.begin(), xs.end());
+  for (int mask = 16; mask >= 1; mask /= 2)
+    for (Value &x : values)
+      x = fadd(x, shuffleXor(x, mask));
+  int64_t warps = (threads + 31) / 32;
+  if (warps == 1)
+    return values;
+  Value tid = threadIdX();
+  Value lane = arith::RemUIOp::create(b, tid, i32c(32));
+  Value warp = divu(tid, i32c(32));
+  // Value k of warp w in slot k * 32 + w.
+  ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, i32c(0)), [&] {
+    for (auto [k, x] : llvm::enumerate(values))
+      store(x, sharedAt(mul(add(warp, i32c(int64_t(k) * 32)), i32c(4))), 4);
+  });
+  barrier();
+  SmallVector<Value> results;
+  for (size_t k = 0; k < values.size(); ++k) {
+    Value result = load(f32, sharedAt(i32c(int64_t(k) * 128)), 4);
+    for (int64_t w = 1; w < warps; ++w)
+      result = fadd(result, load(f32, sharedAt(i32c(int64_t(k) * 128 + 4 * w)), 4));
+    results.push_back(result);
+  }
+  barrier();
+  return results;
+}
+
 } // namespace weft::gpu

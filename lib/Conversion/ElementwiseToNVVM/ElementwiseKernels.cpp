@@ -30,7 +30,7 @@ int64_t rowThreads(int64_t cols, int64_t width) {
   return std::clamp<int64_t>(threads, 32, 1024);
 }
 
-enum class Role { Pointwise, Rows, Stats, ColumnSums, SingleBlock, Shape };
+enum class Role { Pointwise, Rows, Stats, ColumnSums, ColumnFinal, SingleBlock, Shape };
 
 struct KernelPlan {
   ElementwiseLaunch launch;
@@ -69,8 +69,12 @@ FailureOr<SmallVector<KernelPlan>> plan(Operation *op, StringRef name,
     kernels.push_back({{name.str() + "_stats", std::min(rows, kMaxRowBlocks),
                         rowThreads(cols, rowWidth)},
                        Role::Stats});
-    kernels.push_back({{name.str() + "_colsum", (cols + 31) / 32, kColumnThreads},
+    kernels.push_back({{name.str() + "_colsum", (cols + 31) / 32 * group->columnChunks,
+                        kColumnThreads},
                        Role::ColumnSums});
+    if (group->columnChunks > 1)
+      kernels.push_back({{name.str() + "_colfinal", (cols + 255) / 256, 256},
+                         Role::ColumnFinal});
     kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols, rowWidth)},
                        Role::Rows});
     break;
@@ -169,6 +173,9 @@ LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
       break;
     case Role::ColumnSums:
       emitColumnSumsBody(m, *group);
+      break;
+    case Role::ColumnFinal:
+      emitColumnFinalBody(m, *group);
       break;
     }
     mlir::gpu::ReturnOp::create(b);

@@ -86,6 +86,8 @@ public:
   /// values through shared memory, combined in warp order by every thread
   /// (deterministic); all threads get the result.
   mlir::Value blockReduce(mlir::Value x, bool max);
+  /// Sums of several values over the CTA with one set of barriers.
+  llvm::SmallVector<mlir::Value> blockSums(llvm::ArrayRef<mlir::Value> xs);
 };
 
 /// A group's body evaluated at one element (row, col) of the domain, in f32,
@@ -140,12 +142,20 @@ constexpr int64_t kColumnUnroll = 4;
 /// For each column, the sums over rows (in a fixed order) of the `count`
 /// values `terms(row, col)` returns; `store(col, totals)` writes them (one
 /// thread per column). Grid: ceil(cols / 32) CTAs of kColumnThreads.
+/// With `chunks` > 1 the rows are split in that many chunks, CTA b taking
+/// column block b mod ceil(cols / 32) and chunk b / ceil(cols / 32);
+/// `store(chunk, col, totals)` then gets the chunk's sums.
 void emitColumnSums(ElementMath &m, int64_t rows, int64_t cols, int64_t count,
                     llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
                                                                       mlir::Value)>
                         terms,
-                    llvm::function_ref<void(mlir::Value, llvm::ArrayRef<mlir::Value>)>
-                        store);
+                    llvm::function_ref<void(mlir::Value, mlir::Value,
+                                            llvm::ArrayRef<mlir::Value>)>
+                        store,
+                    int64_t chunks);
+/// The column sums of a group whose row chunks left partials in its scratch:
+/// each output column adds the chunks' partials in chunk order.
+void emitColumnFinalBody(ElementMath &m, const KernelGroup &group);
 
 /// The vector width of a pointwise group: 16 bytes of its narrowest full
 /// tensor, or 1 when a broadcast operand breaks vector alignment.

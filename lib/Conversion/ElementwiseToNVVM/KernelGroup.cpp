@@ -201,6 +201,13 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
           "no full output of at least {0} bytes to hold {1} f32 row "
           "statistics of {2} rows between the kernels",
           group.statCount * group.rows * 4, group.statCount, group.rows));
+    // About 128 rows per chunk, at most 64 chunks, as many as the scratch
+    // holds next to the statistics.
+    int64_t available = tensorBytes(group.paramTypes[group.scratchParam]) / 4 -
+                        group.statCount * group.rows;
+    int64_t perChunk = sums * group.cols;
+    group.columnChunks = std::clamp<int64_t>(
+        std::min(group.rows / 128, available / perChunk), 1, 64);
   }
   return group;
 }

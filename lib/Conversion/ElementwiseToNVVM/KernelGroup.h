@@ -47,6 +47,10 @@ struct KernelGroup {
   /// rows kernel overwrites it.
   int64_t statCount = 0;
   unsigned scratchParam = 0;
+  /// Row chunks of the column sums: with more than one, each chunk's sums go
+  /// to the scratch after the statistics ([chunk][sum][cols] f32) and a
+  /// final kernel adds them in chunk order (more CTAs, same determinism).
+  int64_t columnChunks = 1;
 
   TensorPlace place(mlir::Value value) const;
   /// Whether `value` is a [cols] result summed over rows (dgamma, dbeta).

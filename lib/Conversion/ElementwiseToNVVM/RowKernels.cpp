@@ -65,6 +65,26 @@ Value rowReduce(ElementMath &m, const KernelGroup &group, Value row,
   return m.blockReduce(partial[0], max);
 }
 
+/// Several sums over the row's columns in one pass and one block reduction.
+SmallVector<Value> rowSums(ElementMath &m, const KernelGroup &group, Value row,
+                           const RowStats &stats, int64_t count,
+                           llvm::function_ref<SmallVector<Value>(ElementEvaluator &)> terms) {
+  SmallVector<Value> init(count, m.f32c(0.0));
+  SmallVector<Value> partial = forRowVectors(
+      m, group, row, init,
+      [&](Value col, const Lanes &lanes, int64_t lane, ValueRange acc) -> SmallVector<Value> {
+        ElementEvaluator ev(m, group, stats, row, col);
+        for (auto &[leaf, values] : lanes)
+          ev.preset[leaf] = values[lane];
+        SmallVector<Value> t = terms(ev);
+        SmallVector<Value> next;
+        for (int64_t k = 0; k < count; ++k)
+          next.push_back(m.fadd(acc[k], t[k]));
+        return next;
+      });
+  return m.blockSums(partial);
+}
+
 /// mean and 1/sqrt(var + eps) of `x` over the row (two passes, as the
 /// reference's rowMoments).
 std::pair<Value, Value> moments(ElementMath &m, const KernelGroup &group,
@@ -110,9 +130,6 @@ void emitRowStats(ElementMath &m, const KernelGroup &group, Value row,
                   RowStats &stats) {
   Value n = m.f32c(double(group.cols));
   for (Operation *op : group.body) {
-    auto mean = [&](llvm::function_ref<Value(ElementEvaluator &)> term) {
-      return m.fdiv(rowReduce(m, group, row, stats, false, term), n);
-    };
     llvm::TypeSwitch<Operation *>(op)
         .Case([&](LayerNormOp o) {
           auto [mu, rstd] = moments(m, group, row, stats, o.getX(),
@@ -137,26 +154,39 @@ void emitRowStats(ElementMath &m, const KernelGroup &group, Value row,
           })};
         })
         .Case([&](LayerNormGradOp o) {
-          Value mu, rstd;
-          std::tie(mu, rstd) = moments(m, group, row, stats, o.getX(),
-                                       o.getEps().convertToDouble());
-          Value meanG = mean([&](ElementEvaluator &ev) {
-            return m.fmul(ev.value(o.getDy()), ev.value(o.getGamma()));
-          });
-          Value meanGX = mean([&](ElementEvaluator &ev) {
-            Value xhat = m.fmul(m.fsub(ev.value(o.getX()), mu), rstd);
-            return m.fmul(m.fmul(ev.value(o.getDy()), ev.value(o.getGamma())), xhat);
-          });
+          // Two passes: sum x and sum g (g = dy gamma); then the centred
+          // sum (x - mean)^2 and sum g (x - mean), so mean(g xhat) =
+          // rstd * sum g (x - mean) / n keeps the two-pass variance.
+          SmallVector<Value> first =
+              rowSums(m, group, row, stats, 2, [&](ElementEvaluator &ev) {
+                return SmallVector<Value>{
+                    ev.value(o.getX()),
+                    m.fmul(ev.value(o.getDy()), ev.value(o.getGamma()))};
+              });
+          Value mu = m.fdiv(first[0], n), meanG = m.fdiv(first[1], n);
+          SmallVector<Value> second =
+              rowSums(m, group, row, stats, 2, [&](ElementEvaluator &ev) {
+                Value d = m.fsub(ev.value(o.getX()), mu);
+                Value g = m.fmul(ev.value(o.getDy()), ev.value(o.getGamma()));
+                return SmallVector<Value>{m.fmul(d, d), m.fmul(g, d)};
+              });
+          Value rstd = m.rsqrt(m.fadd(m.fdiv(second[0], n),
+                                      m.f32c(o.getEps().convertToDouble())));
+          Value meanGX = m.fmul(rstd, m.fdiv(second[1], n));
           stats[op] = {mu, rstd, meanG, meanGX};
         })
         .Case([&](RmsNormGradOp o) {
-          Value rstd = inverseRms(m, group, row, stats, o.getX(),
-                                  o.getEps().convertToDouble());
-          Value meanGX = mean([&](ElementEvaluator &ev) {
-            return m.fmul(m.fmul(ev.value(o.getDy()), ev.value(o.getGamma())),
-                          ev.value(o.getX()));
-          });
-          stats[op] = {rstd, meanGX};
+          // One pass: sum x^2 and sum dy gamma x.
+          SmallVector<Value> sums =
+              rowSums(m, group, row, stats, 2, [&](ElementEvaluator &ev) {
+                Value x = ev.value(o.getX());
+                return SmallVector<Value>{
+                    m.fmul(x, x),
+                    m.fmul(m.fmul(ev.value(o.getDy()), ev.value(o.getGamma())), x)};
+              });
+          Value rstd = m.rsqrt(m.fadd(m.fdiv(sums[0], n),
+                                      m.f32c(o.getEps().convertToDouble())));
+          stats[op] = {rstd, m.fdiv(sums[1], n)};
         })
         .Case([&](CrossEntropyOp o) {
           stats[op] = {logSumExp(m, group, row, stats, o.getLogits())};
@@ -277,30 +307,39 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
 
 void emitColumnSums(ElementMath &m, int64_t rows, int64_t cols, int64_t count,
                     llvm::function_ref<SmallVector<Value>(Value, Value)> terms,
-                    llvm::function_ref<void(Value, ArrayRef<Value>)> store) {
+                    llvm::function_ref<void(Value, Value, ArrayRef<Value>)> store,
+                    int64_t chunks) {
   // kColumnThreads = 32 columns (tx) x 32 row lanes (ty); lane ty sums rows
   // ty, ty + 32, ... in order, kColumnUnroll rows per iteration so their
   // loads are in flight together; lanes are added in lane order.
   constexpr int64_t kLanes = kColumnThreads / 32;
   Value tid = m.tid64();
   Value tx = m.i64Rem(tid, m.i64c(32)), ty = m.i64Div(tid, m.i64c(32));
-  Value col = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(32)), tx);
+  // CTA b: column block b mod colBlocks, row chunk b / colBlocks.
+  int64_t colBlocks = (cols + 31) / 32;
+  int64_t chunkRows = (rows + chunks - 1) / chunks;
+  Value colBlock = m.i64Rem(m.blockId64(), m.i64c(colBlocks));
+  Value rowBase = m.i64Mul(m.i64Div(m.blockId64(), m.i64c(colBlocks)), m.i64c(chunkRows));
+  Value rowEnd = m.i64Add(rowBase, m.i64c(chunkRows));
+  rowEnd = m.select(m.i64Lt(rowEnd, m.i64c(rows)), rowEnd, m.i64c(rows));
+  Value col = m.i64Add(m.i64Mul(colBlock, m.i64c(32)), tx);
   Value valid = m.i64Lt(col, m.i64c(cols));
   // Out-of-range lanes read column 0 and store nothing: no divergent barrier.
   Value readCol = m.select(valid, col, m.i64c(0));
   int64_t perIteration = kLanes * kColumnUnroll;
   SmallVector<Value> init(count, m.f32c(0.0));
   SmallVector<Value> partial = m.loop(
-      m.i64c(0), m.i64c((rows + perIteration - 1) / perIteration), m.i64c(1), init,
+      m.i64c(0), m.i64c((chunkRows + perIteration - 1) / perIteration), m.i64c(1), init,
       [&](Value i, ValueRange acc) -> SmallVector<Value> {
         SmallVector<SmallVector<Value>> unrolled;
         SmallVector<Value> inRange;
         for (int64_t u = 0; u < kColumnUnroll; ++u) {
-          Value row = m.i64Add(m.i64Mul(m.i64Add(m.i64Mul(i, m.i64c(kColumnUnroll)),
-                                                 m.i64c(u)),
-                                        m.i64c(kLanes)),
-                               ty);
-          Value ok = m.i64Lt(row, m.i64c(rows));
+          Value row = m.i64Add(
+              rowBase, m.i64Add(m.i64Mul(m.i64Add(m.i64Mul(i, m.i64c(kColumnUnroll)),
+                                                  m.i64c(u)),
+                                         m.i64c(kLanes)),
+                                ty));
+          Value ok = m.i64Lt(row, rowEnd);
           inRange.push_back(ok);
           unrolled.push_back(terms(m.select(ok, row, m.i64c(0)), readCol));
         }
@@ -327,7 +366,7 @@ void emitColumnSums(ElementMath &m, int64_t rows, int64_t cols, int64_t count,
       }
       totals.push_back(total);
     }
-    store(col, totals);
+    store(m.i64Div(m.blockId64(), m.i64c(colBlocks)), col, totals);
   });
 }
 
@@ -336,16 +375,17 @@ void emitColumnSumsBody(ElementMath &m, const KernelGroup &group) {
   for (auto [value, param] : group.outputs)
     if (KernelGroup::isColumnSum(value))
       sums.push_back({value, param});
+  int64_t count = int64_t(sums.size());
+  Value scratch = m.param(group.scratchParam);
   emitColumnSums(
-      m, group.rows, group.cols, int64_t(sums.size()),
+      m, group.rows, group.cols, count,
       [&](Value row, Value col) {
         RowStats stats;
         int64_t k = 0;
         for (Operation *op : group.body)
           for (int64_t i = 0, e = rowStatCount(op); i < e; ++i) {
             Value index = m.i64Add(m.i64c(k++ * group.rows), row);
-            stats[op].push_back(
-                m.loadElement(m.param(group.scratchParam), m.f32, index));
+            stats[op].push_back(m.loadElement(scratch, m.f32, index));
           }
         ElementEvaluator ev(m, group, stats, row, col);
         SmallVector<Value> terms;
@@ -353,10 +393,47 @@ void emitColumnSumsBody(ElementMath &m, const KernelGroup &group) {
           terms.push_back(ev.columnTerm(sum.first));
         return terms;
       },
-      [&](Value col, ArrayRef<Value> totals) {
-        for (auto [sum, total] : llvm::zip(sums, totals))
-          m.storeElement(m.param(sum.second), elementOf(sum.first), col, total);
-      });
+      [&](Value chunk, Value col, ArrayRef<Value> totals) {
+        for (auto [k, sum, total] : llvm::enumerate(sums, totals)) {
+          if (group.columnChunks == 1) {
+            m.storeElement(m.param(sum.second), elementOf(sum.first), col, total);
+            continue;
+          }
+          // Chunk partials after the statistics: [chunk][sum][col] f32.
+          Value index = m.i64Add(
+              m.i64c(group.statCount * group.rows),
+              m.i64Add(m.i64Mul(m.i64Add(m.i64Mul(chunk, m.i64c(count)),
+                                         m.i64c(int64_t(k))),
+                                m.i64c(group.cols)),
+                       col));
+          m.storeElement(scratch, m.f32, index, total);
+        }
+      },
+      group.columnChunks);
+}
+
+void emitColumnFinalBody(ElementMath &m, const KernelGroup &group) {
+  SmallVector<std::pair<Value, unsigned>> sums;
+  for (auto [value, param] : group.outputs)
+    if (KernelGroup::isColumnSum(value))
+      sums.push_back({value, param});
+  int64_t count = int64_t(sums.size());
+  Value scratch = m.param(group.scratchParam);
+  Value col = m.i64Add(m.i64Mul(m.blockId64(), m.i64c(m.threads)), m.tid64());
+  m.ifThen(m.i64Lt(col, m.i64c(group.cols)), [&] {
+    for (auto [k, sum] : llvm::enumerate(sums)) {
+      // The chunks' partials in chunk order: the same sum every launch.
+      Value total = m.f32c(0.0);
+      for (int64_t chunk = 0; chunk < group.columnChunks; ++chunk) {
+        Value index = m.i64Add(
+            m.i64c(group.statCount * group.rows +
+                   (chunk * count + int64_t(k)) * group.cols),
+            col);
+        total = m.fadd(total, m.loadElement(scratch, m.f32, index));
+      }
+      m.storeElement(m.param(sum.second), elementOf(sum.first), col, total);
+    }
+  });
 }
 
 } // namespace weft::gpu

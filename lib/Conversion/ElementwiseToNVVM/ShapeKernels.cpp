@@ -117,9 +117,10 @@ void emitLeadingReduce(ElementMath &m, Value x, Value y, int64_t rows,
         Value index = m.i64Add(m.i64Mul(r, m.i64c(cols)), c);
         return {m.loadElement(m.param(0), elementOf(x), index)};
       },
-      [&](Value c, ArrayRef<Value> totals) {
+      [&](Value, Value c, ArrayRef<Value> totals) {
         m.storeElement(m.param(1), elementOf(y), c, m.fmul(totals[0], m.f32c(scale)));
-      });
+      },
+      /*chunks=*/1);
 }
 
 /// dtable[v] = sum of dy[t] over the tokens t with ids[t] == v, in token
