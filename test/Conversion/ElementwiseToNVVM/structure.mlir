@@ -94,3 +94,18 @@ func.func @embedding_grad(%dy: tensor<2x8x64xbf16>, %ids: tensor<2x8xi64>) -> te
   %t = weft.embedding_grad %dy, %ids : (tensor<2x8x64xbf16>, tensor<2x8xi64>) -> tensor<100x64xbf16>
   return %t : tensor<100x64xbf16>
 }
+
+// rms_norm_grad over 512 rows: dgamma's column sums run over 512 / 128 = 4
+// row chunks, (64 / 32) x 4 CTAs leaving partials in the dx buffer after the
+// 2 x 512 row statistics, then a final kernel adds the 4 partials of each
+// column in chunk order.
+// CHECK-LABEL: gpu.module @rms_norm_grad_chunks_0
+// CHECK: gpu.func @rms_norm_grad_chunks_0_stats(
+// CHECK: gpu.func @rms_norm_grad_chunks_0_colsum(
+// CHECK: gpu.func @rms_norm_grad_chunks_0_colfinal({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// CHECK: gpu.func @rms_norm_grad_chunks_0(
+func.func @rms_norm_grad_chunks(%dy: tensor<512x64xbf16>, %x: tensor<512x64xbf16>, %g: tensor<64xbf16>) -> (tensor<512x64xbf16>, tensor<64xbf16>) {
+  %dx, %dg = weft.rms_norm_grad %dy, %x, %g : (tensor<512x64xbf16>, tensor<512x64xbf16>, tensor<64xbf16>) -> (tensor<512x64xbf16>, tensor<64xbf16>)
+  return %dx, %dg : tensor<512x64xbf16>, tensor<64xbf16>
+}
