@@ -71,6 +71,12 @@ def prepare(directory, build):
                         f"--weight-decay={WEIGHT_DECAY}", "--target=sm_90a", "--emit=package",
                         "--attention-mma=warpgroup", "--block-q=128", "--block-k=128",
                         "-o", os.path.join(directory, name + ".weftpkg")], check=True, env=env)
+    ship_weft_run(directory, build)
+
+
+def ship_weft_run(directory, build):
+    """Copies build/bin/weft-run and the shared libraries it needs into
+    directory (Checker unpacks them); test/gpu/gpt_train_check.py uses it too."""
     # weft-run links the build machine's shared libLLVM and, through it, libz3,
     # which GPU machines lack: ship them and weft-run xz-compressed (about 40
     # MB in all); check unpacks them.
