@@ -77,4 +77,8 @@ PRESETS = {
                                eps=1e-6),
     # A tiny GPT to train end to end.
     "tiny_gpt": ModelConfig(layers=2, seq=32, batch=4, vocab=256, dropout=0.1),
+    # The character-level GPT of scripts/train-gpt (examples/data/charlang.txt,
+    # 47 characters; vocab 64 keeps the LM head's GEMM dims multiples of 8).
+    "char_gpt": ModelConfig(layers=4, hidden=256, heads=4, kv_heads=4, seq=128, batch=16,
+                            vocab=64, ffn_hidden=1024, dtype="bf16", dropout=0.0),
 }
