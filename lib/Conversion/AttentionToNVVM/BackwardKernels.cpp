@@ -51,6 +51,14 @@ void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, ArrayRef<Quad> acc
 }
 
 
+void storeDkDv(WarpEmitter &e, const LaneIds &ids, ValueRange state, Value scale, Value dk,
+               Value dv, Value kvBytes, Value localRow0, Value validRows, int64_t d) {
+  storeAccumulatorRows(e, ids, toQuads(state.take_front(d / 2)), scale,
+                       e.globalAt(dk, kvBytes), localRow0, validRows, d);
+  storeAccumulatorRows(e, ids, toQuads(state.drop_front(d / 2)), e.f32c(1.0),
+                       e.globalAt(dv, kvBytes), localRow0, validRows, d);
+}
+
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
   ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
   b.setInsertionPointToEnd(&func.getBody().front());
@@ -197,10 +205,7 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
 
   ValueRange state = headLoop.getResults();
   Value localRow0 = e.mul(ids.warp, e.i32c(16));
-  storeAccumulatorRows(e, ids, toQuads(state.take_front(dTiles * 4)), s.scale,
-            e.globalAt(dk, kvBytes), localRow0, kValid, d);
-  storeAccumulatorRows(e, ids, toQuads(state.drop_front(dTiles * 4)), e.f32c(1.0),
-            e.globalAt(dv, kvBytes), localRow0, kValid, d);
+  storeDkDv(e, ids, state, s.scale, dk, dv, kvBytes, localRow0, kValid, d);
   mlir::gpu::ReturnOp::create(b);
 }
 

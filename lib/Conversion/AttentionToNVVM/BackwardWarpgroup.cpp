@@ -149,19 +149,15 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   Value colBase = e.mul(ids.t, e.i32c(2));
 
   SmallVector<Value> init(d, zeroF); // dK (d / 2 values), then dV
-  auto loop = scf::ForOp::create(
-      b, e.i32c(0), iterations, e.i32c(1), init,
-      [&](OpBuilder &nested, Location loc, Value it, ValueRange state) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        WarpEmitter w(lb, config.bf16);
-        Value slot = ring.slot(w, it);
-        w.mbarrierWait(ring.fullBarrier(w, slot), ring.parity(w, it));
-        Value tileQ = ring.streamTile(w, slot, 0), tileDout = ring.streamTile(w, slot, 1);
+  auto loop = emitConsumerLoop(
+      e, ring, iterations, init,
+      [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
+        Value tileQ = tiles[0], tileDout = tiles[1];
         auto [scores, dpT] = twoScoreMatmuls(w, {kTile, vTile}, residentSlab,
                                              {tileQ, tileDout}, streamSlab, inner, d, zeroF);
         // The statistics of this lane's query columns, read where they are
         // used: holding all of them (inner / 2 values) would spill.
-        Value stats = ring.stats(w, slot);
+        Value stats = ring.stats(w, ring.slot(w, it));
         auto rowStat = [&](int64_t column, int64_t which) {
           Value at = w.add(stats, w.mul(w.add(colBase, w.i32c(column)), w.i32c(4)));
           return w.load(w.f32, w.sharedAt(w.add(at, w.i32c(which * inner * 4))), 4);
@@ -195,17 +191,12 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
             accumulateTimes(w, state.drop_front(d / 2), pA, tileDout, streamSlab, d);
         w.wgmmaCommit();
         w.wgmmaWait(0);
-        releaseSlot(w, ring, slot);
         dkAcc.append(dvAcc);
-        scf::YieldOp::create(lb, dkAcc);
+        return dkAcc;
       });
 
   Value kvBytes = e.mul(e.toI64(e.add(e.mul(kvHeadRow, s.kLen), k0)), e.i64c(d * 2));
-  ValueRange result = loop.getResults();
-  storeAccumulatorRows(e, ids, toQuads(result.take_front(d / 2)), s.scale,
-                       e.globalAt(dk, kvBytes), localRow0, kValid, d);
-  storeAccumulatorRows(e, ids, toQuads(result.drop_front(d / 2)), e.f32c(1.0),
-                       e.globalAt(dv, kvBytes), localRow0, kValid, d);
+  storeDkDv(e, ids, loop.getResults(), s.scale, dk, dv, kvBytes, localRow0, kValid, d);
   b.setInsertionPointAfter(roles);
   mlir::gpu::ReturnOp::create(b);
 }
@@ -261,14 +252,10 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   Value zeroF = e.f32c(0.0);
 
   SmallVector<Value> init(d / 2, zeroF);
-  auto loop = scf::ForOp::create(
-      b, e.i32c(0), iterations, e.i32c(1), init,
-      [&](OpBuilder &nested, Location loc, Value it, ValueRange state) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        WarpEmitter w(lb, config.bf16);
-        Value slot = ring.slot(w, it);
-        w.mbarrierWait(ring.fullBarrier(w, slot), ring.parity(w, it));
-        Value tileK = ring.streamTile(w, slot, 0), tileV = ring.streamTile(w, slot, 1);
+  auto loop = emitConsumerLoop(
+      e, ring, iterations, init,
+      [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
+        Value tileK = tiles[0], tileV = tiles[1];
         auto [scores, ds] = twoScoreMatmuls(w, {qTile, doutTile}, residentSlab, {tileK, tileV},
                                             streamSlab, blockK, d, zeroF);
         // P = exp2(S scale - lse), zero for keys at or past k_len and (causal)
@@ -277,7 +264,7 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
         Value kBlockEnd = w.add(k0, w.i32c(blockK));
         Value maskNeeded = w.lt(s.kLen, kBlockEnd);
         if (config.causal)
-          maskNeeded = arith::OrIOp::create(lb, maskNeeded,
+          maskNeeded = arith::OrIOp::create(w.b, maskNeeded,
                                             w.lt(w.add(groupRow0, w.i32c(1)), kBlockEnd));
         Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
         computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
@@ -303,8 +290,7 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
         SmallVector<Value> acc = accumulateTimes(w, state, dsA, tileK, streamSlab, d);
         w.wgmmaCommit();
         w.wgmmaWait(0);
-        releaseSlot(w, ring, slot);
-        scf::YieldOp::create(lb, acc);
+        return acc;
       });
   storeAccumulatorRows(e, ids, toQuads(loop.getResults()), s.scale,
                        e.globalAt(dq, block.qBytes), localRow0, block.qValid, d);

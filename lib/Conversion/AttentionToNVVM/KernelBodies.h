@@ -106,5 +106,12 @@ llvm::SmallVector<mlir::Value> flattenQuads(llvm::ArrayRef<Quad> quads);
 void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, llvm::ArrayRef<Quad> acc,
                           mlir::Value factor, mlir::Value tile, mlir::Value localRow0,
                           mlir::Value validRows, int64_t d);
+
+/// Stores the dK/dV kernels' state (dK's head_dim / 2 values per lane, then
+/// dV's) to rows [0, validRows) of the key block at byte `kvBytes` of dk and
+/// dv: dK times the softmax scale (dS was left unscaled), dV as is.
+void storeDkDv(WarpEmitter &e, const LaneIds &ids, mlir::ValueRange state, mlir::Value scale,
+               mlir::Value dk, mlir::Value dv, mlir::Value kvBytes, mlir::Value localRow0,
+               mlir::Value validRows, int64_t d);
 } // namespace weft::gpu
 #endif

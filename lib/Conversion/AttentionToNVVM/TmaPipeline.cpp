@@ -137,6 +137,24 @@ scf::IfOp emitPipelineRoles(WarpEmitter &e, const LaneIds &ids, const TmaRing &r
   return roles;
 }
 
+scf::ForOp emitConsumerLoop(
+    WarpEmitter &e, const TmaRing &ring, Value iterations, ValueRange init,
+    llvm::function_ref<SmallVector<Value>(WarpEmitter &, Value, std::array<Value, 2>, ValueRange)>
+        body) {
+  return scf::ForOp::create(
+      e.b, e.i32c(0), iterations, e.i32c(1), init,
+      [&](OpBuilder &nested, Location loc, Value it, ValueRange state) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        WarpEmitter w(lb, e.bf16);
+        Value slot = ring.slot(w, it);
+        w.mbarrierWait(ring.fullBarrier(w, slot), ring.parity(w, it));
+        SmallVector<Value> next =
+            body(w, it, {ring.streamTile(w, slot, 0), ring.streamTile(w, slot, 1)}, state);
+        releaseSlot(w, ring, slot);
+        scf::YieldOp::create(lb, next);
+      });
+}
+
 void releaseSlot(WarpEmitter &w, const TmaRing &ring, Value slot) {
   w.mbarrierArrive(ring.emptyBarrier(w, slot));
 }

@@ -89,6 +89,17 @@ struct PipelineSources {
 mlir::scf::IfOp emitPipelineRoles(WarpEmitter &e, const LaneIds &ids, const TmaRing &ring,
                                   int64_t consumers, const PipelineSources &sources);
 
+/// The consumers' loop over the ring's iterations: waits until the slot is
+/// full, runs `body` (iteration, slot, its two streamed tiles, the loop
+/// state; it returns the next state after its wgmmas completed), then
+/// releases the slot (releaseSlot).
+mlir::scf::ForOp emitConsumerLoop(
+    WarpEmitter &e, const TmaRing &ring, mlir::Value iterations, mlir::ValueRange init,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(WarpEmitter &, mlir::Value iteration,
+                                                      std::array<mlir::Value, 2> tiles,
+                                                      mlir::ValueRange state)>
+        body);
+
 /// Every consumer thread releases the slot once its own reads of it (the
 /// statistics by ld.shared, the tiles by its completed wgmmas) are done: an
 /// arrival per thread orders each thread's reads before the producer's
