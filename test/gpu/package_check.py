@@ -131,13 +131,14 @@ class Checker:
         return losses, json.loads(memory.group(1)) if memory else None
 
 
-def torch_reference(config, params, batches):
+def torch_reference(config, params, batches, compute=None):
     """Step 1's loss in f64 and bf16, and the losses of a mixed-precision
     AdamW run: bf16 forward/backward from f32 masters, f32 AdamW."""
     import torch
     from weft.models.config import ModelConfig
     from weft.models.torch_model import Transformer
 
+    compute = compute or torch.bfloat16
     cfg = ModelConfig(**config)
     torch.manual_seed(0)
     model = Transformer(cfg).cuda()
@@ -158,7 +159,7 @@ def torch_reference(config, params, batches):
     losses = []
     for step, (ids, labels) in enumerate(batches, start=1):
         model.zero_grad(set_to_none=True)
-        loss = loss_with(torch.bfloat16, masters, ids, labels)
+        loss = loss_with(compute, masters, ids, labels)
         loss.backward()
         losses.append(loss.item())
         with torch.no_grad():
@@ -224,17 +225,25 @@ def check(directory):
             f"worst rel diff {worst:.3f}")
 
     # The loss is a bf16 scalar; the f32 master weights after the steps show
-    # the whole step (forward, backward, AdamW): their updates must agree.
+    # the whole step (forward, backward, AdamW). Adam turns tiny gradients
+    # into full-size steps, so bf16 noise moves updates a lot: weft's update
+    # (p_final - p_0) must be as close to an f32-compute torch run's as
+    # torch's own bf16 run is, within 2x (plus 1 % of the update).
+    _, _, _, masters32 = torch_reference(SMALL, [p.cuda() for p in params], batches,
+                                         compute=torch.float32)
     saved = npz.load(final)
-    worst_update = 0.0
-    for i, (p0, torch_final) in enumerate(zip(params, masters)):
-        weft_update = saved[f"arg{i}"].double() - p0.double()
-        torch_update = torch_final.cpu().double() - p0.double()
-        rel = ((weft_update - torch_update).norm() / torch_update.norm()).item()
-        worst_update = max(worst_update, rel)
-    c.check("small: parameter updates after the steps vs torch AdamW", worst_update <= 0.1,
-            f"worst relative L2 difference of (p_final - p_0) over {len(params)} parameters: "
-            f"{worst_update:.4f}")
+    worst, lines = 0.0, []
+    for i, (p0, bf, f32) in enumerate(zip(params, masters, masters32)):
+        exact = f32.cpu().double() - p0.double()
+        weft_err = (saved[f"arg{i}"].double() - p0.double() - exact).norm().item()
+        torch_err = (bf.cpu().double() - p0.double() - exact).norm().item()
+        ratio = weft_err / (2 * torch_err + 0.01 * exact.norm().item() + 1e-30)
+        worst = max(worst, ratio)
+        lines.append(f"arg{i} {weft_err / exact.norm().item():.3f}/"
+                     f"{torch_err / exact.norm().item():.3f}")
+    c.check("small: parameter updates vs torch (err weft <= 2 err torch bf16 + 1 %)",
+            worst <= 1.0, f"worst ratio {worst:.3f}; relative error weft/torch-bf16 per "
+            f"parameter: {' '.join(lines)}")
 
     graph, _ = c.run("small.weftpkg", "--steps", str(STEPS), "--graph", *common)
     c.check("small: --graph replays bit-identically", graph == eager, f"{graph}")
