@@ -31,6 +31,11 @@ F64_CASES = {
     "gpt_block_dropout": PRESETS["gpt_block"],
     "gpt_block_dropout_unfused": PRESETS["gpt_block"].replace(attention="unfused"),
     "tiny_gpt": PRESETS["tiny_gpt"],
+    # The remat anchor's block stack: hidden states in, mean of squares out.
+    "anchor_mean_square": PRESETS["gpt_block"].replace(
+        dropout=0.0, layers=2, pos_embedding=False, loss="mean_square"),
+    "anchor_mean_square_dot": PRESETS["gpt_block"].replace(
+        dropout=0.0, layers=2, pos_embedding=False, loss="mean_square_dot"),
 }
 
 

@@ -14,7 +14,7 @@ class ArgSpec:
     name: str          # parameter name in the PyTorch module, or an input's name
     shape: tuple
     dtype: str         # weft element type
-    kind: str          # param | ids | labels | rope_cos | rope_sin | seed
+    kind: str          # param | ids | labels | hidden | rope_cos | rope_sin | seed
     init: str = ""     # how a parameter is drawn (see draw_parameter)
     range: tuple = None  # valid half-open range of an integer input
 
@@ -39,7 +39,9 @@ def _norm(prefix, config, dtype):
 
 def parameter_specs(config):
     c, dt = config, config.dtype
-    specs = [ArgSpec("tok_emb.weight", (c.vocab, c.hidden), dt, "param", "embedding")]
+    tokens = c.loss == "cross_entropy"
+    specs = [ArgSpec("tok_emb.weight", (c.vocab, c.hidden), dt, "param", "embedding")] \
+        if tokens else []
     if c.pos_embedding:
         specs.append(ArgSpec("pos_emb.weight", (c.seq, c.hidden), dt, "param", "embedding"))
     qkv_rows = (c.heads + 2 * c.kv_heads) * c.head_dim
@@ -56,16 +58,20 @@ def parameter_specs(config):
             specs += _linear(f"{p}.mlp.gate", c.ffn_hidden, c.hidden, c, dt)
             specs += _linear(f"{p}.mlp.up", c.ffn_hidden, c.hidden, c, dt)
             specs += _linear(f"{p}.mlp.down", c.hidden, c.ffn_hidden, c, dt)
-    specs += _norm("norm_f", c, dt)
-    specs += _linear("lm_head", c.vocab, c.hidden, c, dt, bias=False)
+    if tokens:
+        specs += _norm("norm_f", c, dt)
+        specs += _linear("lm_head", c.vocab, c.hidden, c, dt, bias=False)
     return specs
 
 
 def argument_specs(config):
     c = config
     specs = parameter_specs(c)
-    specs.append(ArgSpec("ids", (c.batch, c.seq), "i64", "ids", range=(0, c.vocab)))
-    specs.append(ArgSpec("labels", (c.batch, c.seq), "i64", "labels", range=(0, c.vocab)))
+    if c.loss != "cross_entropy":
+        specs.append(ArgSpec("x", (c.batch, c.seq, c.hidden), c.dtype, "hidden"))
+    else:
+        specs.append(ArgSpec("ids", (c.batch, c.seq), "i64", "ids", range=(0, c.vocab)))
+        specs.append(ArgSpec("labels", (c.batch, c.seq), "i64", "labels", range=(0, c.vocab)))
     if c.rope:
         specs.append(ArgSpec("rope_cos", (c.seq, c.head_dim), c.dtype, "rope_cos"))
         specs.append(ArgSpec("rope_sin", (c.seq, c.head_dim), c.dtype, "rope_sin"))
@@ -107,6 +113,8 @@ def argument_values(config, specs=None):
             array = draw_parameter(rng, spec)
         elif spec.kind in ("ids", "labels"):
             array = rng.integers(spec.range[0], spec.range[1], size=spec.shape, dtype=np.int64)
+        elif spec.kind == "hidden":
+            array = rng.standard_normal(spec.shape)
         elif spec.kind == "rope_cos":
             array = cos
         elif spec.kind == "rope_sin":

@@ -28,6 +28,15 @@ class ModelConfig:
     rope_base: float = 10000.0
     init_seed: int = 0            # parameters and inputs
     dropout_seed: int = 1234      # the %seed input
+    # cross_entropy: token ids in, embeddings, final norm, lm_head, mean CE.
+    # mean_square: the remat anchor's block stack (../shared/anchors): hidden
+    # states x [batch, seq, hidden] in, the blocks only (no embeddings, final
+    # norm or head), loss = mean(float32(x_out)^2). mean_square_dot: the same
+    # value as a dot product, GEMM(y, y^T) with y = x_out / sqrt(numel) (f32
+    # accumulation, the loss rounded once to the model's dtype): its gradient
+    # is GEMMs and pointwise ops, where reduce_mean's is a broadcast of a 0-d
+    # value that the GPU kernels do not implement yet.
+    loss: str = "cross_entropy"
 
     def __post_init__(self):
         checks = [
@@ -41,6 +50,10 @@ class ModelConfig:
             (self.heads % self.kv_heads == 0, "kv_heads must divide heads"),
             (not self.rope or self.head_dim % 2 == 0, "rope needs an even head_dim"),
             (0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)"),
+            (self.loss in ("cross_entropy", "mean_square", "mean_square_dot"),
+             "loss must be cross_entropy, mean_square or mean_square_dot"),
+            (self.loss == "cross_entropy" or not self.pos_embedding,
+             "loss mean_square takes hidden states, not tokens: give pos_embedding off"),
         ]
         for ok, message in checks:
             if not ok:

@@ -149,12 +149,39 @@ class ModelEmitter:
             h = self.norm(x, f"layers.{i}.norm2", f"l{i}.norm2")
             return self.op("add", [x, self.mlp(h, i)], x.shape, hint=f"l{i}.resid2")
 
+    def mean_square_loss(self, x):
+        """The remat anchor's loss: mean(float32(x)^2) over every element
+        (float64 stays float64, so a reference model keeps its precision)."""
+        wide = "f64" if self.c.dtype == "f64" else "f32"
+        self.f.comment(f"loss: mean of squares in {wide} (the remat anchor's)")
+        if wide != self.c.dtype:
+            x = self.op("convert", [x], x.shape, hint="out.wide", dtype=wide)
+        sq = self.op("mul", [x, x], x.shape, hint="out.sq", dtype=wide)
+        return self.op("reduce_mean", [sq], (), {"dims": I64Array(tuple(range(len(x.shape))))},
+                       "loss", dtype=wide)
+
+    def mean_square_dot_loss(self, x):
+        """The same mean of squares as one GEMM: y = x / sqrt(numel) as a
+        [1, numel] row, loss = y y^T (f32 accumulation, rounded once)."""
+        numel = 1
+        for d in x.shape:
+            numel *= d
+        self.f.comment("loss: mean of squares as the dot product y y^T, y = x / sqrt(numel)")
+        y = self.op("scale", [x], x.shape, {"value": numel ** -0.5}, "out.scaled")
+        y = self.op("reshape", [y], (1, numel), hint="out.row")
+        dot = self.op("matmul", [y, y], (1, 1), {"transpose_b": True}, "out.dot")
+        return self.op("reshape", [dot], (), hint="loss")
+
     def emit(self):
         c = self.c
         self.emit_arguments()
-        x = self.embed()
+        x = self.embed() if c.loss == "cross_entropy" else self.args["x"]
         for i in range(c.layers):
             x = self.block(x, i)
+        if c.loss != "cross_entropy":
+            loss = self.mean_square_loss if c.loss == "mean_square" else self.mean_square_dot_loss
+            self.f.ret(loss(x))
+            return self.f
         self.f.comment("head: final norm, output projection, mean cross-entropy")
         x = self.norm(x, "norm_f", "norm_f")
         logits = self.linear(x, "lm_head", c.vocab, "logits")
@@ -174,8 +201,10 @@ def describe(config, preset=None):
         f"(kv {c.kv_heads}), ffn {c.ffn_hidden}, vocab {c.vocab}, {c.dtype};",
         f"norm {c.norm}, mlp {c.mlp}, rope {'on' if c.rope else 'off'}, "
         f"attention {c.attention}, dropout {c.dropout}.",
-        "Arguments: parameters {weft.param} named as in the PyTorch module, then ids,",
-        "labels, " + ("RoPE cos/sin tables, " if c.rope else "") + "the dropout seed; "
+        "Arguments: parameters {weft.param} named as in the PyTorch module, then " +
+        ("ids," if c.loss == "cross_entropy" else "x (hidden states; loss mean(x_out^2)),"),
+        ("labels, " if c.loss == "cross_entropy" else "") +
+        ("RoPE cos/sin tables, " if c.rope else "") + "the dropout seed; "
         "the comment names each one's .npz key.",
     ]
 

@@ -105,18 +105,30 @@ class Transformer(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.c = config
-        self.tok_emb = nn.Embedding(config.vocab, config.hidden)
+        tokens = config.loss == "cross_entropy"
+        if tokens:
+            self.tok_emb = nn.Embedding(config.vocab, config.hidden)
         if config.pos_embedding:
             self.pos_emb = PositionEmbedding(config.seq, config.hidden)
         self.layers = nn.ModuleList(Block(config, i) for i in range(config.layers))
-        self.norm_f = make_norm(config)
-        self.lm_head = nn.Linear(config.hidden, config.vocab, bias=False)
+        if tokens:
+            self.norm_f = make_norm(config)
+            self.lm_head = nn.Linear(config.hidden, config.vocab, bias=False)
         names = [n for n, _ in self.named_parameters()]
         expected = [s.name for s in argument_specs(config) if s.is_param]
         assert names == expected, f"module parameters {names} != IR parameters {expected}"
 
     def forward(self, ids, labels, rope_cos=None, rope_sin=None, seed=0):
+        """ids and labels; with loss mean_square, ids is the hidden-state input x
+        (labels unused) and the loss is mean(x_out^2) in float32 (float64 for
+        a float64 model)."""
         c = self.c
+        if c.loss != "cross_entropy":
+            rope = (rope_cos, rope_sin) if c.rope else None
+            x = ids
+            for block in self.layers:
+                x = block(x, rope, seed)
+            return x.to(torch.promote_types(x.dtype, torch.float32)).pow(2).mean()
         x = self.tok_emb(ids)
         if c.pos_embedding:
             x = x + self.pos_emb.weight
@@ -144,6 +156,9 @@ class Transformer(nn.Module):
                 continue
             inputs[spec.kind] = value.to(dtype) if value.is_floating_point() else value
         with torch.no_grad():
+            if self.c.loss != "cross_entropy":
+                return self(inputs["hidden"], None, inputs.get("rope_cos"),
+                            inputs.get("rope_sin"), int(inputs["seed"]))
             return self(inputs["ids"], inputs["labels"], inputs.get("rope_cos"),
                         inputs.get("rope_sin"), int(inputs["seed"]))
 
