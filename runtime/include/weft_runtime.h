@@ -290,6 +290,32 @@ WEFT_API weft_status weft_step_device_pointer(const weft_step *step, size_t inde
 /* Runs the schedule once and waits for it. */
 WEFT_API weft_status weft_step_run(weft_step *step);
 WEFT_API weft_status weft_step_memory_info(weft_step *step, weft_step_memory *memory);
+/* One schedule entry, for timing and listings. Pointers stay valid until
+ * weft_step_free. */
+typedef enum weft_step_entry_kind {
+  WEFT_ENTRY_LAUNCH = 0,
+  WEFT_ENTRY_GEMM = 1,
+  WEFT_ENTRY_EVENT = 2,
+} weft_step_entry_kind;
+typedef struct weft_step_entry {
+  weft_step_entry_kind kind;
+  const char *name; /* the kernel's name; "gemm"; "record_event" / "wait_event" */
+  unsigned index;   /* the schedule index it runs at */
+  unsigned stream;
+  long long m, n, k, batch; /* GEMM dims, 0 otherwise */
+} weft_step_entry;
+/* Entries in issue order (launches, GEMMs, events). */
+WEFT_API size_t weft_step_entry_count(const weft_step *step);
+WEFT_API weft_status weft_step_entry_info(const weft_step *step, size_t entry,
+                                          weft_step_entry *info);
+/* Runs the schedule once (never as a graph) with a timing event recorded on
+ * stream 0 before the first entry and after every entry, the other streams
+ * joined into stream 0 at each (which serialises them there), and waits for
+ * it. entry_ms[i] (count = weft_step_entry_count) receives the time between
+ * the events around entry i: its device time plus any idle gap before it.
+ * *total_ms (may be NULL) the time from the first event to the last. */
+WEFT_API weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_t count,
+                                         float *total_ms);
 /* A text listing of the resolved step (arena, buffers, launches with their
  * resolved arguments, GEMMs, events), for tests and --dry-run; valid until
  * the next call on `step`. */

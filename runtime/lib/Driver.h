@@ -53,13 +53,16 @@ namespace weft::runtime {
   X(cuGraphExecDestroy)                                                                            \
   X(cuGraphDestroy)
 
-// Newer (CUDA 12.4+) entry points that only improve checks and messages; the
-// runtime works without them on older drivers.
+// Newer (CUDA 12.4+) entry points that only improve checks and messages, and
+// the event timing of weft_step_run_timed (cuEventElapsedTime_v2: CUDA 12.8+);
+// the runtime works without them on older drivers.
 #define WEFT_DRIVER_OPTIONAL(X)                                                                    \
   X(cuFuncGetParamInfo)                                                                            \
   X(cuModuleGetFunctionCount)                                                                      \
   X(cuModuleEnumerateFunctions)                                                                    \
-  X(cuFuncGetName)
+  X(cuFuncGetName)                                                                                 \
+  X(cuEventSynchronize)                                                                            \
+  X(cuEventElapsedTime_v2)
 
 struct DriverApi {
 #define WEFT_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

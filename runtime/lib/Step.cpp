@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -40,6 +41,7 @@ struct weft_step {
   std::vector<size_t> gemmWorkspace; // bytes per GEMM
   std::vector<CUstream> streams;
   std::vector<CUevent> events, forks, joins;
+  std::vector<CUevent> timing; // weft_step_run_timed: one before and one after each entry
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;
   weft_step_memory memory = {};
@@ -73,7 +75,7 @@ void release(weft_step &step) {
     api.cuGraphExecDestroy(step.graphExec);
   if (step.graph)
     api.cuGraphDestroy(step.graph);
-  for (std::vector<CUevent> *list : {&step.events, &step.forks, &step.joins})
+  for (std::vector<CUevent> *list : {&step.events, &step.forks, &step.joins, &step.timing})
     for (CUevent event : *list)
       if (event)
         api.cuEventDestroy_v2(event);
@@ -261,7 +263,9 @@ weft_status createStreams(weft_step &step) {
 
 // Issues the schedule on the step's streams: stream 0 forks to the others
 // first and joins them at the end, so a capture on stream 0 sees all work.
-weft_status issue(weft_step &step) {
+// `afterEntry` (weft_step_run_timed) runs after each entry with its position.
+weft_status issue(weft_step &step,
+                  const std::function<weft_status(size_t)> &afterEntry = nullptr) {
   const DriverApi &api = *step.api;
   const StepPlan &plan = step.plan;
   bool debug = plan.options.debug_buffers;
@@ -272,7 +276,8 @@ weft_status issue(weft_step &step) {
     if (CUresult result = api.cuStreamWaitEvent(step.streams[s], step.forks[s], 0))
       return failCuda(result, "cuStreamWaitEvent (fork)");
   }
-  for (const ScheduleStep &entry : plan.schedule) {
+  for (size_t position = 0; position < plan.schedule.size(); ++position) {
+    const ScheduleStep &entry = plan.schedule[position];
     switch (entry.kind) {
     case pkg::EntryKind::Launch: {
       const ResolvedLaunch &l = plan.launches[entry.item];
@@ -317,6 +322,9 @@ weft_status issue(weft_step &step) {
       if (CUresult result = api.cuMemsetD8Async(step.address[buffer], 0xFF,
                                                 plan.package.buffers[buffer].size, main))
         return failCuda(result, "cuMemsetD8Async (poisoning a dead buffer)");
+    if (afterEntry)
+      if (weft_status status = afterEntry(position))
+        return status;
   }
   for (size_t s = 1; s < step.streams.size(); ++s) {
     if (CUresult result = api.cuEventRecord(step.joins[s], step.streams[s]))
@@ -641,6 +649,118 @@ const char *weft_step_describe(weft_step *step) {
     return "";
   step->description = describeStep(step->plan);
   return step->description.c_str();
+}
+
+size_t weft_step_entry_count(const weft_step *step) {
+  return step ? step->plan.schedule.size() : 0;
+}
+
+weft_status weft_step_entry_info(const weft_step *step, size_t entry, weft_step_entry *info) {
+  return apiCall("weft_step_entry_info", [&]() -> weft_status {
+    if (!step || !info)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_step_entry_info: %s is NULL", !step ? "step" : "info"));
+    const StepPlan &plan = step->plan;
+    if (entry >= plan.schedule.size())
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_step_entry_info: entry %zu, but the schedule has %zu", entry,
+                         plan.schedule.size()));
+    const ScheduleStep &e = plan.schedule[entry];
+    *info = weft_step_entry{};
+    switch (e.kind) {
+    case pkg::EntryKind::Launch: {
+      const ResolvedLaunch &l = plan.launches[e.item];
+      info->kind = WEFT_ENTRY_LAUNCH;
+      info->name = plan.package.kernels[l.kernel].name.c_str();
+      info->index = l.index;
+      info->stream = l.stream;
+      break;
+    }
+    case pkg::EntryKind::Gemm: {
+      const ResolvedGemm &g = plan.gemms[e.item];
+      info->kind = WEFT_ENTRY_GEMM;
+      info->name = "gemm";
+      info->index = g.index;
+      info->stream = g.stream;
+      info->m = g.desc.m;
+      info->n = g.desc.n;
+      info->k = g.desc.k;
+      info->batch = g.desc.batch;
+      break;
+    }
+    case pkg::EntryKind::Event: {
+      const pkg::Event &ev = plan.package.events[e.item];
+      info->kind = WEFT_ENTRY_EVENT;
+      info->name = ev.record ? "record_event" : "wait_event";
+      info->index = ev.index;
+      info->stream = ev.stream;
+      break;
+    }
+    }
+    return WEFT_OK;
+  });
+}
+
+weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_t count,
+                                float *total_ms) {
+  return apiCall("weft_step_run_timed", [&]() -> weft_status {
+    if (!step || !entry_ms)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_step_run_timed: %s is NULL", !step ? "step" : "entry_ms"));
+    size_t entries = step->plan.schedule.size();
+    if (count != entries)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_step_run_timed: count %zu, but the schedule has %zu entries",
+                         count, entries));
+    if (weft_status status = makeCurrent(*step, "weft_step_run_timed"))
+      return status;
+    const DriverApi &api = *step->api;
+    if (!api.cuEventSynchronize || !api.cuEventElapsedTime_v2)
+      return fail(WEFT_ERROR_DRIVER_MISSING,
+                  "weft_step_run_timed: the driver lacks cuEventElapsedTime_v2 (CUDA 12.8+)");
+    if (step->timing.size() != entries + 1) {
+      for (CUevent event : step->timing)
+        if (event)
+          api.cuEventDestroy_v2(event);
+      step->timing.assign(entries + 1, nullptr);
+      for (CUevent &event : step->timing)
+        if (CUresult result = api.cuEventCreate(&event, CU_EVENT_DEFAULT))
+          return failCuda(result, "cuEventCreate (timing)");
+    }
+    CUstream main = step->streams[0];
+    // Stream 0 waits for the others, so its event marks the end of all work
+    // issued so far.
+    auto mark = [&](size_t at) -> weft_status {
+      for (size_t s = 1; s < step->streams.size(); ++s) {
+        if (CUresult result = api.cuEventRecord(step->joins[s], step->streams[s]))
+          return failCuda(result, "cuEventRecord (timing join)");
+        if (CUresult result = api.cuStreamWaitEvent(main, step->joins[s], 0))
+          return failCuda(result, "cuStreamWaitEvent (timing join)");
+      }
+      if (CUresult result = api.cuEventRecord(step->timing[at], main))
+        return failCuda(result, "cuEventRecord (timing)");
+      return WEFT_OK;
+    };
+    if (weft_status status = mark(0))
+      return status;
+    if (weft_status status =
+            issue(*step, [&](size_t position) { return mark(position + 1); }))
+      return status;
+    if (CUresult result = api.cuEventSynchronize(step->timing[entries]))
+      return failCuda(result, "cuEventSynchronize after the timed step (a kernel or GEMM failed)");
+    for (size_t i = 0; i < entries; ++i)
+      if (CUresult result =
+              api.cuEventElapsedTime_v2(&entry_ms[i], step->timing[i], step->timing[i + 1]))
+        return failCuda(result, format("cuEventElapsedTime (entry %zu)", i));
+    if (total_ms)
+      if (CUresult result =
+              api.cuEventElapsedTime_v2(total_ms, step->timing[0], step->timing[entries]))
+        return failCuda(result, "cuEventElapsedTime (whole step)");
+    if (CUresult result = api.cuStreamSynchronize(main))
+      return failCuda(result, "cuStreamSynchronize after the timed step");
+    size_t used = 0;
+    return readMemory(*step, used);
+  });
 }
 
 } // extern "C"

@@ -4,6 +4,7 @@
 // and the device memory cuMemGetInfo saw. --dry-run does everything up to the
 // first driver call, so it is tested without a GPU.
 #include "RunPackage.h"
+#include "StepTiming.h"
 
 #include "weft/Support/FloatBits.h"
 #include "weft/Support/Npz.h"
@@ -125,6 +126,7 @@ struct Binding {
   const Tensor *tensor = nullptr;
   std::string source; // for the dry-run listing
   int64_t steps = 0;  // > 0: the tensor has a leading step dim of this size
+  bool draw = false;  // state drawn from --init-state's seed
 };
 
 bool isState(const weft_step_buffer &info) {
@@ -221,6 +223,12 @@ int runPackage(const RunPackageOptions &options) {
       file = options.loadState;
     else if (data && (tensor = data->lookup(info.name)))
       file = options.data;
+    if (!tensor && isState(info) && options.initState >= 0) {
+      binding.draw = true;
+      binding.source = "--init-state=" + std::to_string(options.initState);
+      bindings.push_back(binding);
+      continue;
+    }
     if (!tensor) {
       if (isState(info) && info.has_initial_data)
         continue; // copied from the package at load
@@ -289,6 +297,18 @@ int runPackage(const RunPackageOptions &options) {
   }
 
   auto bind = [&](const Binding &b, int64_t s) -> bool {
+    if (b.draw) {
+      std::string host, why;
+      if (!drawStateBytes(b.buffer->info, uint64_t(options.initState), host, why)) {
+        error(2, why);
+        return false;
+      }
+      if (weft_step_bind(step.get(), b.buffer->index, host.data(), host.size())) {
+        error(1, llvm::Twine("binding '") + b.buffer->info.name + "': " + weft_last_error());
+        return false;
+      }
+      return true;
+    }
     size_t count = size_t(b.buffer->elements);
     size_t start = b.steps ? size_t(s % b.steps) * count : 0;
     std::string host = toBytes(b.tensor->data, start, count, b.buffer->info.dtype);
@@ -337,6 +357,15 @@ int runPackage(const RunPackageOptions &options) {
     }
     llvm::outs() << llvm::format(" (%.3f ms)\n", ms);
     llvm::outs().flush();
+  }
+
+  if (options.timeSegments > 0) {
+    if (!loss)
+      return error(2, "--time-segments needs a training step: the package has no scalar loss "
+                      "result to divide forward from backward");
+    if (int code = timeSegments(step.get(), loss->info.first, options.timeSegments,
+                                options.timingJson))
+      return code;
   }
 
   if (!options.outputs.empty()) {

@@ -24,6 +24,13 @@ struct RunPackageOptions {
   bool dryRun = false;
   int sm = 0; // 0: the package's own arch
   int device = 0;
+  /// >= 0: parameters and optimizer state that no file gives are drawn on
+  /// the host from this seed (StepTiming.h: drawStateBytes).
+  int64_t initState = -1;
+  /// > 0: after the steps, this many runs with an event after every schedule
+  /// entry: forward / backward / optimizer medians (StepTiming.h).
+  int64_t timeSegments = 0;
+  std::string timingJson; // per-entry medians of --time-segments
 };
 
 /// True when `path` starts with the package magic (so weft-run treats it as

@@ -126,6 +126,20 @@ cl::opt<int> deviceSm("sm",
                       cl::init(0), cl::cat(packageCategory));
 cl::opt<int> deviceOrdinal("device", cl::desc("CUDA device ordinal"),
                            cl::init(0), cl::cat(packageCategory));
+cl::opt<int64_t> initState(
+    "init-state",
+    cl::desc("Draw parameters and optimizer state that no file gives on the "
+             "host from this seed (uniform, variance 1/fan_in; moments zero)"),
+    cl::value_desc("SEED"), cl::init(-1), cl::cat(packageCategory));
+cl::opt<int64_t> timeSegmentRuns(
+    "time-segments",
+    cl::desc("After the steps, N runs with a CUDA event after every schedule "
+             "entry: forward/backward/optimizer milliseconds (medians)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(packageCategory));
+cl::opt<std::string> timingJson(
+    "timing-json",
+    cl::desc("With --time-segments: write per-entry and per-segment medians"),
+    cl::value_desc("FILE.json"), cl::cat(packageCategory));
 
 int fail(ExitCode code, const llvm::Twine &message) {
   // Keep the order of result lines and errors when both go to one terminal.
@@ -379,7 +393,8 @@ int main(int argc, char **argv) {
   for (cl::Option *option :
        std::initializer_list<cl::Option *>{&runSteps, &dataFile, &loadState, &saveState,
                                            &useGraph, &debugBuffers, &printMemory, &dryRun,
-                                           &deviceSm, &deviceOrdinal})
+                                           &deviceSm, &deviceOrdinal, &initState,
+                                           &timeSegmentRuns, &timingJson})
     packageOptionGiven |= option->getNumOccurrences() > 0;
   if (weft::isPackageFile(inputFilename)) {
     if (!entryName.empty() || !inputsFile.empty() || randomInputs ||
@@ -402,6 +417,16 @@ int main(int argc, char **argv) {
     options.dryRun = dryRun;
     options.sm = deviceSm;
     options.device = deviceOrdinal;
+    if (initState.getNumOccurrences() && initState < 0)
+      return fail(kExitUsage, "--init-state takes a seed >= 0, got " + llvm::Twine(initState));
+    if (timeSegmentRuns < 0)
+      return fail(kExitUsage, "--time-segments takes a run count >= 1, got " +
+                                  llvm::Twine(timeSegmentRuns));
+    if (!timingJson.empty() && !timeSegmentRuns)
+      return fail(kExitUsage, "--timing-json needs --time-segments");
+    options.initState = initState;
+    options.timeSegments = timeSegmentRuns;
+    options.timingJson = timingJson;
     return weft::runPackage(options);
   }
   if (packageOptionGiven)

@@ -1,0 +1,184 @@
+// weft-run --init-state and --time-segments (see StepTiming.h).
+#include "StepTiming.h"
+
+#include "weft/Support/FloatBits.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace weft {
+
+const char *segmentName(Segment segment) {
+  switch (segment) {
+  case Segment::Forward:
+    return "forward";
+  case Segment::Backward:
+    return "backward";
+  case Segment::Optimizer:
+    return "optimizer";
+  }
+  return "?";
+}
+
+std::vector<Segment> classifySegments(const std::vector<std::string> &names,
+                                      const std::vector<unsigned> &indices, unsigned lossIndex) {
+  size_t n = names.size();
+  std::vector<Segment> segments(n, Segment::Backward);
+  for (size_t i = 0; i < n; ++i)
+    if (indices[i] <= lossIndex)
+      segments[i] = Segment::Forward;
+  auto contains = [](const std::string &name, const char *part) {
+    return name.find(part) != std::string::npos;
+  };
+  size_t tail = n;
+  bool adamw = false;
+  while (tail > 0 && segments[tail - 1] != Segment::Forward &&
+         (contains(names[tail - 1], "adamw") || contains(names[tail - 1], "convert"))) {
+    adamw |= contains(names[tail - 1], "adamw");
+    --tail;
+  }
+  if (adamw)
+    for (size_t i = tail; i < n; ++i)
+      segments[i] = Segment::Optimizer;
+  return segments;
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0.0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &bytes,
+                    std::string &error) {
+  std::string dtype = info.dtype;
+  size_t width = dtype == "f32" ? 4 : (dtype == "bf16" || dtype == "f16") ? 2 : 0;
+  if (!width || info.rank < 0) {
+    error = std::string("--init-state draws f32, bf16 or f16 tensors; buffer '") + info.name +
+            "' is " + (info.type[0] ? info.type : "untyped");
+    return false;
+  }
+  size_t count = info.size / width;
+  bytes.assign(count * width, '\0');
+  if (info.role == WEFT_ROLE_OPTIMIZER_STATE)
+    return true;
+  // Uniform in [center - half, center + half].
+  double center = 0.5, half = 0.1;
+  if (info.rank >= 2) {
+    center = 0.0;
+    half = std::sqrt(3.0 / double(std::max<long long>(info.shape[info.rank - 1], 1)));
+  }
+  uint64_t state = seed * 0x2545f4914f6cdd1dull + uint64_t(info.arg) + 1;
+  char *out = bytes.data();
+  for (size_t i = 0; i < count; ++i) {
+    double u = double(splitmix64(state) >> 11) * 0x1.0p-53; // [0, 1)
+    double v = center + half * (2.0 * u - 1.0);
+    if (width == 4) {
+      float f = float(v);
+      std::memcpy(out + 4 * i, &f, 4);
+    } else {
+      uint16_t bits = dtype == "bf16" ? bf16Bits(v) : f16Bits(v);
+      std::memcpy(out + 2 * i, &bits, 2);
+    }
+  }
+  return true;
+}
+
+int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath) {
+  auto error = [](const llvm::Twine &message) {
+    llvm::outs().flush();
+    llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+    return 1;
+  };
+  size_t n = weft_step_entry_count(step);
+  std::vector<weft_step_entry> entries(n);
+  std::vector<std::string> names(n);
+  std::vector<unsigned> indices(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (weft_step_entry_info(step, i, &entries[i]))
+      return error(llvm::Twine("--time-segments: ") + weft_last_error());
+    names[i] = entries[i].name;
+    indices[i] = entries[i].index;
+  }
+  std::vector<Segment> segments = classifySegments(names, indices, lossIndex);
+  std::vector<std::vector<double>> perEntry(n);
+  std::vector<double> totals, perSegment[3];
+  std::vector<float> ms(n);
+  for (int64_t r = 0; r < runs; ++r) {
+    float total = 0;
+    if (weft_step_run_timed(step, ms.data(), n, &total))
+      return error("--time-segments run " + llvm::Twine(r + 1) + ": " + weft_last_error());
+    double sums[3] = {0, 0, 0};
+    for (size_t i = 0; i < n; ++i) {
+      perEntry[i].push_back(ms[i]);
+      sums[int(segments[i])] += ms[i];
+    }
+    totals.push_back(total);
+    for (int s = 0; s < 3; ++s)
+      perSegment[s].push_back(sums[s]);
+  }
+  double forward = median(perSegment[0]), backward = median(perSegment[1]),
+         optimizer = median(perSegment[2]);
+  llvm::outs() << llvm::format("segments: forward %.3f ms, backward %.3f ms, optimizer %.3f ms, "
+                               "timed step %.3f ms (medians of %lld runs, an event after every "
+                               "entry)\n",
+                               forward, backward, optimizer, median(totals), (long long)runs);
+  if (jsonPath.empty())
+    return 0;
+  std::ofstream file(jsonPath);
+  if (!file)
+    return error("--timing-json: cannot write '" + jsonPath + "'");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("{\"runs\": %lld, \"loss_index\": %u, \"total_ms\": %.6f, ",
+                     (long long)runs, lossIndex, median(totals))
+     << llvm::format("\"segments_ms\": {\"forward\": %.6f, \"backward\": %.6f, "
+                     "\"optimizer\": %.6f},\n \"entries\": [",
+                     forward, backward, optimizer);
+  static const char *kinds[] = {"launch", "gemm", "event"};
+  for (size_t i = 0; i < n; ++i) {
+    const weft_step_entry &e = entries[i];
+    os << (i ? ",\n  " : "\n  ") << "{\"kind\": \"" << kinds[int(e.kind) % 3]
+       << "\", \"name\": " << jsonString(names[i]) << ", \"index\": " << e.index
+       << ", \"segment\": \"" << segmentName(segments[i]) << "\"";
+    if (e.kind == WEFT_ENTRY_GEMM)
+      os << ", \"m\": " << e.m << ", \"n\": " << e.n << ", \"k\": " << e.k
+         << ", \"batch\": " << e.batch;
+    os << llvm::format(", \"ms\": %.6f}", median(perEntry[i]));
+  }
+  os << "]}\n";
+  file << os.str();
+  return file.good() ? 0 : error("--timing-json: writing '" + jsonPath + "' failed");
+}
+
+} // namespace weft

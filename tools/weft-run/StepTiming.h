@@ -1,0 +1,44 @@
+// weft-run --init-state and --time-segments: drawing a step's state on the
+// host, and timing each schedule entry with the runtime's events, summed into
+// forward / backward / optimizer segments.
+#ifndef WEFT_TOOLS_WEFT_RUN_STEPTIMING_H
+#define WEFT_TOOLS_WEFT_RUN_STEPTIMING_H
+
+#include "weft_runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+/// Which part of the training step an entry belongs to.
+enum class Segment { Forward, Backward, Optimizer };
+const char *segmentName(Segment segment);
+
+/// Segments of the schedule entries (names and schedule indices in issue
+/// order): the forward is every entry at or before `lossIndex` (the schedule
+/// index that defines the loss); the optimizer is the longest tail of
+/// launches of AdamW and convert kernels (the f32 master update, with the
+/// gradients' casts), if it holds an AdamW; the backward is what lies between
+/// (recomputation included).
+std::vector<Segment> classifySegments(const std::vector<std::string> &names,
+                                      const std::vector<unsigned> &indices, unsigned lossIndex);
+
+/// A parameter's or optimizer state's bytes drawn on the host from `seed`
+/// (for benchmarks of models too large to ship their state): a parameter of
+/// rank >= 2 uniform with the variance of N(0, 1/fan_in), fan_in its last dim;
+/// of rank <= 1 (norm weights and biases alike: the buffer does not say
+/// which) uniform in [0.4, 0.6]; optimizer state zero. f32, bf16 or f16
+/// buffers only; false with `error` naming the buffer otherwise.
+bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &bytes,
+                    std::string &error);
+
+/// Runs the step `runs` times with weft_step_run_timed and prints one
+/// "segments:" line and, when `jsonPath` is set, writes per-entry medians and
+/// per-segment medians there. Returns 0, or 1 with the error printed.
+int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath);
+
+} // namespace weft
+
+#endif // WEFT_TOOLS_WEFT_RUN_STEPTIMING_H
