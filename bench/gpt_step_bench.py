@@ -1,0 +1,426 @@
+"""The 4-block GPT training step of ../shared/anchors (hidden 4096, 32 heads,
+seq 4096, batch 1, bf16, causal, dropout 0, mean-of-squares loss) in Weft at
+three memory budgets, next to PyTorch eager and torch.compile, in one run.
+
+  prepare (here, with the build):  gpt_step_bench.py prepare DIR
+      generates the model (python -m weft.models, loss mean_square_dot: the
+      anchor's mean of squares as one GEMM, since reduce_mean's gradient has
+      no GPU kernel yet), compiles it with no recompute (--memory-report gives
+      the resident state and the activations above it), then at budgets
+      leaving 100/50/30 % of those activations with --remat=budget and each
+      fixed policy that fits; a small instance (2 blocks, hidden 256) without
+      optimizer for the gradient check; ships weft-run (xz) as
+      test/gpu/package_check.py does. Nothing carried holds parameters:
+      weft-run --init-state draws them on the device machine.
+  run (on the H100):               gpt_step_bench.py run DIR
+      per package: weft-run --init-state --graph (wall per step, median),
+      --time-segments (forward/backward/optimizer and per-entry medians),
+      --print-memory (cuMemGetInfo vs the plan and the listed overheads);
+      the gradient check (loss and every parameter gradient vs float64,
+      within 2x torch bf16's error); torch eager and torch.compile over an
+      activation_memory_budget sweep, matched to each Weft peak, with
+      torch.profiler's components and SDPA's backend. Writes DIR/results.json
+      and DIR/results.md (for bench/RESULTS.md).
+"""
+import argparse
+import datetime
+import json
+import lzma
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, HERE)
+import gpt_step_table as table  # noqa: E402
+
+ANCHOR = dict(layers=4, hidden=4096, heads=32, kv_heads=32, seq=4096, batch=1, ffn_hidden=16384,
+              dtype="bf16", dropout=0.0, pos_embedding=False, loss="mean_square_dot")
+# The gradient check's instance: the same architecture, small enough for a
+# float64 reference.
+SMALL = dict(ANCHOR, layers=2, hidden=256, heads=2, kv_heads=2, seq=256, ffn_hidden=1024)
+WARMUP, STEPS, SEGMENT_RUNS = 3, 10, 5
+TORCH_BUDGETS = (1.0, 0.7, 0.5, 0.3, 0.1, 0.0)
+
+
+def config_args(config):
+    out = []
+    for key, value in config.items():
+        if isinstance(value, bool):
+            value = "on" if value else "off"
+        out += ["--" + key.replace("_", "-"), str(value)]
+    return out
+
+
+def generate(config, path, env):
+    ir = subprocess.run([sys.executable, "-m", "weft.models", "--preset", "gpt_block", "--emit-only"]
+                        + config_args(config), check=True, capture_output=True, text=True,
+                        env=env).stdout
+    with open(path, "w") as f:
+        f.write(ir)
+
+
+def compile_package(build, ir, out, extra, env, try_fused=True):
+    """weft-compile; --fuse-elementwise first (with try_fused), unfused when
+    the fused package would lack kernel images. Returns (ok, fused, message)."""
+    base = [os.path.join(build, "bin", "weft-compile"), ir, "--entry", "forward", "--train",
+            "--target=sm_90a", "--emit=package", "-o", out] + extra
+    message = ""
+    for fused in (True, False) if try_fused else (False,):
+        done = subprocess.run(base + (["--fuse-elementwise"] if fused else []),
+                              capture_output=True, text=True, env=env)
+        missing = "have no image" in done.stderr
+        if done.returncode == 0 and not missing:
+            return True, fused, message
+        message += ("fused: " if fused else "unfused: ") + \
+            " ".join(l for l in done.stderr.splitlines() if "error" in l or "warning" in l)[:400] + "; "
+    return False, False, message
+
+
+def prepare(directory, build):
+    os.makedirs(directory, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    anchor_ir = os.path.join(directory, "anchor.mlir")
+    generate(ANCHOR, anchor_ir, env)
+    report_path = os.path.join(directory, "none_report.json")
+    ok, fused, msg = compile_package(build, anchor_ir, os.path.join(directory, "none.weftpkg"),
+                                     ["--optimizer=adamw", "--remat=none",
+                                      f"--memory-report={report_path}"], env)
+    if not ok:
+        raise SystemExit(f"the no-recompute package does not compile: {msg}")
+    # When fusion leaves kernels without images here, it does at every budget.
+    try_fused = fused
+    report = json.load(open(report_path))
+    manifest = {"anchor": ANCHOR, "small": SMALL, "report": report, "fused": fused,
+                "fusion_refused": msg or None,
+                "resident_bytes": table.resident_bytes(report),
+                "activation_bytes": report["peak_bytes"] - table.resident_bytes(report),
+                "budgets": []}
+    for fraction, budget in table.budgets(report).items():
+        entry = {"fraction": fraction, "bytes": budget, "packages": []}
+        for policy in ("budget",) + table.FIXED_POLICIES:
+            name = f"b{int(100 * fraction)}_{policy}"
+            rep = os.path.join(directory, name + "_report.json")
+            t = time.time()
+            ok, fused, msg = compile_package(
+                build, anchor_ir, os.path.join(directory, name + ".weftpkg"),
+                ["--optimizer=adamw", f"--remat={policy}", f"--memory-budget={budget}",
+                 f"--memory-report={rep}"], env, try_fused)
+            pk = {"policy": policy, "package": name + ".weftpkg" if ok else None, "fused": fused,
+                  "error": None if ok else msg, "compile_s": round(time.time() - t, 1)}
+            if ok:
+                r = json.load(open(rep))
+                pk.update(planned_bytes=r["peak_bytes"], recompute_flops=r["recompute_flops"],
+                          estimate_s=r["step_time_estimate_s"])
+            print(name, "ok" if ok else "does not fit/compile", pk.get("planned_bytes"), flush=True)
+            entry["packages"].append(pk)
+        manifest["budgets"].append(entry)
+    small_ir = os.path.join(directory, "small.mlir")
+    generate(SMALL, small_ir, env)
+    ok, fused, msg = compile_package(build, small_ir, os.path.join(directory, "small.weftpkg"), [],
+                                     env)
+    manifest["small_package"] = {"ok": ok, "fused": fused, "error": msg or None}
+    # weft-run and the shared libraries the GPU machine lacks, as package_check.
+    weft_run = os.path.join(build, "bin", "weft-run")
+    shipped = [("weft-run", weft_run)]
+    for line in subprocess.run(["ldd", weft_run], capture_output=True, text=True).stdout.splitlines():
+        m = re.match(r"\s*((?:libLLVM|libz3)[^ ]*) => (\S+)", line)
+        if m:
+            shipped.append((os.path.join("lib", m.group(1)), m.group(2)))
+    for name, source in shipped:
+        with open(source, "rb") as f, lzma.open(
+                os.path.join(directory, name.replace("/", "__") + ".xz"), "wb", preset=6) as out:
+            shutil.copyfileobj(f, out)
+    for f in os.listdir(directory):
+        if f.endswith(".mlir"):
+            os.remove(os.path.join(directory, f))
+    with open(os.path.join(directory, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    total = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
+    print(f"prepared {directory}: {total / 2**20:.1f} MiB")
+    if total > 64 * 2**20:
+        raise SystemExit(f"{directory} holds {total / 2**20:.1f} MiB, more than the 64 MiB carry limit")
+
+
+# ---------------------------------------------------------------- run phase
+
+def unpack(directory):
+    libs = os.path.join(directory, "lib")
+    os.makedirs(libs, exist_ok=True)
+    for name in os.listdir(directory):
+        if name.endswith(".xz"):
+            target = os.path.join(directory, name[:-3].replace("__", "/"))
+            if not os.path.exists(target):
+                with lzma.open(os.path.join(directory, name)) as f, open(target, "wb") as out:
+                    shutil.copyfileobj(f, out)
+                os.chmod(target, 0o755)
+    return dict(os.environ, LD_LIBRARY_PATH=libs + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+
+
+def device_used_bytes():
+    """Device memory in use as nvidia-smi reports it (MiB), before any
+    process of this run made a context."""
+    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True)
+    return int(out.stdout.split()[0]) * 2**20 if out.returncode == 0 else None
+
+
+def weft_run(directory, env, package, *args):
+    cmd = [os.path.join(directory, "weft-run"), os.path.join(directory, package)] + list(args)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr[-800:]}")
+    return done.stdout
+
+
+def run_weft_package(directory, env, package, data, baseline):
+    timing_path = os.path.join(directory, package + ".timing.json")
+    out = weft_run(directory, env, package, "--steps", str(WARMUP + STEPS), "--graph",
+                   "--init-state", "0", "--data", data, "--print-memory",
+                   "--time-segments", str(SEGMENT_RUNS), "--timing-json", timing_path)
+    steps = [float(m.group(1)) for m in re.finditer(r"^step \d+/\d+ .*\((\S+) ms\)", out, re.M)]
+    losses = [float(m.group(1)) for m in re.finditer(r"^step \d+/\d+ loss (\S+)", out, re.M)]
+    memory = json.loads(re.search(r"^memory-json: (.*)$", out, re.M).group(1))
+    timing = json.load(open(timing_path))
+    wall = table.median(steps[WARMUP:])
+    seg = timing["segments_ms"]
+    # Wall split as the events split it: the optimizer's share apart.
+    timed = timing["total_ms"] or 1.0
+    opt_ms = wall * seg["optimizer"] / timed
+    overheads = {"context": memory["before"] - baseline if baseline is not None else None,
+                 "arena": memory["after_arena"] - memory["before"],
+                 "modules_tensor_maps_cublaslt": memory["after_load"] - memory["after_arena"],
+                 "during_steps": memory["peak"] - memory["after_load"]}
+    # In use at the peak (from before this process' context, when nvidia-smi
+    # gave it) against the plan plus the listed overheads.
+    start = baseline if baseline is not None else memory["before"]
+    in_use = memory["peak"] - start
+    expected = memory["planned"] + overheads["modules_tensor_maps_cublaslt"] + \
+        (overheads["context"] if baseline is not None else 0)
+    return {"wall_ms": wall, "ms": wall - opt_ms, "optimizer_ms": opt_ms, "losses": losses,
+            "segments_ms": seg, "timed_step_ms": timing["total_ms"],
+            "breakdown": table.weft_breakdown(timing, wall), "memory": memory,
+            "overheads": overheads, "in_use_bytes": in_use, "expected_in_use_bytes": expected,
+            "memory_rel_err": abs(in_use - expected) / expected,
+            "arena_rel_err": abs(overheads["arena"] - memory["planned"]) / memory["planned"]}
+
+
+def gradient_check(directory, env):
+    """Loss and parameter gradients of the small instance vs float64, within
+    2x torch bf16's error (relative L2 per tensor; the loss plus one bf16 ulp,
+    as the step returns it in bf16)."""
+    import torch
+    from weft import npz
+    from weft.models.arguments import argument_specs, argument_values
+    from weft.models.config import ModelConfig
+    from weft.models.torch_model import Transformer
+    cfg = ModelConfig(**SMALL)
+    specs = argument_specs(cfg)
+    values = argument_values(cfg.replace(dtype="f64"), argument_specs(cfg.replace(dtype="f64")))
+    n = sum(s.is_param for s in specs)
+    bf = [v.to(torch.bfloat16) for v in values]
+    data = {f"arg{i}": bf[i].float() for i in range(len(values))}
+    npz.save(os.path.join(directory, "small_data.npz"), data)
+    weft_run(directory, env, "small.weftpkg", "--data", os.path.join(directory, "small_data.npz"),
+             "--outputs", os.path.join(directory, "small_out.npz"))
+    out = npz.load(os.path.join(directory, "small_out.npz"))
+
+    def torch_grads(dtype):
+        torch.manual_seed(0)
+        model = Transformer(cfg).to("cuda", dtype)
+        with torch.no_grad():
+            for p, v in zip(model.parameters(), bf[:n]):
+                p.copy_(v.to(dtype))
+        loss = model(bf[n].to("cuda", dtype), None)
+        loss.backward()
+        return loss.double().item(), [p.grad.double().cpu() for p in model.parameters()]
+
+    f64_loss, f64 = torch_grads(torch.float64)
+    bf_loss, bfg = torch_grads(torch.bfloat16)
+    names = [s.name for s in specs if s.is_param]
+    rows, ok = [], True
+    weft_loss = out["res0"].double().reshape(()).item()
+    # The step returns the loss in bf16: one ulp (2^-8 relative) of slack.
+    loss_ok = abs(weft_loss - f64_loss) <= 2 * abs(bf_loss - f64_loss) + abs(f64_loss) * 2.0 ** -8
+    for i, name in enumerate(names):
+        g = out[f"res{i + 1}"].double().reshape(f64[i].shape)
+        ref = f64[i].norm().item() or 1.0
+        we = (g - f64[i]).norm().item() / ref
+        te = (bfg[i] - f64[i]).norm().item() / ref
+        good = we <= 2 * te + 2.0 ** -9
+        ok &= good
+        rows.append({"param": name, "weft_rel_err": we, "torch_bf16_rel_err": te, "ok": good})
+    return {"ok": bool(ok and loss_ok), "loss": {"weft": weft_loss, "torch_f64": f64_loss,
+                                                 "torch_bf16": bf_loss, "ok": bool(loss_ok)},
+            "gradients": rows, "config": SMALL}
+
+
+def torch_anchors(budget_targets):
+    """Eager and torch.compile over TORCH_BUDGETS on the same model (bf16
+    parameters and gradients resident; x needs no gradient, as in Weft's
+    step); the compile run matched to each target, profiled."""
+    import torch
+    import torch._functorch.config as fc
+    from weft.models.config import ModelConfig
+    from weft.models.torch_model import Transformer
+    cfg = ModelConfig(**ANCHOR)
+    torch.manual_seed(0)
+    model = Transformer(cfg).to("cuda", torch.bfloat16)
+    x = torch.randn(cfg.batch, cfg.seq, cfg.hidden, device="cuda", dtype=torch.bfloat16)
+
+    def measure(fn, n=STEPS):
+        for _ in range(WARMUP):
+            fn(x, None).backward()
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        times = []
+        for _ in range(n):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn(x, None).backward()
+            b.record()
+            torch.cuda.synchronize()
+            times.append(a.elapsed_time(b))
+        return {"ms": table.median(times), "peak_bytes": torch.cuda.max_memory_allocated() - base}
+
+    def profile(fn):
+        from torch.profiler import ProfilerActivity, profile as prof
+        kernels = {}
+        with prof(activities=[ProfilerActivity.CUDA]) as p:
+            for _ in range(3):
+                fn(x, None).backward()
+            torch.cuda.synchronize()
+        for e in p.events():
+            if e.device_type == torch.autograd.DeviceType.CUDA:
+                kernels[e.name] = kernels.get(e.name, 0.0) + e.device_time / 1e3
+        return table.torch_breakdown(kernels, 3), table.sdpa_backend(kernels)
+
+    res = {"eager": measure(model)}
+    res["eager"]["breakdown"], res["eager"]["sdpa_backend"] = profile(model)
+    sweep = []
+    for budget in TORCH_BUDGETS:
+        torch._dynamo.reset()
+        fc.activation_memory_budget = budget
+        compiled = torch.compile(model)
+        try:
+            m = measure(compiled)
+            m["budget"] = budget
+        except Exception as e:  # a budget torch cannot meet is a result too
+            m = {"budget": budget, "error": str(e)[:300]}
+        sweep.append(m)
+        print("torch.compile", m, flush=True)
+    res["compile_sweep"] = sweep
+    matched = {}
+    for key, target in budget_targets.items():
+        entry, exact = table.match_torch_budget(sweep, target)
+        if entry is None:
+            continue
+        torch._dynamo.reset()
+        fc.activation_memory_budget = entry["budget"]
+        compiled = torch.compile(model)
+        compiled(x, None).backward()
+        breakdown, backend = profile(compiled)
+        matched[key] = dict(entry, target_bytes=target, peak_at_or_below_target=exact,
+                            breakdown=breakdown, sdpa_backend=backend)
+    res["matched"] = matched
+    param_bytes = sum(p.numel() * 2 for p in model.parameters())
+    res["bf16_param_bytes"] = param_bytes
+    return res
+
+
+def run(directory, quick=False):
+    """quick: a pipeline check (the first budget's `budget` package, one
+    torch.compile budget), not a measurement."""
+    global TORCH_BUDGETS
+    manifest = json.load(open(os.path.join(directory, "manifest.json")))
+    if quick:
+        TORCH_BUDGETS = (1.0,)
+        manifest["budgets"] = [dict(manifest["budgets"][0], packages=[
+            p for p in manifest["budgets"][0]["packages"] if p["policy"] == "budget"])]
+    baseline = device_used_bytes()
+    env = unpack(directory)
+    from weft import npz
+    import numpy as np
+    import torch
+    from weft.models.arguments import argument_specs
+    from weft.models.config import ModelConfig
+    n = sum(s.is_param for s in argument_specs(ModelConfig(**ANCHOR)))
+    data = os.path.join(directory, "anchor_data.npz")
+    rng = np.random.default_rng(0)
+    npz.save(data, {f"arg{3 * n}": torch.from_numpy(rng.standard_normal(
+        (ANCHOR["batch"], ANCHOR["seq"], ANCHOR["hidden"]), dtype=np.float32)),
+        f"arg{3 * n + 1}": torch.tensor(1, dtype=torch.int64),
+        f"arg{3 * n + 2}": torch.tensor(1234, dtype=torch.int64)})
+    resident = manifest["resident_bytes"]
+    results = {"model": "4 GPT blocks, hidden 4096, 32 heads, seq 4096, batch 1, bf16, causal, "
+                        "dropout 0, loss mean(x^2) (as one GEMM)",
+               "date": datetime.date.today().isoformat(), "resident_bytes": resident,
+               "activation_bytes": manifest["activation_bytes"], "budgets": [],
+               "device_baseline_bytes": baseline}
+    try:
+        results["device"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                                            "--format=csv,noheader"], capture_output=True,
+                                           text=True).stdout.strip()
+    except OSError:
+        results["device"] = "?"
+    for b in manifest["budgets"]:
+        runs = []
+        for pk in b["packages"]:
+            r = {"policy": pk["policy"], "fused": pk["fused"], "ms": None}
+            if pk["package"] is None:
+                r["error"] = "does not fit / compile: " + (pk["error"] or "")
+            else:
+                try:
+                    r.update(run_weft_package(directory, env, pk["package"], data, baseline))
+                    r["planned_above_resident"] = pk["planned_bytes"] - resident
+                except Exception as e:
+                    r["error"] = str(e)[-400:]
+            print(b["fraction"], r["policy"], r.get("ms"), r.get("error", ""), flush=True)
+            runs.append(r)
+        results["budgets"].append({"fraction": b["fraction"], "bytes": b["bytes"], "runs": runs,
+                                   "choice": table.budget_vs_fixed(runs)})
+    if manifest["small_package"]["ok"]:
+        try:
+            results["gradient_check"] = gradient_check(directory, env)
+        except Exception as e:
+            results["gradient_check"] = {"ok": False, "error": str(e)[-400:]}
+    # torch's target: the Weft budget's planned peak above the resident f32
+    # state, less the bf16 weight copies Weft plans as activations (torch
+    # keeps its bf16 weights resident).
+    param_bf16 = resident // 6  # f32 masters (4 B) + two f32 moments (8 B) per bf16 weight (2 B)
+    targets = {str(b["fraction"]): b["bytes"] - resident - param_bf16 for b in manifest["budgets"]}
+    results["torch"] = torch_anchors(targets)
+    for b in results["budgets"]:
+        b["torch_compile"] = results["torch"]["matched"].get(str(b["fraction"]))
+    with open(os.path.join(directory, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    md = table.markdown(results)
+    with open(os.path.join(directory, "results.md"), "w") as f:
+        f.write(md)
+    print(md)
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("phase", choices=["prepare", "run"])
+    parser.add_argument("dir")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--quick", action="store_true",
+                        help="run: check the pipeline on one package and one torch budget")
+    args = parser.parse_args()
+    if args.phase == "prepare":
+        prepare(args.dir, args.build)
+        return 0
+    return run(args.dir, args.quick)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
