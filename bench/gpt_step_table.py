@@ -10,11 +10,16 @@ FIXED_POLICIES = ("none", "full", "selective", "block", "uniform")
 FRACTIONS = (1.0, 0.5, 0.3)
 
 
-def resident_bytes(report):
+def resident_bytes(report, low_precision_copy=0.5):
     """The state every step keeps: f32 master parameters and AdamW moments
-    (categories at the planned peak of weft-compile --memory-report)."""
+    (categories at the planned peak of weft-compile --memory-report) and the
+    bf16 weight copies the step makes from the masters (half the masters'
+    bytes; the report counts them as saved activations, PyTorch keeps them
+    resident). Gradients are not live at the no-recompute peak (the report
+    says 0 there), so they are not subtracted."""
     cats = report["categories"]
-    return cats["parameters"] + cats["optimizer_state"]
+    return cats["parameters"] + cats["optimizer_state"] + int(low_precision_copy *
+                                                               cats["parameters"])
 
 
 def budgets(report, fractions=FRACTIONS):

@@ -16,13 +16,14 @@ REPORT = {"peak_bytes": 1000, "categories": {"parameters": 100, "optimizer_state
 
 
 def test_budgets_leave_fractions_of_the_activations():
-    assert t.resident_bytes(REPORT) == 300
-    assert t.budgets(REPORT) == {1.0: 1000, 0.5: 650, 0.3: 510}
+    # 100 f32 masters + 200 moments + 50 for their bf16 copies.
+    assert t.resident_bytes(REPORT) == 350
+    assert t.budgets(REPORT) == {1.0: 1000, 0.5: 675, 0.3: 545}
 
 
 def test_budgets_refuse_a_peak_at_the_resident_state():
     with pytest.raises(ValueError, match="not above the resident"):
-        t.budgets({"peak_bytes": 300, "categories": REPORT["categories"]})
+        t.budgets({"peak_bytes": 350, "categories": REPORT["categories"]})
 
 
 def timing():
