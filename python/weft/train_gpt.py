@@ -32,7 +32,7 @@ CORPUS = os.path.join(ROOT, "examples", "data", "charlang.txt")
 CONFIG = PRESETS["char_gpt"]
 # AdamW as PyTorch's defaults except the learning rate (constant: the step
 # takes lr as a compile-time constant).
-LR, WEIGHT_DECAY, BETAS, EPS = 2e-3, 0.01, (0.9, 0.999), 1e-8
+LR, WEIGHT_DECAY, BETAS, EPS = 1e-3, 0.01, (0.9, 0.999), 1e-8
 DATA_SEED, INIT_SEED, DROPOUT_SEED = 0, 0, 1234
 
 
@@ -188,16 +188,22 @@ def write_model(work, config=CONFIG):
 
 
 def train_on_gpu(args, ir, tokens, params):
-    report = os.path.join(args.work, "package_report.json")
-    package = compile_package(args.build, ir, os.path.join(args.work, "step.weftpkg"),
-                              args.fuse_elementwise, args.memory_budget, report)
-    print(f"== compiled {describe()} to {package} ({os.path.getsize(package)} bytes): "
-          "memory plan")
-    print_memory_plans([("package", report)])
-    ids, labels = make_batches(tokens, args.steps, CONFIG.batch, CONFIG.seq)
+    if args.package:
+        package = args.package
+        print(f"== {describe(args.config)}: {package} (compiled elsewhere)")
+    else:
+        report = os.path.join(args.work, "package_report.json")
+        package = compile_package(args.build, ir, os.path.join(args.work, "step.weftpkg"),
+                                  args.fuse_elementwise, args.memory_budget, report)
+        print(f"== compiled {describe(args.config)} to {package} "
+              f"({os.path.getsize(package)} bytes): memory plan")
+        print_memory_plans([("package", report)])
+    c = args.config
+    ids, labels = make_batches(tokens, args.steps, c.batch, c.seq)
     npz.save(os.path.join(args.work, "state0.npz"), step_state(params))
     npz.save(os.path.join(args.work, "data.npz"), step_data(len(params), ids, labels))
-    command = [tool(args.build, "weft-run"), package, "--steps", str(args.steps),
+    weft_run = args.weft_run or tool(args.build, "weft-run")
+    command = [weft_run, package, "--steps", str(args.steps),
                "--data", os.path.join(args.work, "data.npz"),
                "--load-state", os.path.join(args.work, "state0.npz"),
                "--save-state", os.path.join(args.work, "state_final.npz"), "--print-memory"]
@@ -233,7 +239,7 @@ def train_on_gpu(args, ir, tokens, params):
     first, last = sum(head) / len(head), sum(tail) / len(tail)
     median_ms = sorted(times)[len(times) // 2]
     print(f"loss {first:.4f} -> {last:.4f} (means of the first and last {len(head)} steps; "
-          f"ln vocab = {math.log(CONFIG.vocab):.4f}); median step {median_ms:.3f} ms")
+          f"ln vocab = {math.log(c.vocab):.4f}); median step {median_ms:.3f} ms")
     if not last < first:
         raise TrainError(f"the loss did not fall: {first:.4f} -> {last:.4f}")
     return losses
@@ -252,13 +258,14 @@ def compile_on_cpu(args, ir, tokens, params):
         columns.append(("sm_90a package", os.path.join(args.work, "package_report.json")))
         package = compile_package(args.build, ir, os.path.join(args.work, "step.weftpkg"),
                                   args.fuse_elementwise, args.memory_budget, columns[1][1])
-    print(f"== compiled {describe()}: memory plan")
+    print(f"== compiled {describe(args.config)}: memory plan")
     print_memory_plans(columns)
     if package:
         out = run([tool(args.build, "weft-run"), "--check", package]).splitlines()
         print(f"== weft-run --check {package}: {out[-1].strip()}" +
               "".join("\n   " + l.strip() for l in out[1:-1]))
-    ids, labels = make_batches(tokens, 1, CONFIG.batch, CONFIG.seq)
+    c = args.config
+    ids, labels = make_batches(tokens, 1, c.batch, c.seq)
     inputs = dict(step_state(params))
     data = step_data(len(params), ids, labels)
     first = 3 * len(params)
@@ -272,7 +279,7 @@ def compile_on_cpu(args, ir, tokens, params):
     run([tool(args.build, "weft-run"), step, "--entry", "forward_step", "--inputs", in_path,
          "--outputs", out_path])
     loss = float(npz.load(out_path)["res0"].double())
-    print(f"step 1 loss {loss:.4f} (ln vocab = {math.log(CONFIG.vocab):.4f}; "
+    print(f"step 1 loss {loss:.4f} (ln vocab = {math.log(c.vocab):.4f}; "
           f"{time.monotonic() - started:.1f} s)")
     print("   (with a GPU this trains for --steps steps: scripts/train-gpt --device gpu)")
     return [loss]
@@ -291,12 +298,23 @@ def main(argv=None):
     parser.add_argument("--graph", action="store_true", help="weft-run --graph")
     parser.add_argument("--fuse-elementwise", action="store_true")
     parser.add_argument("--memory-budget", help="weft-compile --memory-budget")
+    for size in ("layers", "batch", "seq"):
+        parser.add_argument(f"--{size}", type=int,
+                            help=f"override the char_gpt preset's {size} ({getattr(CONFIG, size)})")
+    parser.add_argument("--package", help="with a GPU: run this package of the same model "
+                        "(e.g. test/gpu/gpt_train_check.py's plain.weftpkg) instead of compiling")
+    parser.add_argument("--weft-run", help="the weft-run to use (default: BUILD/bin/weft-run)")
     parser.add_argument("--no-package", action="store_true",
                         help="without a GPU, skip the sm_90a package and its check")
     args = parser.parse_args(argv)
     if args.steps <= 0 or args.log_every <= 0:
         parser.error(f"--steps and --log-every must be positive, got {args.steps}, "
                      f"{args.log_every}")
+    try:
+        args.config = CONFIG.replace(**{k: getattr(args, k) for k in ("layers", "batch", "seq")
+                                        if getattr(args, k) is not None})
+    except ValueError as error:
+        parser.error(str(error))
     device = args.device
     if device == "auto":
         device = "gpu" if gpu_present() else "cpu"
@@ -306,11 +324,11 @@ def main(argv=None):
         args.work = tempfile.mkdtemp(prefix="weft-train-gpt-")
     try:
         text, alphabet = load_corpus(args.corpus)
-        tokens = encode(text, alphabet, CONFIG.vocab)
+        tokens = encode(text, alphabet, args.config.vocab)
         print(f"== {args.corpus}: {len(text)} characters, {len(alphabet)} distinct "
-              f"(vocab {CONFIG.vocab})")
-        ir = write_model(args.work)
-        params = init_params(CONFIG)
+              f"(vocab {args.config.vocab})")
+        ir = write_model(args.work, args.config)
+        params = init_params(args.config)
         if device == "gpu":
             train_on_gpu(args, ir, tokens, params)
         else:
