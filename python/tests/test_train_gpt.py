@@ -155,6 +155,10 @@ def test_cpu_path_compiles_plans_and_runs_one_step(tmp_path):
     loss = float(re.search(r"^step 1 loss (\S+)", out, re.M)[1])
     # GPT-2's small initialisation gives nearly uniform logits: ln 64 = 4.159.
     assert abs(loss - np.log(64)) < 0.15, loss
+    # The interpreter runs the bf16 step: its loss is within a bf16 ulp (2^-6
+    # here) of PyTorch's float64 loss.
+    reference = float(re.search(r"PyTorch on the same batch: (\S+) in float64", out)[1])
+    assert abs(loss - reference) <= 2.0 ** -6, (loss, reference)
     # The interpreter's step updated the parameters from the saved inputs.
     inputs = npz.load(str(tmp_path / "step1_in.npz"))
     outputs = npz.load(str(tmp_path / "step1_out.npz"))

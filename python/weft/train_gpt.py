@@ -280,9 +280,22 @@ def compile_on_cpu(args, ir, tokens, params):
          "--outputs", out_path])
     loss = float(npz.load(out_path)["res0"].double())
     print(f"step 1 loss {loss:.4f} (ln vocab = {math.log(c.vocab):.4f}; "
-          f"{time.monotonic() - started:.1f} s)")
+          f"{time.monotonic() - started:.1f} s); PyTorch on the same batch: "
+          f"{torch_loss(c, params, ids[0], labels[0]):.4f} in float64")
     print("   (with a GPU this trains for --steps steps: scripts/train-gpt --device gpu)")
     return [loss]
+
+
+def torch_loss(config, params, ids, labels):
+    """The model's loss in float64 by python/weft/models/torch_model.py."""
+    import torch
+    from weft.models.torch_model import Transformer
+
+    torch.manual_seed(0)  # construction draws values that load_arguments overwrites
+    model = Transformer(config).double().load_arguments(
+        [torch.from_numpy(p).double() for p in params])
+    with torch.no_grad():
+        return model(torch.from_numpy(ids), torch.from_numpy(labels)).item()
 
 
 def main(argv=None):

@@ -118,14 +118,11 @@ def check(directory, steps):
         if not os.path.exists(os.path.join(directory, package)):
             c.check(f"{name}: package present", False, f"{package} missing: run prepare")
             continue
-        command_losses = []
         try:
-            command_losses, memory = c.run(package, "--steps", str(steps), "--print-memory",
-                                           *common)
+            losses, memory = c.run(package, "--steps", str(steps), "--print-memory", *common)
         except RuntimeError as error:
             c.check(f"{name}: weft-run", False, str(error))
             continue
-        losses = command_losses
         c.results[f"{name}_losses"] = losses
         c.results[f"{name}_memory"] = memory
         ok = len(losses) == steps and all(map(math.isfinite, losses))
