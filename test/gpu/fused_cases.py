@@ -138,6 +138,29 @@ def cases(small):
                     op(["y"], "reduce_sum", ["x"], "dims = array<i64: 0, 1>", [act], [t([hid], d)])))
     out.append(func("add_broadcast_bf16", [("x", act), ("p", t([s, hid], d))], [("y", act)],
                     op(["y"], "add", ["x", "p"], "", [act, t([s, hid], d)], [act])))
+    # reduce_mean's gradient: an all-ones [1, 1, 1] value broadcast onto the
+    # domain (loaded once per thread), as the remat anchor's mean_square loss.
+    x32, one = t(pw, "f32"), t([1] * len(pw), "f32")
+    out.append(func("add_scalar_f32", [("s", one), ("x", x32)], [("y", x32)],
+                    op(["y"], "add", ["s", "x"], "", [one, x32], [x32])))
+    # Broadcasts with size-1 dims in between, fused: x * m[b, 1, h] (a vector
+    # per lane run) + r[b, s, 1] (one value per row) + c[1, 1, 1].
+    xa, mid, row1, c1 = t([b, s, hid], d), t([b, 1, hid], d), t([b, s, 1], d), t([1, 1, 1], d)
+    out.append(func("mul_add_strided_bf16", [("x", xa), ("m", mid), ("r", row1), ("c", c1)],
+                    [("y", xa)], fused(
+        ["y"], "mul+add+add", ["x", "m", "r", "c"], [xa, mid, row1, c1], [xa],
+        [op(["p"], "mul", ["a0", "a1"], "", [xa, mid], [xa]),
+         op(["q"], "add", ["p", "a2"], "", [xa, row1], [xa]),
+         op(["y"], "add", ["q", "a3"], "", [xa, c1], [xa])], ["y"])))
+    # The first layer's LayerNorm backward when x needs no gradient: only
+    # dgamma / dbeta leave the group, the statistics and partial sums wait in
+    # the op's workspace (no rows kernel).
+    rr, gg = t(rw, d), t(rw[-1:], d)
+    out.append(func("layer_norm_grad_weights_bf16", [("dy", rr), ("x", rr), ("g", gg)],
+                    [("dg", gg), ("db", gg)], fused(
+        ["dg", "db"], "layer_norm_grad", ["dy", "x", "g"], [rr, rr, gg], [gg, gg],
+        [op(["dx", "dg", "db"], "layer_norm_grad", ["a0", "a1", "a2"],
+            "eps = 1.0e-05 : f64", [rr, rr, gg], [rr, gg, gg])], ["dg", "db"])))
     out.append(func("fill_f32", [], [("c", t([b, s, hid], "f32"))],
                     f"  %c = arith.constant dense<0.25> : {t([b, s, hid], 'f32')}\n"))
     return "".join(out)

@@ -277,14 +277,14 @@ class LoadedUnit:
             rt.launch(fn, (launch["grid"], 1, 1), (launch["threads"], 1, 1), 0, stream, args)
 
 
-def kernel_args(unit, inputs, outputs):
-    """(kind, value) per param: pointers in param order; the fill unit's
-    elements and value."""
+def kernel_args(unit, inputs, outputs, workspaces=()):
+    """(kind, value) per param: pointers in param order (inputs, outputs,
+    the op's workspace); the fill unit's elements and value."""
     if unit["op"] == "arith.constant":
         p = unit["params"]
         return [("ptr", outputs[0].data_ptr()), ("i64", int(p[1]["value"])),
                 ("f32", float(p[2]["value"]))]
-    return [("ptr", t.data_ptr()) for t in list(inputs) + list(outputs)]
+    return [("ptr", t.data_ptr()) for t in list(inputs) + list(outputs) + list(workspaces)]
 
 
 def rel_error(value, ref):
@@ -334,8 +334,11 @@ def check_unit(rt, unit, opts, stream):
     out_params = [p for p in unit["params"] if p.get("role") == "output"]
     poisoned = [Poisoned(p["shape"], DTYPES[p["dtype"]], _DEVICE) for p in out_params]
     outputs = [p.tensor for p in poisoned]
+    # Workspaces start as NaN: a kernel reading what no kernel wrote shows.
+    workspaces = [Poisoned(p["shape"], DTYPES[p["dtype"]], _DEVICE)
+                  for p in unit["params"] if p.get("role") == "workspace"]
     loaded = LoadedUnit(rt, unit)
-    args = kernel_args(unit, inputs, outputs)
+    args = kernel_args(unit, inputs, outputs, [w.tensor for w in workspaces])
     loaded.launch(rt, args, stream)
     torch.cuda.synchronize()
     reference = unit_outputs(unit, inputs, reference=True)
@@ -350,7 +353,7 @@ def check_unit(rt, unit, opts, stream):
         if not err <= tol:
             failures.append(f"output {k} ({p['dtype']}): rel err {err:.3g} > {tol:g}"
                             f" (torch eager {eerr:.3g})")
-    guards = sum(p.guard_violations() for p in poisoned)
+    guards = sum(p.guard_violations() for p in poisoned + workspaces)
     if guards:
         failures.append(f"{guards} guard elements overwritten (write out of bounds)")
     row["err"] = max(errors) if errors else 0.0

@@ -19,13 +19,19 @@ std::optional<ArrayRef<int64_t>> staticShape(Value value) {
   return tensor.getShape();
 }
 
-/// Whether a row-wise kernel over `domain` can index `shape`: the whole
-/// domain, a row vector [n] broadcast over rows, one value per row, or a
-/// scalar.
+/// Whether a row-wise kernel over `domain` can index `shape`: one value per
+/// row, or any NumPy broadcast onto the domain (the whole domain, a row
+/// vector [n], a scalar, size-1 dims anywhere).
 bool isDomainIndexable(ArrayRef<int64_t> shape, ArrayRef<int64_t> domain) {
-  return shape == domain || shape.empty() ||
-         (shape.size() == 1 && shape[0] == domain.back()) ||
-         shape == domain.drop_back();
+  if (shape == domain.drop_back())
+    return true;
+  if (shape.size() > domain.size())
+    return false;
+  return llvm::all_of(llvm::zip(shape, domain.take_back(shape.size())),
+                      [](auto dims) {
+                        auto [s, d] = dims;
+                        return s == d || s == 1;
+                      });
 }
 
 bool isLastDim(int64_t dim, Value x) {
@@ -111,7 +117,7 @@ LogicalResult FusedOp::verifyRegions() {
       return op.emitOpError("cannot be fused: a weft.fused body holds only "
                             "pointwise, normalization, last-dim softmax, "
                             "cross-entropy and AdamW ops whose operands "
-                            "are domain-shaped, [n], per-row or 0-d");
+                            "broadcast onto the domain or are per-row");
     if (!domain) {
       domain = opDomain;
       first = &op;

@@ -55,6 +55,9 @@ Value ElementEvaluator::leaf(Value v) {
   case Extent::Scalar:
     index = m.i64c(0);
     break;
+  case Extent::Strided:
+    index = stridedIndex(m, group, place, linear());
+    break;
   }
   return m.loadElement(m.param(param), elementOf(v), index);
 }

@@ -75,8 +75,13 @@ FailureOr<SmallVector<KernelPlan>> plan(Operation *op, StringRef name,
     if (group->columnChunks > 1)
       kernels.push_back({{name.str() + "_colfinal", (cols + 255) / 256, 256},
                          Role::ColumnFinal});
-    kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols, rowWidth)},
-                       Role::Rows});
+    // A group yielding only column sums (dx unused) needs no rows kernel.
+    if (llvm::any_of(group->outputs, [&](const auto &output) {
+          return group->place(output.first).extent == Extent::Full;
+        }))
+      kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks),
+                          rowThreads(cols, rowWidth)},
+                         Role::Rows});
     break;
   case KernelShape::SingleBlock:
     kernels.push_back({{name.str(), std::min(rows, kMaxLossBlocks), rowThreads(cols, rowWidth)},
@@ -130,6 +135,9 @@ LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
   FailureOr<KernelGroup> group = failure();
   if (!isShapeKernelOp(op))
     group = analyzeGroup(op, message);
+  // The op's workspace comes last, as the plan passes it.
+  if (succeeded(group) && group->hasWorkspace)
+    argTypes.push_back(globalPtr);
   if (succeeded(group) && group->shape == KernelShape::SingleBlock) {
     // The loss kernel's per-CTA partial sums and arrival counter: module
     // globals, so a launch needs no workspace (launches of one image are

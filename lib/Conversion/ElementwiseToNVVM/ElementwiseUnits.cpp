@@ -72,6 +72,12 @@ llvm::json::Array tensorParams(Operation *op) {
     add(type, "input");
   for (Type type : op->getResultTypes())
     add(type, "output");
+  // The kernels take the op's workspace last (f32 scratch, as planned).
+  if (auto memory = dyn_cast<MemoryOpInterface>(op);
+      memory && memory.getWorkspaceBytes() > 0)
+    add(RankedTensorType::get({memory.getWorkspaceBytes() / 4},
+                              Float32Type::get(op->getContext())),
+        "workspace");
   return params;
 }
 

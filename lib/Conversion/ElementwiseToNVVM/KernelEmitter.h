@@ -162,6 +162,9 @@ void emitColumnFinalBody(ElementMath &m, const KernelGroup &group);
 int64_t pointwiseVectorWidth(const KernelGroup &group);
 /// The same for a row kernel: 1 unless a vector stays within a row.
 int64_t rowVectorWidth(const KernelGroup &group);
+/// The element of a Strided tensor at domain element `linear`.
+mlir::Value stridedIndex(ElementMath &m, const KernelGroup &group,
+                         const TensorPlace &place, mlir::Value linear);
 /// Every used leaf's `width` lane values (f32, or ids / masks) at the domain
 /// elements base..base+width-1 of row `row` (null: base / cols): one vector
 /// load per full or suffix tensor, one scalar shared by the lanes otherwise.

@@ -45,36 +45,61 @@ std::optional<SmallVector<int64_t>> singleOpDomain(Operation *op) {
 
 } // namespace
 
-int64_t rowStatCount(Operation *op) {
-  return llvm::TypeSwitch<Operation *, int64_t>(op)
-      .Case<LayerNormOp, SoftmaxOp, RmsNormGradOp>([](auto) { return 2; })
-      .Case<RmsNormOp, SoftmaxGradOp, CrossEntropyOp, CrossEntropyGradOp>(
-          [](auto) { return 1; })
-      .Case<LayerNormGradOp>([](auto) { return 4; })
-      .Default([](Operation *) { return 0; });
-}
-
-bool KernelGroup::isColumnSum(Value value) {
-  auto result = dyn_cast<OpResult>(value);
-  if (!result)
+bool KernelGroup::isIndexable(ArrayRef<int64_t> shape, ArrayRef<int64_t> domain) {
+  if (shape == domain.drop_back())
+    return true;
+  if (shape.size() > domain.size())
     return false;
-  Operation *owner = result.getOwner();
-  return (isa<LayerNormGradOp>(owner) && result.getResultNumber() > 0) ||
-         (isa<RmsNormGradOp>(owner) && result.getResultNumber() == 1);
+  ArrayRef<int64_t> aligned = domain.take_back(shape.size());
+  for (auto [s, d] : llvm::zip(shape, aligned))
+    if (s != d && s != 1)
+      return false;
+  return true;
 }
 
 TensorPlace KernelGroup::place(Value value) const {
-  auto shape = cast<ShapedType>(value.getType()).getShape();
+  auto type = cast<ShapedType>(value.getType());
+  ArrayRef<int64_t> shape = type.getShape();
   int64_t elements = 1;
   for (int64_t d : shape)
     elements *= d;
-  if (ArrayRef<int64_t>(domain) == shape)
+  ArrayRef<int64_t> dom(domain);
+  // Leading 1s index nothing: [1, 1, n] is the suffix [n], [1, 1, 1] a scalar.
+  ArrayRef<int64_t> kept = shape.drop_while([](int64_t d) { return d == 1; });
+  ArrayRef<int64_t> keptDomain = dom.drop_while([](int64_t d) { return d == 1; });
+  if (kept == keptDomain)
     return {Extent::Full, elements};
-  if (shape.empty())
+  if (kept.empty())
     return {Extent::Scalar, 1};
-  if (ArrayRef<int64_t>(domain).drop_back() == shape)
+  bool suffix = kept == keptDomain.take_back(kept.size());
+  // A per-row tensor is the labels of a loss (ids); a float that also reads
+  // as a suffix broadcasts as NumPy does (an [n] onto [n, n]).
+  if (shape == dom.drop_back() && (!suffix || type.getElementType().isInteger(64)))
     return {Extent::Row, elements};
-  return {Extent::Suffix, elements};
+  if (suffix)
+    return {Extent::Suffix, elements};
+  // Any other broadcast: runs of kept dims, aligned right on the domain.
+  TensorPlace place{Extent::Strided, elements, {}, 1};
+  int64_t inner = 1, stride = 1;
+  bool trailingBroadcast = true;
+  for (int64_t i = 0, n = int64_t(shape.size()); i < n; ++i) {
+    int64_t s = shape[n - 1 - i], d = dom[dom.size() - 1 - i];
+    if (s == 1 && d != 1) {
+      if (trailingBroadcast)
+        place.innerRepeat *= d;
+    } else if (s != 1) {
+      trailingBroadcast = false;
+      // Extend the current run when the dim below was kept too.
+      if (!place.runs.empty() &&
+          place.runs.back().inner * place.runs.back().size == inner)
+        place.runs.back().size *= s;
+      else
+        place.runs.push_back({inner, s, stride});
+      stride *= s;
+    }
+    inner *= d;
+  }
+  return place;
 }
 
 FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
@@ -113,15 +138,11 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
     if (!isa<RankedTensorType>(type) || !isKernelElement(type))
       return refuse("the GPU kernels take bf16, f16 or f32 tensors (i64 ids, "
                     "i1 masks), got " + typeText(type));
-  // Each suffix operand must be a real trailing suffix of the domain.
-  for (Type type : group.paramTypes) {
-    auto shape = cast<ShapedType>(type).getShape();
-    if (shape.size() > domain->size() ||
-        (shape != ArrayRef<int64_t>(*domain).drop_back() &&
-         shape != ArrayRef<int64_t>(*domain).take_back(shape.size())))
+  // Each operand must broadcast onto the domain (or be its rows).
+  for (Type type : group.paramTypes)
+    if (!KernelGroup::isIndexable(cast<ShapedType>(type).getShape(), *domain))
       return refuse("tensor " + typeText(type) +
-                    " is not a trailing suffix or the rows of the domain");
-  }
+                    " does not broadcast onto the domain or its rows");
 
   unsigned numOperands = op->getNumOperands();
   if (fused) {
@@ -181,33 +202,25 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
                 : rowOps     ? KernelShape::Rows
                              : KernelShape::Pointwise;
   if (group.shape == KernelShape::RowsWithColumnSums) {
-    for (Operation *member : group.body)
-      group.statCount += rowStatCount(member);
-    // The stats kernel parks the row statistics in the first full output.
-    bool found = false;
-    for (auto [value, param] : group.outputs) {
-      if (group.place(value).extent != Extent::Full)
-        continue;
-      Type type = group.paramTypes[param];
-      int64_t bytes = tensorBytes(type);
-      if (bytes >= group.statCount * group.rows * 4) {
-        group.scratchParam = param;
-        found = true;
-        break;
-      }
-    }
-    if (!found)
+    // The planner sized the op's workspace by the same layout.
+    std::optional<ColumnSumScratch> scratch = getColumnSumScratch(op);
+    if (!scratch)
+      return refuse("no column-sum layout for " + op->getName().getStringRef());
+    group.statCount = scratch->statCount;
+    if (scratch->output >= 0) {
+      group.scratchParam = numOperands + unsigned(scratch->output);
+    } else if (isa<FusedOp>(op)) {
+      group.hasWorkspace = true;
+      group.scratchParam = group.paramTypes.size();
+      group.paramTypes.push_back(RankedTensorType::get(
+          {scratch->workspaceBytes / 4}, Float32Type::get(op->getContext())));
+    } else {
       return refuse(llvm::formatv(
           "no full output of at least {0} bytes to hold {1} f32 row "
           "statistics of {2} rows between the kernels",
           group.statCount * group.rows * 4, group.statCount, group.rows));
-    // About 128 rows per chunk, at most 64 chunks, as many as the scratch
-    // holds next to the statistics.
-    int64_t available = tensorBytes(group.paramTypes[group.scratchParam]) / 4 -
-                        group.statCount * group.rows;
-    int64_t perChunk = sums * group.cols;
-    group.columnChunks = std::clamp<int64_t>(
-        std::min(group.rows / 128, available / perChunk), 1, 64);
+    }
+    group.columnChunks = scratch->chunks;
   }
   return group;
 }

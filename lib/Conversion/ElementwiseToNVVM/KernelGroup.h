@@ -4,6 +4,8 @@
 #ifndef WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_KERNELGROUP_H
 #define WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_KERNELGROUP_H
 
+#include "weft/Dialect/WeftDialect.h"
+
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
@@ -14,13 +16,25 @@ namespace weft::gpu {
 
 /// How a tensor is indexed from the element (row, col) of the domain, with
 /// linear = row * cols + col: the whole domain, a broadcast trailing suffix
-/// of `elements` values (an [n] row vector is one), one value per row, or a
-/// single value.
-enum class Extent { Full, Suffix, Row, Scalar };
+/// of `elements` values (an [n] row vector is one; leading 1s ignored), one
+/// value per row (ids), a single value (0-d or all dims 1: loaded once), or
+/// any other NumPy broadcast onto the domain (size-1 dims in between).
+enum class Extent { Full, Suffix, Row, Scalar, Strided };
+
+/// One run of consecutive domain dims that a Strided tensor keeps: its
+/// index gains ((linear / inner) % size) * stride.
+struct StrideRun {
+  int64_t inner, size, stride;
+};
 
 struct TensorPlace {
   Extent extent = Extent::Full;
   int64_t elements = 0;
+  /// Strided: the kept runs, innermost first.
+  llvm::SmallVector<StrideRun, 2> runs;
+  /// Strided: domain elements that share one value (the product of the
+  /// trailing broadcast dims), or 1 when the last dim is kept.
+  int64_t innerRepeat = 1;
 };
 
 /// pointwise: elements independent (grid-stride, 16-byte vectors);
@@ -43,26 +57,30 @@ struct KernelGroup {
   /// Values written by the kernel: (body value, param).
   llvm::SmallVector<std::pair<mlir::Value, unsigned>> outputs;
   /// Row statistics the column-sum kernel reads back (RowsWithColumnSums):
-  /// the first full output holds them as f32 [statCount][rows] until the
-  /// rows kernel overwrites it.
+  /// a full output (until the rows kernel overwrites it) or the op's
+  /// workspace (the last param) holds them as f32 [statCount][rows]
+  /// (weft::getColumnSumScratch decides).
   int64_t statCount = 0;
   unsigned scratchParam = 0;
+  /// Whether the last param is the op's workspace.
+  bool hasWorkspace = false;
   /// Row chunks of the column sums: with more than one, each chunk's sums go
   /// to the scratch after the statistics ([chunk][sum][cols] f32) and a
   /// final kernel adds them in chunk order (more CTAs, same determinism).
   int64_t columnChunks = 1;
 
   TensorPlace place(mlir::Value value) const;
+  /// Whether a tensor of `shape` can be indexed over `domain`: it broadcasts
+  /// onto it (NumPy) or is its rows.
+  static bool isIndexable(llvm::ArrayRef<int64_t> shape,
+                          llvm::ArrayRef<int64_t> domain);
   /// Whether `value` is a [cols] result summed over rows (dgamma, dbeta).
-  static bool isColumnSum(mlir::Value value);
+  static bool isColumnSum(mlir::Value value) { return weft::isColumnSum(value); }
 };
 
 /// The group of `op` (weft.fused or one fusible weft op); the reason in
 /// `message` when no row/pointwise kernel implements it.
 mlir::FailureOr<KernelGroup> analyzeGroup(mlir::Operation *op, std::string &message);
-
-/// How many row statistics `op` needs per row (0 for pointwise ops).
-int64_t rowStatCount(mlir::Operation *op);
 
 } // namespace weft::gpu
 

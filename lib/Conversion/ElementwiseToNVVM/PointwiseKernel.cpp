@@ -24,14 +24,31 @@ int64_t pointwiseVectorWidth(const KernelGroup &group) {
     narrowest = std::min(narrowest, bytesOf(elementOf(value.getType())));
   int64_t width = 16 / narrowest;
   // A vector of the domain must map to a vector of each broadcast operand
-  // (suffix) or to one value of a per-row operand.
+  // (suffix, or a strided one whose innermost kept run holds whole vectors)
+  // or to one value (per-row, or strided with whole vectors repeated).
   for (auto [leaf, param] : group.leafParam) {
     TensorPlace place = group.place(leaf);
     if ((place.extent == Extent::Suffix && place.elements % width != 0) ||
-        (place.extent == Extent::Row && group.cols % width != 0))
+        (place.extent == Extent::Row && group.cols % width != 0) ||
+        (place.extent == Extent::Strided &&
+         (place.innerRepeat > 1 ? place.innerRepeat % width != 0
+                                : place.runs.front().size % width != 0)))
       return 1;
   }
   return width;
+}
+
+Value stridedIndex(ElementMath &m, const KernelGroup &group, const TensorPlace &place,
+                   Value linear) {
+  Value index = m.i64c(0);
+  for (const StrideRun &run : place.runs) {
+    Value at = run.inner == 1 ? linear : m.i64Div(linear, m.i64c(run.inner));
+    // The outermost dims need no wrap: linear / inner < size already.
+    if (run.inner * run.size < group.rows * group.cols)
+      at = m.i64Rem(at, m.i64c(run.size));
+    index = m.i64Add(index, run.stride == 1 ? at : m.i64Mul(at, m.i64c(run.stride)));
+  }
+  return index;
 }
 
 int64_t rowVectorWidth(const KernelGroup &group) {
@@ -67,6 +84,16 @@ llvm::DenseMap<Value, SmallVector<Value>> loadLeafLanes(ElementMath &m,
     case Extent::Scalar:
       lanes[leaf] = SmallVector<Value>(width, m.loadElement(at, element, m.i64c(0)));
       break;
+    case Extent::Strided: {
+      // pointwiseVectorWidth chose `width` so that the lanes share one value
+      // or are consecutive elements.
+      Value index = stridedIndex(m, group, place, base);
+      if (place.innerRepeat > 1)
+        lanes[leaf] = SmallVector<Value>(width, m.loadElement(at, element, index));
+      else
+        lanes[leaf] = m.loadVector(at, element, index, width);
+      break;
+    }
     }
   }
   return lanes;

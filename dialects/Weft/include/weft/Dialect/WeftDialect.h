@@ -33,10 +33,33 @@ int64_t defaultResultBytes(mlir::Operation *op);
 namespace weft {
 /// The iteration domain `[..., n]` of an op that may join a `weft.fused`
 /// group (WeftFused.cpp): a pointwise op, a norm, a last-dim softmax, a
-/// cross-entropy or an AdamW update, each of whose tensor operands is
-/// domain-shaped, a row vector `[n]`, one value per row `[...]` or 0-d.
+/// cross-entropy or an AdamW update, each of whose tensor operands
+/// broadcasts onto the domain (NumPy: `[n]`, 0-d, `[1, 1, 1]`, size-1 dims
+/// in between) or holds one value per row `[...]`.
 /// nullopt for every other op.
 std::optional<llvm::SmallVector<int64_t>> getFusionDomain(mlir::Operation *op);
+
+/// How many f32 row statistics the GPU row kernels keep per row of `op`
+/// (0 for pointwise ops).
+int64_t rowStatCount(mlir::Operation *op);
+/// Whether `value` is a [cols] norm-weight gradient summed over rows
+/// (layer_norm_grad's dgamma / dbeta, rms_norm_grad's dgamma).
+bool isColumnSum(mlir::Value value);
+
+/// Where the GPU kernels of an op or weft.fused group with column sums keep
+/// the row statistics (f32 [statCount][rows]) and, with chunks > 1, each
+/// row chunk's partial sums after them (f32 [chunk][sum][cols]) between
+/// launches (WeftColumnSums.cpp).
+struct ColumnSumScratch {
+  int64_t statCount = 0, sums = 0, rows = 1, cols = 1, chunks = 1;
+  /// The output (index among the op's results) that holds them until the
+  /// rows kernel overwrites it; -1: the op's workspace holds them.
+  int64_t output = -1;
+  /// Bytes of that workspace (0 when an output holds them).
+  int64_t workspaceBytes = 0;
+};
+/// nullopt when `op` writes no column sum.
+std::optional<ColumnSumScratch> getColumnSumScratch(mlir::Operation *op);
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFTDIALECT_H

@@ -484,7 +484,7 @@ def Weft_AdamWOp : Weft_Op<"adamw"> {
 def Weft_FusedOp : Op<Weft_Dialect, "fused", [IsolatedFromAbove,
     RecursiveMemoryEffects, SingleBlock,
     DeclareOpInterfaceMethods<Weft_CostOpInterface, ["getFlops"]>,
-    DeclareOpInterfaceMethods<Weft_MemoryOpInterface>]> {
+    DeclareOpInterfaceMethods<Weft_MemoryOpInterface, ["getWorkspaceBytes"]>]> {
   let summary = "a group of pointwise, normalization and row-reduction ops run as one kernel";
   let description = [{
     The body's block arguments are the group's inputs (the operands, in
@@ -494,6 +494,10 @@ def Weft_FusedOp : Op<Weft_Dialect, "fused", [IsolatedFromAbove,
     op. Running the op runs its body, so its values are those of the
     unfused ops; only its intermediates never reach memory. `kind` names
     the group for kernels and reports (its ops' mnemonics joined by `+`).
+    A group yielding norm-weight gradients (dgamma, dbeta) but no
+    domain-shaped value large enough to hold its GPU kernels' f32 row
+    statistics and partial sums between launches (the first layer's
+    layer_norm_grad, whose dx nobody needs) has a workspace for them.
     ```mlir
     %y = weft.fused %x, %b {kind = "add+gelu"} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
     ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
