@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -146,6 +147,84 @@ void eraseDeadOps(Block &body) {
       op->erase();
 }
 
+/// The op of `body` that is, or holds, `op`.
+Operation *inBody(Block &body, Operation *op) {
+  return body.findAncestorOpInBlock(*op);
+}
+
+/// Keeps in `latest` the later of itself and `candidate` in their block.
+void keepLatest(Operation *&latest, Operation *candidate) {
+  if (candidate && (!latest || latest->isBeforeInBlock(candidate)))
+    latest = candidate;
+}
+
+/// Runs each AdamW update (and the convert that turns its gradient into the
+/// master's type) as soon as the gradient is final, instead of after the
+/// whole backward: the reverse sweep reaches the masters' converts last, so
+/// every gradient, bf16 and then f32, would otherwise live until the end of
+/// the backward (the whole parameter set in f32 at the optimizer's start).
+/// An update writes its master in place (weft.alias), so it also waits for
+/// every read of the master and of the values cast or viewed from it (the
+/// bf16 weight copy): a recomputed copy goes before the copy's first
+/// backward reader, hence before the update too.
+void scheduleUpdatesEarly(Block &body, ArrayRef<AdamWOp> updates) {
+  for (AdamWOp update : updates) {
+    // The gradient's casts and views that only this update reads, from the
+    // backward value outwards.
+    SmallVector<Operation *> chain;
+    for (Value grad = update.getGrad(); Operation *def = grad.getDefiningOp();
+         grad = def->getOperand(0)) {
+      if (!isa<ConvertOp, ReshapeOp>(def) || !def->hasOneUse() ||
+          def->getBlock() != &body)
+        break;
+      chain.push_back(def);
+    }
+    // The update computes in f32 whatever its operands' types (as the
+    // reference does in f64), so a widening convert of the gradient only
+    // adds a buffer twice the bf16 gradient's size: read the bf16 directly.
+    if (!chain.empty())
+      if (auto widen = dyn_cast<ConvertOp>(chain.front());
+          widen && getElementTypeOrSelf(widen.getX().getType()).getIntOrFloatBitWidth() <
+                       getElementTypeOrSelf(widen.getType()).getIntOrFloatBitWidth() &&
+                   widen.getType() == update.getParam().getType()) {
+        update.getGradMutable().assign(widen.getX());
+        widen->erase();
+        chain.erase(chain.begin());
+      }
+    for (Operation *op : llvm::reverse(chain))
+      if (Operation *source = op->getOperand(0).getDefiningOp();
+          source && source->getBlock() == &body)
+        op->moveAfter(source);
+
+    Operation *latest = nullptr;
+    for (Value operand : update->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        keepLatest(latest, inBody(body, def));
+    // Readers of the master and of its casts and views.
+    SmallVector<Value> derived{update.getParam()};
+    for (unsigned i = 0; i < derived.size(); ++i)
+      for (Operation *user : derived[i].getUsers()) {
+        Operation *reader = inBody(body, user);
+        if (!reader || reader == update.getOperation() ||
+            reader->hasTrait<OpTrait::IsTerminator>())
+          continue;
+        keepLatest(latest, reader);
+        if (isa<ConvertOp, ReshapeOp, TransposeOp>(user))
+          llvm::append_range(derived, user->getResults());
+      }
+    for (Value state : {update.getM(), update.getV()})
+      for (Operation *user : state.getUsers())
+        if (Operation *reader = inBody(body, user);
+            reader && reader != update.getOperation() &&
+            !reader->hasTrait<OpTrait::IsTerminator>())
+          keepLatest(latest, reader);
+    if (!latest)
+      update->moveBefore(&body.front());
+    else if (latest != update.getOperation())
+      update->moveAfter(latest);
+  }
+}
+
 /// Builds @<entry>_step after `entry`; on failure nothing is left behind.
 FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
                                   const StepArguments &args, Optimizer optimizer,
@@ -237,6 +316,7 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
     return failure();
   }
   SmallVector<Value> stepResults{loss};
+  SmallVector<AdamWOp> updates;
   if (optimizer == Optimizer::None) {
     stepResults.append(gradients->begin(), gradients->end());
   } else {
@@ -253,6 +333,7 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
           builder.getF64FloatAttr(adamw.beta1), builder.getF64FloatAttr(adamw.beta2),
           builder.getF64FloatAttr(adamw.eps),
           builder.getF64FloatAttr(adamw.weightDecay));
+      updates.push_back(update);
       newParams.push_back(update.getNewParam());
       newM.push_back(update.getNewM());
       newV.push_back(update.getNewV());
@@ -266,6 +347,7 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
   }
   ret->setOperands(stepResults);
   eraseDeadOps(*body);
+  scheduleUpdatesEarly(*body, updates);
   if (gemmWorkspace > 0)
     step->setAttr(WeftDialect::kGemmWorkspaceAttr,
                   builder.getI64IntegerAttr(gemmWorkspace));
