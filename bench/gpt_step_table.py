@@ -11,12 +11,21 @@ FRACTIONS = (1.0, 0.5, 0.3)
 
 
 def resident_bytes(report, low_precision_copy=0.5):
-    """The state every step keeps: f32 master parameters and AdamW moments
-    (categories at the planned peak of weft-compile --memory-report) and the
-    bf16 weight copies the step makes from the masters (half the masters'
-    bytes; the report counts them as saved activations, PyTorch keeps them
-    resident). Gradients are not live at the no-recompute peak (the report
-    says 0 there), so they are not subtracted."""
+    """The state every step keeps, on the side PyTorch's anchor puts it:
+    f32 master parameters and AdamW moments (categories at the planned peak
+    of weft-compile --memory-report) and the bf16 weight copies the step
+    makes from the masters (half the masters' bytes; the report counts them
+    as saved activations). remat_anchors.py measures above
+    memory_allocated() after warm-up steps, which holds torch's bf16 weights
+    and their .grad: the weights are resident there, so the copies are here,
+    and the activations above are comparable (Weft's anchor: 2.48 GB, torch
+    eager 2.38 GiB). Weft's copies are not pinned, though: --remat=full, and
+    --remat=budget where it is the cheapest fit, convert them again in the
+    backward (weft-remat weight-copies), so a plan may go below this figure
+    (a negative "planned above resident"). Gradients are on the other side:
+    torch's .grad is resident, Weft's are transient (each AdamW update runs
+    as soon as its gradient is final) and count above, against Weft; at the
+    no-recompute peak the report holds none."""
     cats = report["categories"]
     return cats["parameters"] + cats["optimizer_state"] + int(low_precision_copy *
                                                                cats["parameters"])
@@ -133,7 +142,7 @@ def markdown(results):
     """The tables of bench/RESULTS.md from the results JSON."""
     gib = 2.0 ** 30
     lines = [f"GPT step, {results['model']}; {results.get('device', '?')}, {results.get('date', '?')}.",
-             f"Resident (f32 masters + AdamW moments): {results['resident_bytes'] / gib:.2f} GiB; "
+             f"Resident (f32 masters + AdamW moments + bf16 weight copies): {results['resident_bytes'] / gib:.2f} GiB; "
              f"no-recompute activations above it: {results['activation_bytes'] / gib:.2f} GiB.", "",
              "| budget (activations kept) | Weft policy | fwd+bwd ms | optimizer ms | planned GiB above resident | "
              "eager ms / GiB | torch.compile (budget) ms / GiB | Weft / compile |",

@@ -59,6 +59,11 @@ struct TrainingPipelineOptions
   Option<int64_t> rematLayers{*this, "remat-layers",
                               llvm::cl::desc("Layers for remat=block/uniform"),
                               llvm::cl::init(1)};
+  Option<std::string> rematWeightCopies{
+      *this, "remat-weight-copies",
+      llvm::cl::desc("keep | recompute | auto: the bf16 copies of the f32 "
+                     "masters the backward reads (weft-remat weight-copies)"),
+      llvm::cl::init("auto")};
   Option<std::string> memoryReport{
       *this, "memory-report",
       llvm::cl::desc("Write the step's memory and FLOP report as JSON here")};

@@ -122,6 +122,13 @@ struct CompileOptions {
   cl::opt<int64_t> rematLayers{"remat-layers",
                                cl::desc("Layers for --remat=block/uniform"),
                                cl::init(1), cl::cat(category)};
+  cl::opt<std::string> rematWeightCopies{
+      "remat-weight-copies",
+      cl::desc("keep | recompute | auto (default): the bf16 copies of the f32 "
+               "masters that the backward reads, kept from the forward or "
+               "converted again before their first backward reader (auto: "
+               "under --remat=full, and where --remat=budget finds it faster)"),
+      cl::init("auto"), cl::cat(category)};
   cl::opt<std::string> memoryReport{
       "memory-report", cl::desc("Write the memory and FLOP report as JSON"),
       cl::value_desc("file.json"), cl::cat(category)};
@@ -227,6 +234,7 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.remat = cli.remat;
   options.fuseElementwise = cli.fuseElementwise;
   options.rematLayers = cli.rematLayers;
+  options.rematWeightCopies = cli.rematWeightCopies;
   options.memoryReport = cli.memoryReport;
   // A package's GEMMs run in cuBLASLt, whose workspaces are planned tensors.
   options.gemmWorkspace = cli.gemmWorkspace.getNumOccurrences()

@@ -82,6 +82,10 @@ std::string weft::formatBytes(int64_t bytes) {
 static constexpr llvm::StringLiteral kRematPolicies[] = {
     "none", "full", "selective", "block", "uniform", "budget"};
 
+/// weft-remat's weight-copies modes.
+static constexpr llvm::StringLiteral kWeightCopyModes[] = {"keep", "recompute",
+                                                           "auto"};
+
 LogicalResult weft::buildTrainingPipeline(
     OpPassManager &pm, const TrainingPipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> emitError) {
@@ -95,6 +99,9 @@ LogicalResult weft::buildTrainingPipeline(
     return emitError("remat must be one of none, full, selective, block, "
                      "uniform, budget; got '" +
                      options.remat + "'");
+  if (!llvm::is_contained(kWeightCopyModes, StringRef(options.rematWeightCopies)))
+    return emitError("remat-weight-copies must be keep, recompute or auto; "
+                     "got '" + options.rematWeightCopies + "'");
   if (options.rematLayers < 1)
     return emitError("remat-layers must be at least 1, got " +
                      Twine(options.rematLayers));
@@ -137,6 +144,7 @@ LogicalResult weft::buildTrainingPipeline(
   remat.entry = step;
   remat.policy = options.remat;
   remat.numLayers = options.rematLayers;
+  remat.weightCopies = options.rematWeightCopies;
   if (options.remat == "budget")
     remat.budget = std::to_string(*budget);
   pm.addPass(createRematPass(remat));

@@ -225,6 +225,25 @@ void scheduleUpdatesEarly(Block &body, ArrayRef<AdamWOp> updates) {
   }
 }
 
+/// Converts each master right before the first op that reads its copy, not
+/// all at the step's start: the forward then holds the copies of the layers
+/// it has reached, not of every layer (the backward's copies are weft-remat's
+/// to keep or convert again).
+void convertMastersLate(Block &body, ArrayRef<Value> masters) {
+  for (Value master : masters)
+    for (Operation *copy : llvm::make_early_inc_range(master.getUsers())) {
+      if (!isa<ConvertOp>(copy) || copy->getBlock() != &body)
+        continue;
+      Operation *first = nullptr;
+      for (Operation *user : copy->getUsers())
+        if (Operation *reader = inBody(body, user);
+            reader && (!first || reader->isBeforeInBlock(first)))
+          first = reader;
+      if (first)
+        copy->moveBefore(first);
+    }
+}
+
 /// Builds @<entry>_step after `entry`; on failure nothing is left behind.
 FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
                                   const StepArguments &args, Optimizer optimizer,
@@ -347,6 +366,9 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
   }
   ret->setOperands(stepResults);
   eraseDeadOps(*body);
+  if (optimizer != Optimizer::None)
+    convertMastersLate(*body, SmallVector<Value>(
+                                  body->getArguments().take_front(numParams)));
   scheduleUpdatesEarly(*body, updates);
   if (gemmWorkspace > 0)
     step->setAttr(WeftDialect::kGemmWorkspaceAttr,

@@ -44,6 +44,40 @@ std::optional<Policy> parsePolicy(StringRef name) {
       .Default(std::nullopt);
 }
 
+/// What happens to the parameters' converted copies the backward reads.
+enum class CopyMode { Keep, Recompute, Auto };
+
+std::optional<CopyMode> parseCopyMode(StringRef name) {
+  return llvm::StringSwitch<std::optional<CopyMode>>(name)
+      .Case("keep", CopyMode::Keep)
+      .Case("recompute", CopyMode::Recompute)
+      .Case("auto", CopyMode::Auto)
+      .Default(std::nullopt);
+}
+
+/// Converts the weight copies again before their first backward readers,
+/// on a fresh analysis of `func`: clones made by a layer recompute are
+/// backward readers too, and must read the new copies.
+FailureOr<RecomputeStats> recomputeWeightCopies(func::FuncOp func,
+                                                SymbolTableCollection &symbols) {
+  FailureOr<StepStructure> step = StepStructure::analyze(func);
+  if (failed(step))
+    return failure();
+  if (!step->hasBackward())
+    return RecomputeStats{};
+  RecomputeScope scope = weightCopyScope(*step);
+  if (scope.recompute.empty())
+    return RecomputeStats{};
+  return applyRecompute(*step, scope, symbols);
+}
+
+void addStats(RecomputeStats &total, const RecomputeStats &more) {
+  total.clonedOps += more.clonedOps;
+  total.segments += more.segments;
+  total.flops += more.flops;
+  total.seconds += more.seconds;
+}
+
 /// "123", "1.5GiB", "512MiB", "64KiB", "2TiB", "100B": bytes (rounded down),
 /// at least 1 and below 2^62.
 std::optional<int64_t> parseBytes(StringRef text) {
@@ -278,6 +312,8 @@ struct FunctionResult {
   int64_t peakBefore = 0, peakAfter = 0, maxLiveAfter = 0;
   std::optional<int64_t> budget, smallestPeak;
   RecomputeStats stats;
+  /// The weight copies converted again in the backward (part of stats).
+  RecomputeStats copies;
   int64_t layers = 0, classes = 0, frontierSize = 0, evaluated = 0;
 };
 
@@ -286,12 +322,13 @@ struct RematPass : weft::impl::RematPassBase<RematPass> {
 
   void runOnOperation() override;
 
-  LogicalResult runOnFunction(func::FuncOp func, Policy policy,
+  LogicalResult runOnFunction(func::FuncOp func, Policy policy, CopyMode copies,
                               std::optional<int64_t> budgetBytes,
                               FunctionResult &result,
                               SymbolTableCollection &symbols);
   LogicalResult solveBudget(func::FuncOp func, const StepStructure &step,
-                            int64_t budgetBytes, FunctionResult &result,
+                            CopyMode copies, int64_t budgetBytes,
+                            FunctionResult &result,
                             SymbolTableCollection &symbols);
   LogicalResult writeReport(ArrayRef<FunctionResult> results);
 };
@@ -310,6 +347,12 @@ void RematPass::runOnOperation() {
     emitError(module.getLoc(), "weft-remat: num-layers must be at least ")
         << (*policyKind == Policy::Block ? 0 : 1) << " for policy=" << policy
         << ", got " << int64_t(numLayers);
+    return signalPassFailure();
+  }
+  std::optional<CopyMode> copyMode = parseCopyMode(weightCopies);
+  if (!copyMode) {
+    emitError(module.getLoc(), "weft-remat: unknown weight-copies '")
+        << weightCopies << "' (expected keep, recompute or auto)";
     return signalPassFailure();
   }
   if (alignment < 1 || (alignment & (alignment - 1)) != 0) {
@@ -350,7 +393,8 @@ void RematPass::runOnOperation() {
     result.name = func.getSymName().str();
     result.policy = policy;
     result.budget = budgetBytes;
-    if (failed(runOnFunction(func, *policyKind, budgetBytes, result, symbols)))
+    if (failed(runOnFunction(func, *policyKind, *copyMode, budgetBytes, result,
+                             symbols)))
       return signalPassFailure();
     results.push_back(std::move(result));
   }
@@ -359,6 +403,7 @@ void RematPass::runOnOperation() {
 }
 
 LogicalResult RematPass::runOnFunction(func::FuncOp func, Policy policy,
+                                       CopyMode copies,
                                        std::optional<int64_t> budgetBytes,
                                        FunctionResult &result,
                                        SymbolTableCollection &symbols) {
@@ -374,11 +419,21 @@ LogicalResult RematPass::runOnFunction(func::FuncOp func, Policy policy,
     result.peakBefore = before->peak;
   }
   if (policy == Policy::Budget) {
-    if (failed(solveBudget(func, *step, *budgetBytes, result, symbols)))
+    if (failed(solveBudget(func, *step, copies, *budgetBytes, result, symbols)))
       return failure();
-  } else if (policy != Policy::None && step->hasBackward()) {
-    result.stats = applyRecompute(
-        *step, fixedPolicyScopes(*step, policy, numLayers), symbols);
+  } else {
+    if (policy != Policy::None && step->hasBackward())
+      result.stats = applyRecompute(
+          *step, fixedPolicyScopes(*step, policy, numLayers), symbols);
+    // full recomputes all it can; the other fixed policies are about layers.
+    if (copies == CopyMode::Recompute ||
+        (copies == CopyMode::Auto && policy == Policy::Full)) {
+      FailureOr<RecomputeStats> copyStats = recomputeWeightCopies(func, symbols);
+      if (failed(copyStats))
+        return failure();
+      result.copies = *copyStats;
+      addStats(result.stats, *copyStats);
+    }
   }
   if (!needPeaks)
     return success();
@@ -397,13 +452,26 @@ LogicalResult RematPass::runOnFunction(func::FuncOp func, Policy policy,
 }
 
 LogicalResult RematPass::solveBudget(func::FuncOp func,
-                                     const StepStructure &step,
+                                     const StepStructure &step, CopyMode copies,
                                      int64_t budgetBytes,
                                      FunctionResult &result,
                                      SymbolTableCollection &symbols) {
   BudgetProblem problem = buildBudgetProblem(step, alignment, symbols);
   result.classes = problem.classes.size();
   result.frontierSize = problem.frontier.size();
+
+  // The weight copies' recompute time, paid once whatever the layers keep.
+  // Modes: false keeps them, true converts them again in the backward.
+  RecomputeScope copyScope = weightCopyScope(step);
+  double copySeconds = 0.0;
+  for (Operation *op : copyScope.ops)
+    copySeconds += getRecomputeSeconds(op, symbols);
+  SmallVector<bool, 2> modes;
+  if (copies != CopyMode::Recompute)
+    modes.push_back(false);
+  if (copies == CopyMode::Recompute ||
+      (copies == CopyMode::Auto && !copyScope.recompute.empty()))
+    modes.push_back(true);
 
   // Evaluates a combination on a copy of the function: max-live (a lower
   // bound on the peak) and the greedy planners' peak (an upper bound: the
@@ -414,9 +482,12 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
     int64_t greedyPeak = -1;
     std::optional<int64_t> peak;
   };
-  SmallVector<Evaluation> evaluations(problem.frontier.size());
-  auto evaluate = [&](unsigned index, bool withPeak) -> LogicalResult {
-    Evaluation &eval = evaluations[index];
+  SmallVector<Evaluation> evaluations[2];
+  evaluations[0].resize(problem.frontier.size());
+  evaluations[1].resize(problem.frontier.size());
+  auto evaluate = [&](unsigned index, bool withCopies,
+                      bool withPeak) -> LogicalResult {
+    Evaluation &eval = evaluations[withCopies][index];
     if (eval.maxLive >= 0 && (eval.peak || !withPeak))
       return success();
     ++result.evaluated;
@@ -429,6 +500,8 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
                    budgetScopes(*copyStep, problem, problem.frontier[index],
                                 alignment, symbols),
                    symbols);
+    if (withCopies && failed(recomputeWeightCopies(copy, symbols)))
+      return failure();
     FailureOr<ScheduleLiveness> liveness = ScheduleLiveness::compute(copy);
     if (failed(liveness))
       return failure();
@@ -442,50 +515,65 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
       eval.peak = eval.maxLive;
     if (withPeak && !eval.peak)
       eval.peak = planMemory(*liveness, options).arena.peakBytes;
-    LDBG() << "choice " << index << ": saved "
-           << problem.frontier[index].savedBytes << " bytes, recompute "
-           << problem.frontier[index].seconds << " s, max-live " << eval.maxLive
-           << ", greedy peak " << eval.greedyPeak << ", peak "
-           << (eval.peak ? *eval.peak : -1);
+    LDBG() << "choice " << index << (withCopies ? " (copies recomputed)" : "")
+           << ": saved " << problem.frontier[index].savedBytes
+           << " bytes, recompute " << problem.frontier[index].seconds
+           << " s, max-live " << eval.maxLive << ", greedy peak "
+           << eval.greedyPeak << ", peak " << (eval.peak ? *eval.peak : -1);
     return success();
   };
 
   // The fastest combination whose planned peak fits: the frontier is sorted
-  // by decreasing seconds, so walk it from the back.
+  // by decreasing seconds, so walk it from the back, in each mode, until a
+  // choice cannot beat the best found (a tie keeps the copies).
   std::optional<unsigned> chosen;
-  for (unsigned index = problem.frontier.size(); index-- > 0;) {
-    if (failed(evaluate(index, /*withPeak=*/false)))
-      return failure();
-    if (evaluations[index].maxLive > budgetBytes)
-      continue;
-    if (evaluations[index].greedyPeak <= budgetBytes) {
-      chosen = index;
-      break;
-    }
-    if (failed(evaluate(index, /*withPeak=*/true)))
-      return failure();
-    if (*evaluations[index].peak <= budgetBytes) {
-      chosen = index;
-      break;
+  bool chosenCopies = false;
+  double chosenSeconds = 0.0;
+  for (bool withCopies : modes) {
+    double extra = withCopies ? copySeconds : 0.0;
+    for (unsigned index = problem.frontier.size(); index-- > 0;) {
+      double seconds = problem.frontier[index].seconds + extra;
+      if (chosen && seconds >= chosenSeconds)
+        break;
+      if (failed(evaluate(index, withCopies, /*withPeak=*/false)))
+        return failure();
+      Evaluation &eval = evaluations[withCopies][index];
+      if (eval.maxLive > budgetBytes)
+        continue;
+      bool fits = eval.greedyPeak <= budgetBytes;
+      if (!fits) {
+        if (failed(evaluate(index, withCopies, /*withPeak=*/true)))
+          return failure();
+        fits = *eval.peak <= budgetBytes;
+      }
+      if (fits) {
+        chosen = index;
+        chosenCopies = withCopies;
+        chosenSeconds = seconds;
+        break;
+      }
     }
   }
   if (!chosen) {
     // The smallest reachable peak: plan in order of max-live (a lower bound
     // on the peak) until no unplanned combination can beat the best.
-    SmallVector<unsigned> order;
-    for (unsigned index = 0; index < problem.frontier.size(); ++index)
-      order.push_back(index);
-    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-      return evaluations[a].maxLive < evaluations[b].maxLive;
-    });
     std::optional<int64_t> best;
-    for (unsigned index : order) {
-      if (best && evaluations[index].maxLive >= *best)
-        break;
-      if (failed(evaluate(index, /*withPeak=*/true)))
-        return failure();
-      if (!best || *evaluations[index].peak < *best)
-        best = evaluations[index].peak;
+    for (bool withCopies : modes) {
+      SmallVector<Evaluation> &evals = evaluations[withCopies];
+      SmallVector<unsigned> order;
+      for (unsigned index = 0; index < problem.frontier.size(); ++index)
+        order.push_back(index);
+      llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+        return evals[a].maxLive < evals[b].maxLive;
+      });
+      for (unsigned index : order) {
+        if (best && evals[index].maxLive >= *best)
+          break;
+        if (failed(evaluate(index, withCopies, /*withPeak=*/true)))
+          return failure();
+        if (!best || *evals[index].peak < *best)
+          best = evals[index].peak;
+      }
     }
     result.smallestPeak = best;
     // At the function's location, without the op dump a diagnostic on the
@@ -498,7 +586,12 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
     diag << " (" << problem.frontier.size() << " recompute choices over "
          << step.getLayers().size() << " layers, " << problem.classes.size()
          << (problem.classes.size() == 1 ? " class" : " classes")
-         << " of isomorphic layers)";
+         << " of isomorphic layers";
+    if (modes.size() == 2)
+      diag << ", weight copies kept or recomputed";
+    else if (modes.front())
+      diag << ", weight copies recomputed";
+    diag << ")";
     return diag;
   }
   const CombinedChoice &combined = problem.frontier[*chosen];
@@ -511,6 +604,13 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
   }
   result.stats = applyRecompute(
       step, budgetScopes(step, problem, combined, alignment, symbols), symbols);
+  if (chosenCopies) {
+    FailureOr<RecomputeStats> copyStats = recomputeWeightCopies(func, symbols);
+    if (failed(copyStats))
+      return failure();
+    result.copies = *copyStats;
+    addStats(result.stats, *copyStats);
+  }
   return success();
 }
 
@@ -551,6 +651,9 @@ LogicalResult RematPass::writeReport(ArrayRef<FunctionResult> results) {
                   json.attribute("recompute_seconds_per_layer", d.seconds);
                 });
             });
+            // Of cloned_ops, the weight copies converted again in the backward.
+            json.attribute("recomputed_weight_copies", r.copies.clonedOps);
+            json.attribute("weight_copy_seconds", r.copies.seconds);
           });
       });
     });

@@ -187,6 +187,34 @@ ScopeActivations weft::remat::classifyScope(const StepStructure &step,
   return result;
 }
 
+RecomputeScope weft::remat::weightCopyScope(const StepStructure &step) {
+  RecomputeScope scope;
+  func::FuncOp func = step.getFunction();
+  Block &body = func.getBody().front();
+  const ScheduleLiveness &liveness = step.getLiveness();
+  auto isParam = [&](Value value) {
+    auto arg = dyn_cast<BlockArgument>(value);
+    return arg && arg.getOwner() == &body &&
+           func.getArgAttr(arg.getArgNumber(), WeftDialect::kParamAttr);
+  };
+  for (Operation *op :
+       liveness.getSchedule().take_front(liveness.getBackwardStart())) {
+    if (isa<ReshapeOp>(op) || op->getNumResults() != 1 ||
+        op->getNumOperands() == 0 || !isCloneable(op) ||
+        !llvm::all_of(op->getOperands(), isParam))
+      continue;
+    Value copy = op->getResult(0);
+    bool returned = llvm::any_of(copy.getUsers(), [](Operation *user) {
+      return user->hasTrait<OpTrait::IsTerminator>();
+    });
+    if (returned || !readInBackward(step, copy))
+      continue;
+    scope.ops.push_back(op);
+    scope.recompute.push_back(copy);
+  }
+  return scope;
+}
+
 //===----------------------------------------------------------------------===//
 // The solver's model and the isomorphism signature
 //===----------------------------------------------------------------------===//

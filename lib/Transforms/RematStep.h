@@ -82,6 +82,13 @@ struct RecomputeScope {
   llvm::SmallVector<mlir::Value> recompute;
 };
 
+/// The forward values computed from `weft.param` arguments alone (no view:
+/// a view frees nothing) that the backward reads and the step does not
+/// return: the bf16 copies of f32 master weights. Recomputing this scope
+/// converts each copy again right before its first backward reader, so it
+/// lives across its layer's backward instead of the whole step.
+RecomputeScope weightCopyScope(const StepStructure &step);
+
 struct RecomputeStats {
   int64_t clonedOps = 0;
   int64_t segments = 0;

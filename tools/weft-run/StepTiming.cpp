@@ -37,16 +37,18 @@ std::vector<Segment> classifySegments(const std::vector<std::string> &names,
   auto contains = [](const std::string &name, const char *part) {
     return name.find(part) != std::string::npos;
   };
-  size_t tail = n;
-  bool adamw = false;
-  while (tail > 0 && segments[tail - 1] != Segment::Forward &&
-         (contains(names[tail - 1], "adamw") || contains(names[tail - 1], "convert"))) {
-    adamw |= contains(names[tail - 1], "adamw");
-    --tail;
+  // weft-autodiff runs each update as soon as its gradient is final, so
+  // updates sit between backward kernels: each AdamW launch, and the convert
+  // launches right before it (a gradient's cast to the master's type), are
+  // the optimizer wherever they are.
+  for (size_t i = n; i-- > 0;) {
+    if (segments[i] == Segment::Forward || !contains(names[i], "adamw"))
+      continue;
+    segments[i] = Segment::Optimizer;
+    for (size_t j = i; j-- > 0 && segments[j] == Segment::Backward &&
+                       contains(names[j], "convert") && !contains(names[j], "adamw");)
+      segments[j] = Segment::Optimizer;
   }
-  if (adamw)
-    for (size_t i = tail; i < n; ++i)
-      segments[i] = Segment::Optimizer;
   return segments;
 }
 

@@ -18,9 +18,10 @@ const char *segmentName(Segment segment);
 
 /// Segments of the schedule entries (names and schedule indices in issue
 /// order): the forward is every entry at or before `lossIndex` (the schedule
-/// index that defines the loss); the optimizer is the longest tail of
-/// launches of AdamW and convert kernels (the f32 master update, with the
-/// gradients' casts), if it holds an AdamW; the backward is what lies between
+/// index that defines the loss); the optimizer is every later AdamW launch
+/// (the f32 master update; weft-autodiff runs each as soon as its gradient
+/// is final, between backward kernels) with the convert launches right
+/// before it (the gradient's cast, when kept); the backward is the rest
 /// (recomputation included).
 std::vector<Segment> classifySegments(const std::vector<std::string> &names,
                                       const std::vector<unsigned> &indices, unsigned lossIndex);

@@ -74,6 +74,13 @@ def RematPass : Pass<"weft-remat", "mlir::ModuleOp"> {
     keep `weft.rng_id` and carry `weft.recompute`. With a `budget` and a
     fixed policy, a planned peak over the budget is an error.
 
+    `weight-copies` decides on the values computed from the parameters alone
+    that the backward reads (the bf16 copies of f32 master weights): `keep`
+    them from the forward to the backward, `recompute` each (convert again
+    from its master) before its first backward reader, or `auto` (default):
+    recompute under `full`, let `budget` choose (the fastest recompute that
+    fits, a copy's cost its roofline time), keep otherwise.
+
     ```mlir
     // weft-opt --weft-autodiff --weft-remat="policy=selective": in the
     // backward of each layer, before softmax_grad reads the probabilities,
@@ -94,6 +101,8 @@ def RematPass : Pass<"weft-remat", "mlir::ModuleOp"> {
            "Byte alignment of every buffer when planning (as weft-plan-memory)">,
     Option<"report", "report", "std::string", "\"\"",
            "Write what was recomputed and the planned peaks as JSON here">,
+    Option<"weightCopies", "weight-copies", "std::string", "\"auto\"",
+           "keep | recompute | auto: the parameters' converted copies the backward reads">,
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }
