@@ -374,7 +374,9 @@ def run(directory, quick=False):
         runs = []
         for pk in b["packages"]:
             r = {"policy": pk["policy"], "fused": pk["fused"], "ms": None}
-            if pk["package"] is None:
+            if pk.get("not_carried"):
+                r["error"] = "not run: " + pk["not_carried"]
+            elif pk["package"] is None:
                 r["error"] = "does not fit / compile: " + (pk["error"] or "")
             else:
                 try:
@@ -386,6 +388,9 @@ def run(directory, quick=False):
             runs.append(r)
         results["budgets"].append({"fraction": b["fraction"], "bytes": b["bytes"], "runs": runs,
                                    "choice": table.budget_vs_fixed(runs)})
+        # Written as it goes: a run stopped by a time limit keeps what it measured.
+        with open(os.path.join(directory, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
     if manifest["small_package"]["ok"]:
         try:
             results["gradient_check"] = gradient_check(directory, env)
