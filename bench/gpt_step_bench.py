@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import gpt_step_table as table  # noqa: E402
 
 ANCHOR = dict(layers=4, hidden=4096, heads=32, kv_heads=32, seq=4096, batch=1, ffn_hidden=16384,
@@ -126,16 +127,8 @@ def prepare(directory, build):
                                      env)
     manifest["small_package"] = {"ok": ok, "fused": fused, "error": msg or None}
     # weft-run and the shared libraries the GPU machine lacks, as package_check.
-    weft_run = os.path.join(build, "bin", "weft-run")
-    shipped = [("weft-run", weft_run)]
-    for line in subprocess.run(["ldd", weft_run], capture_output=True, text=True).stdout.splitlines():
-        m = re.match(r"\s*((?:libLLVM|libz3)[^ ]*) => (\S+)", line)
-        if m:
-            shipped.append((os.path.join("lib", m.group(1)), m.group(2)))
-    for name, source in shipped:
-        with open(source, "rb") as f, lzma.open(
-                os.path.join(directory, name.replace("/", "__") + ".xz"), "wb", preset=6) as out:
-            shutil.copyfileobj(f, out)
+    from package_check import ship_weft_run
+    ship_weft_run(directory, build)
     for f in os.listdir(directory):
         if f.endswith(".mlir"):
             os.remove(os.path.join(directory, f))
