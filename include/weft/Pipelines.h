@@ -64,6 +64,13 @@ struct TrainingPipelineOptions
       llvm::cl::desc("keep | recompute | auto: the bf16 copies of the f32 "
                      "masters the backward reads (weft-remat weight-copies)"),
       llvm::cl::init("auto")};
+  Option<std::string> weightCopies{
+      *this, "weight-copies",
+      llvm::cl::desc("converted | carried: the bf16 copies of the f32 masters "
+                     "converted in each step, or carried between steps and "
+                     "written by the AdamW updates (weft-autodiff "
+                     "weight-copies)"),
+      llvm::cl::init("converted")};
   Option<std::string> memoryReport{
       *this, "memory-report",
       llvm::cl::desc("Write the step's memory and FLOP report as JSON here")};

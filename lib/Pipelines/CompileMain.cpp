@@ -5,6 +5,7 @@
 #include "weft/Conversion/ElementwiseKernels.h"
 #include "weft/Target/GPU/AotKernels.h"
 #include "weft/Target/GPU/Serialize.h"
+#include "weft/Target/MemoryReport.h"
 #include "weft/Target/Package/PlanPackage.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -129,6 +130,15 @@ struct CompileOptions {
                "converted again before their first backward reader (auto: "
                "under --remat=full, and where --remat=budget finds it faster)"),
       cl::init("auto"), cl::cat(category)};
+  cl::opt<std::string> weightCopies{
+      "weight-copies",
+      cl::desc("converted (default) | carried | auto: the bf16 copies of the "
+               "f32 masters converted inside each step, or carried between "
+               "steps and written by each AdamW update (no conversion in the "
+               "forward and backward; the copies stay resident); auto: "
+               "carried when the step still fits --memory-budget, else "
+               "converted"),
+      cl::init("converted"), cl::cat(category)};
   cl::opt<std::string> memoryReport{
       "memory-report", cl::desc("Write the memory and FLOP report as JSON"),
       cl::value_desc("file.json"), cl::cat(category)};
@@ -236,6 +246,13 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.rematLayers = cli.rematLayers;
   options.rematWeightCopies = cli.rematWeightCopies;
   options.memoryReport = cli.memoryReport;
+  bool autoCopies = cli.weightCopies == "auto";
+  if (!autoCopies && cli.weightCopies != "converted" && cli.weightCopies != "carried")
+    return usageError("--weight-copies must be converted, carried or auto, got '" +
+                      cli.weightCopies + "'");
+  options.weightCopies = autoCopies ? std::string("carried") : std::string(cli.weightCopies);
+  if (autoCopies && cli.optimizer != "adamw")
+    options.weightCopies = "converted"; // nothing to carry without AdamW
   // A package's GEMMs run in cuBLASLt, whose workspaces are planned tensors.
   options.gemmWorkspace = cli.gemmWorkspace.getNumOccurrences()
                               ? std::string(cli.gemmWorkspace)
@@ -310,28 +327,73 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
     return usageError("no function @" + cli.entry + " with a body in " +
                       cli.input + "; functions: " + functionList(*module));
 
-  PassManager pm(&context);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return kExitUsage;
+  // The pipeline on `module`; quiet: its diagnostics are dropped (the
+  // carried try of --weight-copies=auto, retried converted on failure).
   bool badOption = false;
-  if (failed(buildTrainingPipeline(pm, options,
-                                   [&](const llvm::Twine &msg) {
-                                     usageError("--" + msg);
-                                     badOption = true;
-                                     return failure();
-                                   })) ||
-      badOption)
-    return kExitUsage;
-  auto status = std::make_shared<DiffEachPassStatus>();
-  if (failed(applyDiffEachPassCLOptions(pm, status)))
-    return kExitUsage;
+  auto runPipeline = [&](ModuleOp target, bool quiet) -> LogicalResult {
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)) ||
+        failed(buildTrainingPipeline(pm, options, [&](const llvm::Twine &msg) {
+          usageError("--" + msg);
+          badOption = true;
+          return failure();
+        })))
+      return badOption = true, failure();
+    auto status = std::make_shared<DiffEachPassStatus>();
+    if (failed(applyDiffEachPassCLOptions(pm, status)))
+      return badOption = true, failure();
+    std::optional<ScopedDiagnosticHandler> silence;
+    if (quiet)
+      silence.emplace(&context, [](Diagnostic &) { return success(); });
+    if (failed(pm.run(target)) || !finishDiffEachPass(*status))
+      return failure();
+    return success();
+  };
+  // --weight-copies=auto: both variants, quietly; of those that fit, the
+  // one with the smaller roofline step estimate (carried on a tie: the same
+  // work, its conversion fused into the update). Neither: converted again,
+  // with its diagnostics.
+  auto runTraining = [&]() -> LogicalResult {
+    if (!autoCopies || options.weightCopies != "carried")
+      return runPipeline(*module, /*quiet=*/false);
+    auto estimate = [&](ModuleOp candidate) -> std::optional<double> {
+      auto step = candidate.lookupSymbol<func::FuncOp>(cli.entry + "_step");
+      if (!step)
+        return std::nullopt;
+      FailureOr<weft::TrainingStepReport> report =
+          weft::buildTrainingStepReport(step, std::nullopt, cli.remat);
+      return succeeded(report) ? std::optional<double>(report->stepSeconds)
+                               : std::nullopt;
+    };
+    OwningOpRef<ModuleOp> carried(cast<ModuleOp>((*module)->clone()));
+    std::optional<double> carriedSeconds;
+    if (succeeded(runPipeline(*carried, /*quiet=*/true)))
+      carriedSeconds = estimate(*carried);
+    if (badOption)
+      return failure();
+    options.weightCopies = "converted";
+    OwningOpRef<ModuleOp> converted(cast<ModuleOp>((*module)->clone()));
+    std::optional<double> convertedSeconds;
+    if (succeeded(runPipeline(*converted, /*quiet=*/true)))
+      convertedSeconds = estimate(*converted);
+    if (carriedSeconds && (!convertedSeconds || *carriedSeconds <= *convertedSeconds)) {
+      module = std::move(carried);
+      return success();
+    }
+    if (convertedSeconds) {
+      module = std::move(converted);
+      return success();
+    }
+    return runPipeline(*module, /*quiet=*/false);
+  };
 
   if (emitKernels) {
     // The step's attention and attention_grad ops become the units (the
     // forward function stays in the module beside @<entry>_step).
     kernelOptions.function = cli.entry + "_step";
-    if (failed(pm.run(*module)) || !finishDiffEachPass(*status) ||
-        failed(weft::gpu::emitAttentionKernelUnits(*module, kernelOptions)))
+    if (failed(runTraining()))
+      return badOption ? kExitUsage : kExitFailed;
+    if (failed(weft::gpu::emitAttentionKernelUnits(*module, kernelOptions)))
       return kExitFailed;
     return kExitOk;
   }
@@ -342,8 +404,8 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
         openOutputFile(cli.output, &errorMessage);
     if (!out)
       return usageError(errorMessage);
-    if (failed(pm.run(*module)) || !finishDiffEachPass(*status))
-      return kExitFailed;
+    if (failed(runTraining()))
+      return badOption ? kExitUsage : kExitFailed;
     auto step = module->lookupSymbol<func::FuncOp>(cli.entry + "_step");
     if (!step)
       return usageError("the pipeline built no @" + cli.entry + "_step");
@@ -380,8 +442,8 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       openOutputFile(cli.output, &errorMessage);
   if (!out)
     return usageError(errorMessage);
-  if (failed(pm.run(*module)) || !finishDiffEachPass(*status))
-    return kExitFailed;
+  if (failed(runTraining()))
+    return badOption ? kExitUsage : kExitFailed;
   module->print(out->os());
   out->os() << "\n";
   out->keep();

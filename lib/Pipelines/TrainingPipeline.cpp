@@ -102,6 +102,13 @@ LogicalResult weft::buildTrainingPipeline(
   if (!llvm::is_contained(kWeightCopyModes, StringRef(options.rematWeightCopies)))
     return emitError("remat-weight-copies must be keep, recompute or auto; "
                      "got '" + options.rematWeightCopies + "'");
+  if (options.weightCopies != "converted" && options.weightCopies != "carried")
+    return emitError("weight-copies must be converted or carried; got '" +
+                     options.weightCopies + "'");
+  if (options.weightCopies == "carried" && options.optimizer != "adamw")
+    return emitError("weight-copies=carried needs optimizer=adamw (its "
+                     "updates write the copies); got optimizer '" +
+                     options.optimizer + "'");
   if (options.rematLayers < 1)
     return emitError("remat-layers must be at least 1, got " +
                      Twine(options.rematLayers));
@@ -131,6 +138,7 @@ LogicalResult weft::buildTrainingPipeline(
   autodiff.lr = options.lr;
   autodiff.weightDecay = options.weightDecay;
   autodiff.gemmWorkspace = gemmWorkspace.value_or(0);
+  autodiff.weightCopies = options.weightCopies;
   pm.addPass(createAutodiffPass(autodiff));
 
   // Groups form on the whole step (forward and backward apart) so that remat

@@ -110,6 +110,9 @@ bool feedsSecondMoment(BlockArgument arg) {
           isa<shard::ShardDialect>(user->getDialect());
       if (movesData && visited.insert(user).second)
         llvm::append_range(worklist, user->getResults());
+      // Into a fused group: its body's argument for this operand.
+      if (auto fused = dyn_cast<weft::FusedOp>(user))
+        worklist.push_back(fused->getRegion(0).front().getArgument(use.getOperandNumber()));
     }
   }
   return false;
@@ -258,5 +261,16 @@ weft::reference::drawRandomArgs(func::FuncOp func, uint64_t seed) {
     }
     args.push_back(std::move(tensor));
   }
+  // A carried weight copy (weft.copy_of) is its master rounded, as a runtime
+  // binds it: drawn apart, the two would disagree from the first step.
+  for (unsigned index = 0; index < args.size(); ++index)
+    if (auto master = func.getArgAttrOfType<IntegerAttr>(index, "weft.copy_of")) {
+      int64_t m = master.getInt();
+      if (m < 0 || m >= int64_t(args.size()) ||
+          args[m].data.size() != args[index].data.size())
+        return argError(func, index, "weft.copy_of names no argument of its shape");
+      for (auto [copy, value] : llvm::zip(args[index].data, args[m].data))
+        copy = roundToDType(value, args[index].dtype);
+    }
   return args;
 }

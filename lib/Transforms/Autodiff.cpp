@@ -167,8 +167,11 @@ void keepLatest(Operation *&latest, Operation *candidate) {
 /// every read of the master and of the values cast or viewed from it (the
 /// bf16 weight copy): a recomputed copy goes before the copy's first
 /// backward reader, hence before the update too.
-void scheduleUpdatesEarly(Block &body, ArrayRef<AdamWOp> updates) {
-  for (AdamWOp update : updates) {
+void scheduleUpdatesEarly(Block &body, ArrayRef<AdamWOp> updates,
+                          ArrayRef<Value> carriedCopies) {
+  for (unsigned u = 0; u < updates.size(); ++u) {
+    AdamWOp update = updates[u];
+    Value carried = carriedCopies.empty() ? Value() : carriedCopies[u];
     // The gradient's casts and views that only this update reads, from the
     // backward value outwards.
     SmallVector<Operation *> chain;
@@ -200,8 +203,11 @@ void scheduleUpdatesEarly(Block &body, ArrayRef<AdamWOp> updates) {
     for (Value operand : update->getOperands())
       if (Operation *def = operand.getDefiningOp())
         keepLatest(latest, inBody(body, def));
-    // Readers of the master and of its casts and views.
+    // Readers of the master and of its casts and views (and of its carried
+    // copy, which the convert after the update overwrites in place).
     SmallVector<Value> derived{update.getParam()};
+    if (carried)
+      derived.push_back(carried);
     for (unsigned i = 0; i < derived.size(); ++i)
       for (Operation *user : derived[i].getUsers()) {
         Operation *reader = inBody(body, user);
@@ -222,6 +228,11 @@ void scheduleUpdatesEarly(Block &body, ArrayRef<AdamWOp> updates) {
       update->moveBefore(&body.front());
     else if (latest != update.getOperation())
       update->moveAfter(latest);
+    // The carried copy's convert follows its update.
+    if (carried)
+      for (Operation *user : update.getNewParam().getUsers())
+        if (isa<ConvertOp>(user) && user->getBlock() == &body)
+          user->moveAfter(update);
   }
 }
 
@@ -248,7 +259,7 @@ void convertMastersLate(Block &body, ArrayRef<Value> masters) {
 FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
                                   const StepArguments &args, Optimizer optimizer,
                                   const AdamWSettings &adamw,
-                                  int64_t gemmWorkspace) {
+                                  bool carryCopies, int64_t gemmWorkspace) {
   MLIRContext *context = entry.getContext();
   OpBuilder builder(context);
   builder.setInsertionPointAfter(entry);
@@ -264,6 +275,8 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
 
   // The signature.
   SmallVector<Type> inputs, results{lossType};
+  // (master index, copy argument index) of each carried copy.
+  SmallVector<std::pair<unsigned, unsigned>> copyArgs;
   SmallVector<DictionaryAttr> inputAttrs;
   if (optimizer == Optimizer::None) {
     inputs.assign(entryTypes.begin(), entryTypes.end());
@@ -292,6 +305,17 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
     inputAttrs.push_back(args.seed ? attrsOf(*args.seed)
                                    : builder.getDictionaryAttr({}));
     results.append(inputs.begin(), inputs.begin() + 3 * numParams);
+    // Carried copies: one argument (and result) per narrower parameter.
+    if (carryCopies)
+      for (auto [k, p] : llvm::enumerate(args.params)) {
+        if (masterType(entryTypes[p]) == entryTypes[p])
+          continue;
+        copyArgs.push_back({unsigned(k), unsigned(inputs.size())});
+        inputs.push_back(entryTypes[p]);
+        inputAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+            WeftDialect::kCopyOfAttr, builder.getI64IntegerAttr(int64_t(k)))));
+        results.push_back(entryTypes[p]);
+      }
   }
   auto step = func::FuncOp::create(builder, loc, name,
                                    builder.getFunctionType(inputs, results));
@@ -307,19 +331,28 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
     for (unsigned p : args.params)
       wrt.push_back(body->getArgument(p));
   } else {
+    llvm::DenseMap<unsigned, unsigned> copyOf(copyArgs.begin(), copyArgs.end());
     for (auto [k, p] : llvm::enumerate(args.params)) {
       Value master = body->getArgument(k);
-      wrt.push_back(master);
       Value forward = master;
-      if (master.getType() != entryTypes[p])
-        forward = ConvertOp::create(builder, entry.getArgument(p).getLoc(),
-                                    entryTypes[p], master);
+      if (auto it = copyOf.find(unsigned(k)); it != copyOf.end()) {
+        // The forward reads the carried copy: the gradient is the copy's
+        // own, in its type (AdamW reads it as is).
+        forward = body->getArgument(it->second);
+        wrt.push_back(forward);
+      } else {
+        wrt.push_back(master);
+        if (master.getType() != entryTypes[p])
+          forward = ConvertOp::create(builder, entry.getArgument(p).getLoc(),
+                                      entryTypes[p], master);
+      }
       mapping.map(entry.getArgument(p), forward);
     }
     for (auto [j, b] : llvm::enumerate(args.batch))
       mapping.map(entry.getArgument(b), body->getArgument(3 * numParams + j));
     if (args.seed)
-      mapping.map(entry.getArgument(*args.seed), body->getArguments().back());
+      mapping.map(entry.getArgument(*args.seed),
+                  body->getArgument(3 * numParams + args.batch.size() + 1));
   }
   for (Operation &op : entry.front().without_terminator())
     builder.clone(op, mapping);
@@ -336,11 +369,13 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
   }
   SmallVector<Value> stepResults{loss};
   SmallVector<AdamWOp> updates;
+  // Per parameter: its carried copy argument, if any.
+  SmallVector<Value> carried(copyArgs.empty() ? 0 : numParams);
   if (optimizer == Optimizer::None) {
     stepResults.append(gradients->begin(), gradients->end());
   } else {
     builder.setInsertionPoint(ret);
-    Value stepNumber = body->getArgument(body->getNumArguments() - 2);
+    Value stepNumber = body->getArgument(3 * numParams + args.batch.size());
     SmallVector<Value> newParams, newM, newV;
     for (unsigned k = 0; k < numParams; ++k) {
       Value master = body->getArgument(k);
@@ -363,13 +398,22 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
     // Result 1 + i updates argument i (params, then m, then v).
     for (unsigned i = 0; i < 3 * numParams; ++i)
       step.setResultAttr(1 + i, WeftDialect::kAliasAttr, builder.getI64IntegerAttr(i));
+    // Each carried copy: the new master converted, written over the copy.
+    for (auto [k, arg] : copyArgs) {
+      Value copy = body->getArgument(arg);
+      stepResults.push_back(ConvertOp::create(builder, copy.getLoc(), copy.getType(),
+                                              newParams[k]));
+      carried[k] = copy;
+      step.setResultAttr(unsigned(stepResults.size() - 1), WeftDialect::kAliasAttr,
+                         builder.getI64IntegerAttr(arg));
+    }
   }
   ret->setOperands(stepResults);
   eraseDeadOps(*body);
   if (optimizer != Optimizer::None)
     convertMastersLate(*body, SmallVector<Value>(
                                   body->getArguments().take_front(numParams)));
-  scheduleUpdatesEarly(*body, updates);
+  scheduleUpdatesEarly(*body, updates, carried);
   if (gemmWorkspace > 0)
     step->setAttr(WeftDialect::kGemmWorkspaceAttr,
                   builder.getI64IntegerAttr(gemmWorkspace));
@@ -447,7 +491,19 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
           << int64_t(gemmWorkspace) << " must be >= 0 bytes";
       return signalPassFailure();
     }
-    if (failed(buildStep(entryFn, stepName, args, kind, adamw, gemmWorkspace)))
+    if (weightCopies != "converted" && weightCopies != "carried") {
+      module.emitError("weft-autodiff: option weight-copies = '")
+          << weightCopies << "' must be converted or carried";
+      return signalPassFailure();
+    }
+    bool carryCopies = weightCopies == "carried";
+    if (carryCopies && kind != Optimizer::AdamW) {
+      module.emitError("weft-autodiff: weight-copies=carried needs "
+                       "optimizer=adamw (the update writes the copies)");
+      return signalPassFailure();
+    }
+    if (failed(buildStep(entryFn, stepName, args, kind, adamw, carryCopies,
+                         gemmWorkspace)))
       return signalPassFailure();
   }
 };

@@ -147,6 +147,10 @@ typedef enum weft_gemm_epilogue {
   WEFT_GEMM_EPILOGUE_BIAS = 1,      /* + bias[n], the same for every row (and batch) */
   WEFT_GEMM_EPILOGUE_GELU = 2,      /* gelu_tanh(x), as F.gelu(approximate='tanh') */
   WEFT_GEMM_EPILOGUE_BIAS_GELU = 3, /* gelu_tanh(x + bias[n]) */
+  /* D unchanged; bias[m] = sum over k of op(A)[m, k] is written (a linear's
+   * bias gradient next to its weight gradient dY^T X: trans_a, batch 1).
+   * cuBLASLt's CUBLASLT_EPILOGUE_BGRADB on the column-major problem. */
+  WEFT_GEMM_EPILOGUE_BGRAD_A = 4,
 } weft_gemm_epilogue;
 
 /* D[m,n] = epilogue(alpha * op(A)[m,k] op(B)[k,n] + beta * C[m,n]), each
@@ -193,7 +197,8 @@ WEFT_API weft_status weft_gemm_select(const weft_gemm_desc *desc, size_t workspa
                                       weft_gemm_algo *algo, size_t *workspace_bytes);
 /* Enqueues the GEMM on `stream` (cublasLtMatmul). a, b, d (and c when beta != 0)
  * are device pointers, 16-byte aligned; bias is required for the BIAS
- * epilogues (n elements, 16-byte aligned) and must be NULL otherwise;
+ * epilogues (n elements, 16-byte aligned) and BGRAD_A (m elements, written)
+ * and must be NULL otherwise;
  * workspace (256-byte aligned) holds at least what weft_gemm_select reported.
  * Thread-safe; descriptors are cached per device and descriptor. */
 WEFT_API weft_status weft_gemm_run(const weft_gemm_desc *desc, const weft_gemm_algo *algo,
@@ -246,6 +251,9 @@ typedef struct weft_step_buffer {
   long long shape[WEFT_STEP_MAX_RANK];
   const char *dtype;    /* "bf16", "f16", "f32", "f64", "i64", "i32", "i1", "" */
   int has_initial_data; /* the package holds its bytes, copied in at load */
+  int copy_of;          /* a carried weight copy: its master's argument (bind
+                           the copy as the master rounded to nearest even);
+                           -1 otherwise */
 } weft_step_buffer;
 
 /* What cuMemGetInfo saw: used = total - free at each point. */

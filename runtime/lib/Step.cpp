@@ -521,6 +521,7 @@ weft_status weft_step_buffer_info(const weft_step *step, size_t index, weft_step
     info->last = b.last;
     info->arg = b.arg;
     info->result = b.result;
+    info->copy_of = b.copyOf;
     info->rank = shape.rank;
     for (int d = 0; d < shape.rank; ++d)
       info->shape[d] = shape.dims[size_t(d)];

@@ -207,8 +207,25 @@ int runPackage(const RunPackageOptions &options) {
   // and optimizer state from --load-state, else --data, else the package.
   std::vector<Binding> bindings;
   std::map<std::string, bool> usedKeys;
+  // Carried weight copies, each with its master: derived after the state
+  // is bound, never read from a file.
+  std::vector<std::pair<const BufferView *, const BufferView *>> copies;
   for (const BufferView &buffer : buffers) {
     const weft_step_buffer &info = buffer.info;
+    if (info.copy_of >= 0) {
+      const BufferView *master = nullptr;
+      for (const BufferView &m : buffers)
+        if (m.info.arg == info.copy_of && isState(m.info))
+          master = &m;
+      if (!master || master->elements != buffer.elements ||
+          std::string(master->info.dtype) != "f32" ||
+          (std::string(info.dtype) != "bf16" && std::string(info.dtype) != "f16"))
+        return error(2, llvm::Twine("buffer '") + info.name + "' (" + buffer.type() +
+                            ") is a copy of argument " + llvm::Twine(info.copy_of) +
+                            ", which is no f32 state buffer of its shape");
+      copies.push_back({&buffer, master});
+      continue;
+    }
     bool input = info.role == WEFT_ROLE_INPUT && info.arg >= 0;
     if (!input && !isState(info))
       continue;
@@ -291,6 +308,9 @@ int runPackage(const RunPackageOptions &options) {
       }
       llvm::outs() << "\n";
     }
+    for (auto [copy, master] : copies)
+      llvm::outs() << "state: " << copy->info.name << " <- " << master->info.name
+                   << " rounded to " << copy->info.dtype << "\n";
     if (loss)
       llvm::outs() << "loss: buffer '" << loss->info.name << "'\n";
     return 0;
@@ -337,6 +357,22 @@ int runPackage(const RunPackageOptions &options) {
   for (const Binding &b : bindings)
     if (isState(b.buffer->info) && !bind(b, 0))
       return 1;
+  // Each carried copy: its master as bound (from a file, drawn, or the
+  // package's bytes), rounded to nearest even as the step's convert does.
+  for (auto [copy, master] : copies) {
+    std::string host(master->info.size, '\0'), bytes(copy->info.size, '\0');
+    if (weft_step_read(step.get(), master->index, host.data(), host.size()))
+      return error(1, llvm::Twine("reading '") + master->info.name + "': " + weft_last_error());
+    bool bf16 = std::string(copy->info.dtype) == "bf16";
+    for (int64_t i = 0; i < copy->elements; ++i) {
+      float f;
+      std::memcpy(&f, host.data() + 4 * i, 4);
+      uint16_t bits = bf16 ? bf16Bits(f) : f16Bits(f);
+      std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    }
+    if (weft_step_bind(step.get(), copy->index, bytes.data(), bytes.size()))
+      return error(1, llvm::Twine("binding '") + copy->info.name + "': " + weft_last_error());
+  }
   for (int64_t s = 0; s < options.steps; ++s) {
     for (const Binding &b : bindings)
       if (!isState(b.buffer->info) && !bind(b, s))
@@ -384,8 +420,8 @@ int runPackage(const RunPackageOptions &options) {
   if (!options.saveState.empty()) {
     NpzArchive archive;
     for (const BufferView &buffer : buffers) {
-      if (!isState(buffer.info) || buffer.info.rank < 0)
-        continue;
+      if (!isState(buffer.info) || buffer.info.rank < 0 || buffer.info.copy_of >= 0)
+        continue; // a carried copy is derived again from its master
       Tensor tensor;
       if (!readBack(buffer, tensor))
         return 1;

@@ -246,6 +246,34 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
              << " of ranked tensor type, got " << type;
     return success();
   }
+  if (name == kCopyOfAttr) {
+    // A carried copy of a master weight: same shape, a narrower float.
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!index || !index.getType().isInteger(64) || !function)
+      return op->emitOpError("expects '")
+             << name << "' on argument " << argIndex
+             << " to be an i64 argument index of a function, got " << attr.getValue();
+    ArrayRef<Type> arguments = function.getArgumentTypes();
+    int64_t master = index.getInt();
+    if (master < 0 || master >= int64_t(arguments.size()) || master == int64_t(argIndex))
+      return op->emitOpError("expects '")
+             << name << "' on argument " << argIndex << " to name another of the "
+             << arguments.size() << " arguments, got " << master;
+    auto copy = dyn_cast_or_null<RankedTensorType>(type);
+    auto source = dyn_cast<RankedTensorType>(arguments[master]);
+    auto narrower = [&] {
+      auto c = dyn_cast<FloatType>(copy.getElementType());
+      auto s = dyn_cast<FloatType>(source.getElementType());
+      return c && s && c.getWidth() < s.getWidth();
+    };
+    if (!copy || !source || copy.getShape() != source.getShape() || !narrower())
+      return op->emitOpError("expects argument ")
+             << argIndex << " (" << type << ") marked '" << name
+             << "' to be a narrower float tensor of the shape of argument " << master
+             << " (" << arguments[master] << ")";
+    return success();
+  }
   return op->emitOpError("has unknown weft argument attribute '")
          << name << "' on argument " << argIndex;
 }

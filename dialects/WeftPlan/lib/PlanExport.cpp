@@ -223,6 +223,7 @@ FailureOr<pkg::Package> StepExporter::run() {
       entry.role = *pkg::parseRole(buffer.getRole().str());
       entry.arg = buffer.getArg() ? int32_t(*buffer.getArg()) : -1;
       entry.result = buffer.getResult() ? int32_t(*buffer.getResult()) : -1;
+      entry.copyOf = buffer.getCopyOf() ? int32_t(*buffer.getCopyOf()) : -1;
       buffers[entry.name] = uint32_t(package.buffers.size());
       package.buffers.push_back(std::move(entry));
       bufferOps.push_back(buffer);

@@ -23,7 +23,12 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
     except its seed, `step` a `tensor<i64>` (the AdamW step number, from 1) and
     `seed` a `tensor<i64>` (the entry's seed argument, if it has one). Each
     updated result carries `weft.alias = <argument index>`: the planner updates
-    it in place.
+    it in place. With `weight-copies=carried`, every master whose entry
+    parameter is narrower gets one more argument after the seed (in parameter
+    order): its copy, marked `weft.copy_of = <master index>`, which the
+    forward and backward read instead of converting the master, and one more
+    result after v' (aliased to it): the updated master converted right after
+    its AdamW update.
 
     Values the backward needs are the saved activations; nothing else of the
     forward stays live. Random ops keep their `weft.rng_id`; attention_grad
@@ -43,6 +48,12 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", "1.0e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.01", "AdamW weight decay">,
+    Option<"weightCopies", "weight-copies", "std::string", "\"converted\"",
+           "converted | carried: with optimizer=adamw, the low-precision "
+           "copies of the f32 masters are converted inside each step "
+           "(converted), or are step arguments marked weft.copy_of that each "
+           "AdamW update writes right after its master (carried; "
+           "Megatron's bf16 parameters beside fp32 main parameters)">,
     Option<"gemmWorkspace", "gemm-workspace", "int64_t", "0",
            "cuBLASLt workspace cap (bytes) stamped on the step as "
            "weft.gemm_workspace: each linear / matmul then owns a planned "
@@ -168,6 +179,9 @@ def FuseElementwisePass : Pass<"weft-fuse-elementwise", "mlir::func::FuncOp"> {
     dropout + residual add + LayerNorm, RMSNorm (+ residual), cross-entropy
     and its gradient, LayerNorm/RMSNorm/GELU gradients with the gradient
     accumulation around them, and each AdamW update.
+    Unless `bias-grad=false`, it then runs weft-fuse-bias-grad's rewrite:
+    each linear's weight-gradient matmul and bias-gradient reduce_sum become
+    one GEMM group (the bias-gradient epilogue of cuBLASLt).
 
     ```mlir
     %d = weft.dropout %x, %seed {p = 0.1 : f64, weft.rng_id = 2 : i64} : ...
@@ -178,6 +192,43 @@ def FuseElementwisePass : Pass<"weft-fuse-elementwise", "mlir::func::FuncOp"> {
     ^bb0(...):
       ...
       weft.yield %r1, %y1 : ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"biasGrad", "bias-grad", "bool", "true",
+           "Also group each linear's dW matmul with its db reduce_sum "
+           "(weft-fuse-bias-grad)">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def FuseBiasGradPass : Pass<"weft-fuse-bias-grad", "mlir::func::FuncOp"> {
+  let summary = "Fold linear bias gradients into their weight-gradient GEMM";
+  let description = [{
+    A linear layer's backward computes dW = dY^T X (`weft.matmul
+    {transpose_a}` of dY flattened to [tokens, n]) and db = dY summed over
+    its leading dims (`weft.reduce_sum`). cuBLASLt's bias-gradient epilogue
+    (CUBLASLT_EPILOGUE_BGRADB on the column-major problem; our `bgrad_a`)
+    produces db while the GEMM streams dY, so this pass groups each such
+    pair (`isBiasGradPair`: bf16 or f16, 2-d operands, the exact tensor or its
+    flattening) into one `weft.fused` of kind `matmul+reduce_sum` yielding
+    (dW, db), placed where the earlier of the two ran. Before memory
+    planning, so liveness sees db written with dW. The group runs its body,
+    so the reference interpreter's values are unchanged; the plan builder
+    lowers it to one `plan.gemm` with epilogue `bgrad_a`.
+
+    ```mlir
+    %a = weft.reshape %dy : (tensor<1x256x1024xbf16>) -> tensor<256x1024xbf16>
+    %dw = weft.matmul %a, %x {transpose_a} : (tensor<256x1024xbf16>, tensor<256x256xbf16>) -> tensor<1024x256xbf16>
+    %db = weft.reduce_sum %dy {dims = array<i64: 0, 1>} : (tensor<1x256x1024xbf16>) -> tensor<1024xbf16>
+    // becomes
+    %dw, %db = weft.fused %dy, %x {kind = "matmul+reduce_sum"} : ... {
+    ^bb0(%g: tensor<1x256x1024xbf16>, %i: tensor<256x256xbf16>):
+      %a2 = weft.reshape %g : ...
+      %w = weft.matmul %a2, %i {transpose_a} : ...
+      %s = weft.reduce_sum %g {dims = array<i64: 0, 1>} : ...
+      weft.yield %w, %s : ...
     }
     ```
   }];

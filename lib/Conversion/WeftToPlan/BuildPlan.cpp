@@ -133,12 +133,15 @@ FailureOr<BuiltPlan> weft::buildPlan(func::FuncOp func,
       return fail();
     std::string bufferSymbol = bufferName(*liveness, buffer);
     pkg::Role role = roleOf(buffer.category);
-    IntegerAttr arg, result;
+    IntegerAttr arg, result, copyOf;
     TypeAttr type;
     if (!buffer.values.empty()) {
       type = TypeAttr::get(buffer.values.front().getType());
-      if (auto blockArg = dyn_cast<BlockArgument>(buffer.values.front()))
+      if (auto blockArg = dyn_cast<BlockArgument>(buffer.values.front())) {
         arg = builder.getI64IntegerAttr(blockArg.getArgNumber());
+        copyOf = func.getArgAttrOfType<IntegerAttr>(blockArg.getArgNumber(),
+                                                    WeftDialect::kCopyOfAttr);
+      }
     }
     if (auto it = outputs.find(index); it != outputs.end()) {
       result = builder.getI64IntegerAttr(it->second);
@@ -149,7 +152,7 @@ FailureOr<BuiltPlan> weft::buildPlan(func::FuncOp func,
     plan::BufferOp::create(builder, func.getLoc(), bufferSymbol,
                            uint64_t(*offset), uint64_t(buffer.size),
                            uint64_t(buffer.start), uint64_t(buffer.end),
-                           pkg::roleName(role), type, arg, result);
+                           pkg::roleName(role), type, arg, result, copyOf);
     symbols[index] = FlatSymbolRefAttr::get(builder.getContext(), bufferSymbol);
   }
 

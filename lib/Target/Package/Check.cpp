@@ -77,7 +77,33 @@ private:
                name + " live range [" + str(b.first) + ", " + str(b.last) +
                    "] runs past the step's " + str(package.numSteps) +
                    " schedule indices");
+      if (b.copyOf >= 0)
+        checkCopy(i);
     }
+  }
+
+  /// A carried weight copy: an argument buffer whose master is another
+  /// argument's parameter buffer of twice its bytes (f32 -> bf16 / f16).
+  void checkCopy(uint32_t i) {
+    const Buffer &b = package.buffers[i];
+    std::string name = "buffer '" + b.name + "' (a copy of argument " +
+                       str(uint64_t(b.copyOf)) + ")";
+    if (b.arg < 0 || b.role != Role::Parameter) {
+      report(Subject::Buffer, i, name + " is not a parameter argument (role " +
+                                     roleName(b.role) + ", argument " +
+                                     std::to_string(b.arg) + ")");
+      return;
+    }
+    for (const Buffer &m : package.buffers)
+      if (m.arg == b.copyOf) {
+        if (m.role != Role::Parameter || m.copyOf >= 0 || m.size != 2 * b.size)
+          report(Subject::Buffer, i,
+                 name + ": its master '" + m.name + "' (role " + roleName(m.role) +
+                     ", " + str(m.size) + " bytes) is not a parameter of " +
+                     str(2 * b.size) + " bytes");
+        return;
+      }
+    report(Subject::Buffer, i, name + ": no buffer holds that argument");
   }
 
   /// Sweep in offset order: each buffer against those that start before its
@@ -282,11 +308,16 @@ private:
       report(Subject::Gemm, i, where + ": stream " + str(g.stream) +
                                    " but the step has " +
                                    str(package.numStreams));
-    bool wantsBias = g.epilogue == Epilogue::Bias || g.epilogue == Epilogue::BiasGelu;
+    bool wantsBias = epilogueUsesBias(g.epilogue);
     if (wantsBias != (g.bias != kNone))
       report(Subject::Gemm, i,
              where + ": epilogue " + epilogueName(g.epilogue) +
                  (wantsBias ? " needs a bias buffer" : " takes no bias buffer"));
+    // One bias gradient per GEMM: batches would need a bias batch stride.
+    if (g.epilogue == Epilogue::BGradA && g.batch != 1)
+      report(Subject::Gemm, i,
+             where + ": epilogue bgrad_a needs batch 1, got batch " +
+                 std::to_string(g.batch));
     // Elements each operand spans: the last batch's start plus one matrix.
     uint64_t esize = dtypeBytes(g.dtype);
     auto need = [&](int s, uint64_t rows, uint64_t cols) -> long double {
@@ -303,7 +334,8 @@ private:
         {"b", g.b, need(1, g.k, g.n)},
         {"c", g.c, need(2, g.m, g.n)},
         {"d", g.d, need(3, g.m, g.n)},
-        {"bias", g.bias, (long double)g.n * esize},
+        {"bias", g.bias,
+         (long double)epilogueBiasElements(g.epilogue, g.m, g.n) * esize},
         {"workspace", g.workspace, 0},
     };
     if (g.batch > 1)

@@ -36,7 +36,9 @@ enum SectionKind : uint32_t {
   kStep = 2,       // 1 record, 32 bytes: str name, u64 arena, u64 alignment,
                    //   u32 steps, u32 streams
   kBuffers = 3,    // 56: str name, str type, u64 offset, u64 size, u32 first,
-                   //   u32 last, u32 role, u32 0, i32 arg, i32 result
+                   //   u32 last, u32 role, u32 copy_of + 1 (the master's
+                   //   argument of a carried weight copy; 0: none), i32 arg,
+                   //   i32 result
   kKernels = 4,    // 40: str name, str entry, str image, u32 image index,
                    //   u32 params first, u32 params count, u32 0
   kParamKinds = 5, // 1 byte per parameter
@@ -44,7 +46,8 @@ enum SectionKind : uint32_t {
                    //   args first, args count
   kArgs = 7,       // 16: u32 kind, u32 0, u64 value
   kGemms = 8,      // 192: u32 a, b, c, d, bias, workspace, trans_a, trans_b,
-                   //   dtype, epilogue; i64 m, n, k, batch, strides[4];
+                   //   dtype, epilogue (0-4: none, bias, gelu, bias_gelu,
+                   //   bgrad_a); i64 m, n, k, batch, strides[4];
                    //   f32 alpha, beta; u32 stream, index, has_algo, 0;
                    //   u8 algo[64]
   kEvents = 9,     // 16: u32 record (1) / wait (0), stream, event, index

@@ -5,6 +5,7 @@
 
 #include "PackageFormat.h"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -304,7 +305,11 @@ bool PackageReader::read(Package &package) {
       return fail("buffer " + str(i) + " '" + buffer.name + "': role " +
                   str(role) + " is not one of the " + str(kNumRoles) + " roles");
     buffer.role = Role(role);
-    c.u32();
+    uint32_t copyOf = c.u32(); // the master's argument + 1; 0: none
+    if (copyOf > uint32_t(INT32_MAX))
+      return fail("buffer " + str(i) + " '" + buffer.name + "': copy-of field " +
+                  str(copyOf) + " is not an argument index + 1");
+    buffer.copyOf = int32_t(copyOf) - 1;
     buffer.arg = c.i32();
     buffer.result = c.i32();
     package.buffers.push_back(std::move(buffer));
@@ -437,7 +442,7 @@ bool PackageReader::read(Package &package) {
                   " is not one of bf16, f16, f32, f64");
     if (epilogue >= kNumEpilogues)
       return fail("gemm " + str(i) + ": epilogue " + str(epilogue) +
-                  " is not one of none, bias, gelu, bias_gelu");
+                  " is not one of none, bias, gelu, bias_gelu, bgrad_a");
     gemm.transA = transA;
     gemm.transB = transB;
     gemm.dtype = DType(dtype);

@@ -85,7 +85,7 @@ std::string writePackage(const Package &package) {
     buffers.u32(buffer.first);
     buffers.u32(buffer.last);
     buffers.u32(uint32_t(buffer.role));
-    buffers.u32(0);
+    buffers.u32(uint32_t(buffer.copyOf + 1)); // 0: not a carried copy
     buffers.i32(buffer.arg);
     buffers.i32(buffer.result);
   }

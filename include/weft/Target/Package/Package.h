@@ -50,11 +50,25 @@ const char *dtypeName(DType dtype); // "bf16", "f16", "f32", "f64"
 std::optional<DType> parseDType(std::string_view name);
 uint64_t dtypeBytes(DType dtype);
 
-/// As weft_gemm_epilogue in runtime/include/weft_runtime.h.
-enum class Epilogue : uint32_t { None, Bias, Gelu, BiasGelu };
-inline constexpr uint32_t kNumEpilogues = 4;
-const char *epilogueName(Epilogue epilogue); // "none", "bias", "gelu", "bias_gelu"
+/// As weft_gemm_epilogue in runtime/include/weft_runtime.h. BGradA writes
+/// the bias gradient of A's rows (bias[m] = sum over k of op(A)[m, k]) into
+/// the bias buffer; added after version 1's first four values, so older
+/// packages read unchanged.
+enum class Epilogue : uint32_t { None, Bias, Gelu, BiasGelu, BGradA };
+inline constexpr uint32_t kNumEpilogues = 5;
+/// "none", "bias", "gelu", "bias_gelu", "bgrad_a".
+const char *epilogueName(Epilogue epilogue);
 std::optional<Epilogue> parseEpilogue(std::string_view name);
+/// Whether the epilogue reads (bias) or writes (bias gradient) a bias buffer.
+inline bool epilogueUsesBias(Epilogue epilogue) {
+  return epilogue == Epilogue::Bias || epilogue == Epilogue::BiasGelu ||
+         epilogue == Epilogue::BGradA;
+}
+/// Elements of that buffer: n for a bias added to each row, m for the
+/// bias gradient of A's rows; 0 when the epilogue has none.
+inline int64_t epilogueBiasElements(Epilogue epilogue, int64_t m, int64_t n) {
+  return epilogue == Epilogue::BGradA ? m : epilogueUsesBias(epilogue) ? n : 0;
+}
 
 /// One tensor's bytes in the arena, live during schedule indices
 /// [first, last] (both inclusive).
@@ -67,6 +81,8 @@ struct Buffer {
   Role role = Role::Temporary;
   /// The step function's argument / result this buffer holds; -1 if none.
   int32_t arg = -1, result = -1;
+  /// A carried weight copy: the argument of its master; -1 otherwise.
+  int32_t copyOf = -1;
 };
 
 struct Kernel {

@@ -5,6 +5,8 @@ FNV-1a checksums), following lib/Target/Package/PackageFormat.h.
   edit_package.py IN OUT overlap | past-arena | undefined-arg
   edit_package.py IN OUT flip SECTION_KIND   (no re-signing: checksum fails)
   edit_package.py IN OUT version N           (the header's format version)
+  edit_package.py IN OUT copy-of N           (the first carried copy's master
+                                              becomes argument N)
 """
 import struct
 import sys
@@ -79,6 +81,15 @@ def main():
             if kind == 0:
                 struct.pack_into("<Q", pkg, aoff + i * ARG_BYTES + 8, 999999)
                 break
+        resign(pkg)
+    elif what == "copy-of":
+        # The u32 after the role: the master's argument + 1 (0: no copy).
+        for b in buffers(pkg):
+            if struct.unpack_from("<I", pkg, b[0] + 44)[0]:
+                struct.pack_into("<I", pkg, b[0] + 44, int(sys.argv[4]) + 1)
+                break
+        else:
+            raise SystemExit("no carried weight copy in the package")
         resign(pkg)
     elif what == "flip":
         off, length = section(pkg, int(sys.argv[4]))

@@ -27,6 +27,11 @@ def Weft_Dialect : Dialect {
     - `weft.alias` (i64) on function results: the index of the argument,
       of the same type, that the result updates in place (a training step's
       new parameters and optimizer state; XLA's input_output_alias).
+    - `weft.copy_of` (i64) on function arguments: the argument is the
+      lower-precision copy of the master weight at that argument index (same
+      shape, a narrower float type), carried between steps: the step's
+      optimizer writes it, and a runtime derives it from the master (rounding
+      to nearest even) whenever it binds the master.
     - weft-plan-memory's arena plan: `weft.offsets` (array<i64>, one byte
       offset per result, -1 for a non-tensor result) and
       `weft.workspace_offset` (i64) on ops, `weft.offset` (i64) on tensor
@@ -47,6 +52,7 @@ def Weft_Dialect : Dialect {
     static constexpr llvm::StringLiteral kParamAttr = "weft.param";
     static constexpr llvm::StringLiteral kRangeAttr = "weft.range";
     static constexpr llvm::StringLiteral kAliasAttr = "weft.alias";
+    static constexpr llvm::StringLiteral kCopyOfAttr = "weft.copy_of";
     static constexpr llvm::StringLiteral kOffsetsAttr = "weft.offsets";
     static constexpr llvm::StringLiteral kWorkspaceOffsetAttr = "weft.workspace_offset";
     static constexpr llvm::StringLiteral kOffsetAttr = "weft.offset";

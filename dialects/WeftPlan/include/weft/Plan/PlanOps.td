@@ -66,7 +66,9 @@ def WeftPlan_BufferOp : WeftPlan_Op<"buffer", [Symbol, HasParent<"StepOp">]> {
     Bytes `[offset, offset + size)` of the arena, live at schedule indices
     `[first, last]`. The role is one of parameter, optimizer_state, input,
     output, gradient, activation, temporary, workspace. Optional: the tensor
-    type, and `arg` / `result`, the step function's argument or result held.
+    type, and `arg` / `result`, the step function's argument or result held;
+    `copy_of`, on a carried weight copy, the argument of its master (the
+    runtime derives the copy from the master whenever it binds the master).
     ```mlir
     weft_plan.buffer @arg0 offset 0 size 4096 live [0, 9] "parameter" : tensor<32x32xf32> {arg = 0 : i64}
     ```
@@ -74,7 +76,8 @@ def WeftPlan_BufferOp : WeftPlan_Op<"buffer", [Symbol, HasParent<"StepOp">]> {
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$offset, I64Attr:$size,
                        I64Attr:$first, I64Attr:$last, StrAttr:$role,
                        OptionalAttr<TypeAttr>:$type,
-                       OptionalAttr<I64Attr>:$arg, OptionalAttr<I64Attr>:$result);
+                       OptionalAttr<I64Attr>:$arg, OptionalAttr<I64Attr>:$result,
+                       OptionalAttr<I64Attr>:$copy_of);
   let assemblyFormat = [{
     $sym_name `offset` $offset `size` $size `live` `[` $first `,` $last `]`
     $role (`:` $type^)? attr-dict
@@ -127,7 +130,9 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
     `[m, k]` (`[k, m]` with `trans_a`), B `[k, n]` (`[n, k]` with
     `trans_b`), C and D `[m, n]`, `batch` strided batches (`strides` in
     elements for A, B, C, D), `dtype` bf16 / f16 / f32 / f64, `epilogue`
-    none / bias / gelu / bias_gelu. `algo` holds the 64 bytes of a chosen
+    none / bias / gelu / bias_gelu / bgrad_a (bias[m] = sum over k of
+    op(A)[m, k], written to the bias buffer: a linear's bias gradient next
+    to its weight gradient; batch 1). `algo` holds the 64 bytes of a chosen
     cublasLtMatmulAlgo_t when one is stored.
     ```mlir
     weft_plan.gemm @d = @a, @b bias @bias m 32 n 768 k 256 dtype "bf16" stream 0 at 3 {trans_b, epilogue = "bias"}

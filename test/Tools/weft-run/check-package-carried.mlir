@@ -1,0 +1,42 @@
+// --weight-copies=carried: the bf16 copies of the f32 masters are step
+// arguments (weft.copy_of) that each AdamW update writes, so the forward and
+// backward convert nothing. The package marks each copy's master; weft-run
+// --check checks the pair, --dry-run derives each copy from its master, and
+// --weight-copies=auto keeps carried copies when the step fits its budget and
+// falls back to converting them when it does not.
+// REQUIRES: ptxas
+//
+// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --weight-copies=carried --memory-budget=64MiB -o %t.step.mlir
+// RUN: FileCheck %s --check-prefix=IR < %t.step.mlir
+// IR: func.func @forward_step(%arg0: tensor<64x128xf32> {{{.*}}weft.param}
+// IR-SAME: tensor<64x128xbf16> {weft.copy_of = 0 : i64
+// IR-NOT: weft.convert %arg0 :
+// IR: weft.adamw %arg0,
+// IR-NEXT: weft.convert %{{.*}} : (tensor<64x128xf32>) -> tensor<64x128xbf16>
+//
+// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --weight-copies=carried --memory-budget=64MiB --target=sm_90a --emit=package --tuning-table=none -o %t.weftpkg
+// RUN: weft-run --check %t.weftpkg | FileCheck %s --check-prefix=OK
+// OK: ok
+// RUN: %python %S/Inputs/step_data.py %t.data.npz 3
+// RUN: weft-run %t.weftpkg --dry-run --init-state=1 --data %t.data.npz | FileCheck %s --check-prefix=DRY
+// DRY: buffer {{[0-9]+}} 'arg55' parameter tensor<64x128xbf16> {{.*}} arg 55
+// DRY: state: arg55 <- arg0 rounded to bf16
+//
+// A copy whose master is an optimizer moment (argument 24 here) is refused.
+// RUN: %python %S/Inputs/edit_package.py %t.weftpkg %t.bad copy-of 24
+// RUN: not weft-run --check %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: {{.*}}(a copy of argument 24){{.*}}is not a parameter
+//
+// auto: carried where it fits (64 MiB); under 2,250,000 bytes, which the
+// converted step (2,229,504) meets and the carried one (2,313,984) does not,
+// converted.
+// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --weight-copies=auto --memory-budget=64MiB -o - | FileCheck %s --check-prefix=AUTO
+// AUTO: weft.copy_of
+// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --weight-copies=auto --memory-budget=2250000 -o - | FileCheck %s --check-prefix=TIGHT
+// TIGHT: func.func @forward_step(
+// TIGHT-NOT: weft.copy_of
+// TIGHT: weft.convert %arg0 {
+// RUN: not weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --weight-copies=auto --memory-budget=2000000 -o - 2>&1 | FileCheck %s --check-prefix=NEITHER
+// NEITHER: error: planned peak 2229504 bytes {{.*}} exceeds the memory budget of 2000000 bytes
+// RUN: not weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --weight-copies=carried -o - 2>&1 | FileCheck %s --check-prefix=NOADAM
+// NOADAM: weight-copies=carried needs optimizer=adamw
