@@ -155,11 +155,17 @@ def markdown(results):
                 continue
             tc = b.get("torch_compile") or {}
             ratio = r["ms"] / tc["ms"] if tc.get("ms") else None
+            copies = " (copies carried)" if r.get("carried_copies") else ""
             lines.append(
-                f"| {int(100 * b['fraction'])} % | {r['policy']} | {fmt(r['ms'])} | {fmt(r.get('optimizer_ms'))} | "
+                f"| {int(100 * b['fraction'])} % | {r['policy']}{copies} | {fmt(r['ms'])} | {fmt(r.get('optimizer_ms'))} | "
                 f"{fmt(r['planned_above_resident'] / gib)} | {fmt(eager.get('ms'))} / "
                 f"{fmt(eager.get('peak_bytes', 0) / gib)} | {fmt(tc.get('ms'))} ({tc.get('budget', '–')}) / "
                 f"{fmt((tc.get('peak_bytes') or 0) / gib)} | {fmt(ratio)} |")
+    agree = results.get("losses_agree")
+    if agree:
+        lines += ["", f"Losses of the {agree['packages']} packages run (same state, data and steps): "
+                      + ("identical" if agree["all_equal"] else f"differ in {agree['differing']}")
+                      + f"; first: {agree['losses'][:4]}"]
     lines += ["", "| budget | budget policy ms | cheapest fixed policy | its ms | budget <= fixed |", "|---|---|---|---|---|"]
     for b in results["budgets"]:
         c = b["choice"]
