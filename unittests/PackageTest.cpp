@@ -179,6 +179,55 @@ TEST(Package, GemmOperandTooSmall) {
       << all;
 }
 
+// A weight gradient with its bias gradient: d = a^T b, bias[m] written. The
+// check accepts it with an m-element bias buffer and names what is wrong.
+TEST(Package, BiasGradientGemm) {
+  Package p = makePackage();
+  Buffer db = p.buffers[1];
+  db.name = "db";
+  db.type = "tensor<8xbf16>";
+  db.offset = 1024;
+  db.size = 16;
+  db.role = Role::Gradient;
+  p.buffers.push_back(db);
+  Gemm &g = p.gemms[0];
+  g.transA = true;
+  g.transB = false;
+  g.epilogue = Epilogue::BGradA;
+  g.bias = 4;
+  EXPECT_EQ(messages(checkPackage(p)), "");
+  std::string bytes = writePackage(p);
+  Package q;
+  std::string error;
+  ASSERT_TRUE(readPackage(bytes.data(), bytes.size(), q, error)) << error;
+  EXPECT_EQ(q.gemms[0].epilogue, Epilogue::BGradA);
+  EXPECT_STREQ(epilogueName(q.gemms[0].epilogue), "bgrad_a");
+  EXPECT_EQ(parseEpilogue("bgrad_a"), Epilogue::BGradA);
+
+  // bias[m]: m = 16 rows need 32 bytes of db (n stays 8).
+  g.m = 16;
+  p.buffers[0].size = 256; // a is [k, m] = 8 x 16
+  p.buffers[2].size = 256; // d is [m, n] = 16 x 8
+  std::string all = messages(checkPackage(p));
+  EXPECT_NE(all.find("gemm 0 operand bias: buffer 'db' has 16 bytes, the GEMM "
+                     "reads or writes 32"),
+            std::string::npos)
+      << all;
+  g.m = 8;
+  p.buffers[0].size = p.buffers[2].size = 128;
+
+  g.bias = kNone;
+  all = messages(checkPackage(p));
+  EXPECT_NE(all.find("gemm 0: epilogue bgrad_a needs a bias buffer"), std::string::npos)
+      << all;
+  g.bias = 4;
+  g.batch = 2;
+  g.strides[0] = g.strides[1] = g.strides[2] = g.strides[3] = 0;
+  all = messages(checkPackage(p));
+  EXPECT_NE(all.find("gemm 0: epilogue bgrad_a needs batch 1, got batch 2"), std::string::npos)
+      << all;
+}
+
 TEST(Package, MissingImageAndEvents) {
   Package p = makePackage();
   p.kernels[0].image = kNone;

@@ -36,6 +36,7 @@ inline void registerWeftPasses() {
   registerWeftAnalysisPasses();
   registerFuseAttentionPass();
   registerFuseElementwisePass();
+  registerFuseBiasGradPass();
   registerPlanMemoryPass();
   registerAutodiffPass();
   registerRematPass();

@@ -272,12 +272,17 @@ LogicalResult ElementwiseFuser::run() {
 
 struct FuseElementwisePass
     : public weft::impl::FuseElementwisePassBase<FuseElementwisePass> {
+  using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal() || !llvm::hasSingleElement(func.getBody()))
       return;
     if (failed(ElementwiseFuser(func).run()))
-      signalPassFailure();
+      return signalPassFailure();
+    // dW and db of each linear as one GEMM; reduce_sum joins no elementwise
+    // group, so the order of the two rewrites does not matter.
+    if (biasGrad)
+      fuseBiasGradients(func);
   }
 };
 

@@ -126,7 +126,8 @@ def test_sweep_covers_the_brief():
     assert len({c.name for c in cases}) == len(cases)
     assert {(c.m, c.n, c.k) for c in cases} == set(gc.SHAPES)
     assert {(c.trans_a, c.trans_b) for c in cases} == {(0, 0), (0, 1), (1, 0), (1, 1)}
-    assert {c.epilogue for c in cases} == set(rt.GEMM_EPILOGUES)
+    # bgrad_a has its own checks (batch 1 only): bias_grad_checks.
+    assert {c.epilogue for c in cases} | {"bgrad_a"} == set(rt.GEMM_EPILOGUES)
     assert {c.batch for c in cases} == {1, 3}
 
 
@@ -232,6 +233,12 @@ class FakeGemmRuntime:
             out = out + self.memory(bias, n, dtype).double()
         if desc.epilogue in (2, 3):
             out = 0.5 * out * (1 + torch.tanh(math.sqrt(2 / math.pi) * (out + 0.044715 * out ** 3)))
+        if desc.epilogue == 4:  # bgrad_a: bias[m] = sum over k of op(A)[m, k]
+            assert batch == 1 and bias
+            sums = op_a[0].sum(dim=1)
+            if self.bug == "bgrad_columns":  # summed the other way (over m)
+                sums = op_a[0].sum(dim=0)[:m] if m <= k else sums * 0
+            self.memory(bias, m, dtype).copy_(sums.to(dtype))
         stride_d = desc.stride_d if batch > 1 else m * n
         if self.bug == "write_pads":
             self.memory(d, batch * stride_d, dtype).fill_(0)
@@ -292,3 +299,45 @@ def test_list_runs_without_a_gpu():
                           env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "python")))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["bf16-m77-n130-k61-TN-b3-bias", "f16-m77-n130-k61-TN-b3-bias"]
+
+
+# ---- the bias-gradient epilogue (bgrad_a) -----------------------------------
+
+@needs_library
+def test_bgrad_a_desc():
+    # dW = dY^T X with db: trans_a, batch 1; the value is weft_gemm_epilogue's.
+    desc = rt.gemm_desc(32, 24, 16, "bf16", trans_a=True, epilogue="bgrad_a")
+    assert desc.epilogue == 4
+    rt.gemm_check(desc)
+    batched = rt.gemm_desc(32, 24, 16, "bf16", batch=2, trans_a=True, epilogue="bgrad_a")
+    with pytest.raises(rt.WeftError) as error:
+        rt.gemm_check(batched)
+    assert "epilogue BGRAD_A needs batch=1, got batch=2" in error.value.message
+    desc.epilogue = 5
+    with pytest.raises(rt.WeftError) as error:
+        rt.gemm_check(desc)
+    assert "epilogue 5 is not a weft_gemm_epilogue (NONE=0, BIAS=1, GELU=2, BIAS_GELU=3, " \
+           "BGRAD_A=4)" in error.value.message
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(1, 0), (0, 0), (1, 1)])
+def test_bgrad_case_passes_with_a_correct_runtime(trans_a, trans_b):
+    result = gc.bias_grad_case(FakeGemmRuntime(), "bf16", 6, 5, 9, trans_a, trans_b, "cpu",
+                               None, 0)
+    assert result["passed"], result
+    assert result["case"] == f"bf16-m6-n5-k9-{'TN'[1 - trans_a]}{'TN'[1 - trans_b]}-b1-bgrad_a"
+
+
+def test_bgrad_case_fails_with_wrong_sums():
+    result = gc.bias_grad_case(FakeGemmRuntime("bgrad_columns"), "f16", 6, 5, 9, 1, 0, "cpu",
+                               None, 0)
+    assert not result["passed"]
+    assert any("db relative error" in r for r in result["reasons"]), result["reasons"]
+    assert not any("dW" in r for r in result["reasons"])
+
+
+def test_bgrad_checks_cover_the_layouts():
+    # The compiler's layout (trans_a, not trans_b) is required; the GPU run
+    # probes the other three to record what cuBLASLt offers.
+    assert gc.BGRAD_LAYOUT == (1, 0)
+    assert (16384, 4096, 4096) in gc.BGRAD_SHAPES

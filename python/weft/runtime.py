@@ -317,7 +317,7 @@ def tensor_map_encode_tiled(dtype, global_address, dims, strides_bytes, box, swi
 
 # weft_dtype and weft_gemm_epilogue values, as in weft_runtime.h.
 DTYPES = {"f32": 1, "bf16": 2, "f16": 3}
-GEMM_EPILOGUES = {"none": 0, "bias": 1, "gelu": 2, "bias_gelu": 3}
+GEMM_EPILOGUES = {"none": 0, "bias": 1, "gelu": 2, "bias_gelu": 3, "bgrad_a": 4}
 GEMM_ALGO_BYTES = 64  # sizeof(cublasLtMatmulAlgo_t)
 
 

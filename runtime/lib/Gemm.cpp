@@ -285,8 +285,10 @@ weft_status checkRunArguments(const weft_gemm_desc &desc, const weft_gemm_algo *
   }
   if (epilogueHasBias(desc.epilogue) && !bias)
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                format("%s: epilogue %s needs a bias of n=%d elements, got NULL", caller,
-                       epilogueName(desc.epilogue), desc.n));
+                format("%s: epilogue %s needs a bias of %s=%d elements, got NULL", caller,
+                       epilogueName(desc.epilogue),
+                       desc.epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A ? "m" : "n",
+                       biasElements(desc)));
   if (!epilogueHasBias(desc.epilogue) && bias)
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
                 format("%s: bias %p given but epilogue %s adds none", caller, bias,

@@ -27,11 +27,15 @@ weft_status checkGemmDesc(const weft_gemm_desc *desc, const char *caller) {
                        WEFT_DTYPE_F16));
   // Compared as an int: a C caller can pass any value in the enum's storage.
   int epilogue = static_cast<int>(g.epilogue);
-  if (epilogue < WEFT_GEMM_EPILOGUE_NONE || epilogue > WEFT_GEMM_EPILOGUE_BIAS_GELU)
+  if (epilogue < WEFT_GEMM_EPILOGUE_NONE || epilogue > WEFT_GEMM_EPILOGUE_BGRAD_A)
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
                 format("%s: epilogue %d is not a weft_gemm_epilogue (NONE=0, BIAS=1, GELU=2, "
-                       "BIAS_GELU=3)",
+                       "BIAS_GELU=3, BGRAD_A=4)",
                        caller, epilogue));
+  // One bias gradient per call: batches would need a bias batch stride.
+  if (g.epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A && g.batch != 1)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("%s: epilogue BGRAD_A needs batch=1, got batch=%d", caller, g.batch));
   if (g.batch > 1) {
     // Products in long long: m * k of two ints cannot overflow it.
     struct Stride {
@@ -108,12 +112,23 @@ cublasLtEpilogue_t cublasEpilogueOf(weft_gemm_epilogue epilogue) {
     return CUBLASLT_EPILOGUE_GELU;
   case WEFT_GEMM_EPILOGUE_BIAS_GELU:
     return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case WEFT_GEMM_EPILOGUE_BGRAD_A:
+    // Our A is cuBLASLt's B (columnMajorGemm), and its k is ours: BGRADB sums
+    // cuBLASLt's B over k into one value per column of its D (our row).
+    return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT; // unreachable after checkGemmDesc
 }
 
 bool epilogueHasBias(weft_gemm_epilogue epilogue) {
-  return epilogue == WEFT_GEMM_EPILOGUE_BIAS || epilogue == WEFT_GEMM_EPILOGUE_BIAS_GELU;
+  return epilogue == WEFT_GEMM_EPILOGUE_BIAS || epilogue == WEFT_GEMM_EPILOGUE_BIAS_GELU ||
+         epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A;
+}
+
+int biasElements(const weft_gemm_desc &desc) {
+  if (!epilogueHasBias(desc.epilogue))
+    return 0;
+  return desc.epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A ? desc.m : desc.n;
 }
 
 size_t dtypeBytes(weft_dtype dtype) { return dtype == WEFT_DTYPE_F32 ? 4 : 2; }
@@ -140,6 +155,8 @@ const char *epilogueName(weft_gemm_epilogue epilogue) {
     return "GELU";
   case WEFT_GEMM_EPILOGUE_BIAS_GELU:
     return "BIAS_GELU";
+  case WEFT_GEMM_EPILOGUE_BGRAD_A:
+    return "BGRAD_A";
   }
   return "?";
 }

@@ -38,7 +38,10 @@ ColumnMajorGemm columnMajorGemm(const weft_gemm_desc &desc);
 
 cudaDataType_t cudaDataTypeOf(weft_dtype dtype);
 cublasLtEpilogue_t cublasEpilogueOf(weft_gemm_epilogue epilogue);
+// Whether the epilogue reads (BIAS*) or writes (BGRAD_A) the bias pointer,
+// and its length: n for a bias added to rows, m for A's row sums.
 bool epilogueHasBias(weft_gemm_epilogue epilogue);
+int biasElements(const weft_gemm_desc &desc);
 size_t dtypeBytes(weft_dtype dtype);
 
 const char *dtypeName(weft_dtype dtype);          // "bf16"; "?" if unknown

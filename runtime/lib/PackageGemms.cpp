@@ -76,6 +76,9 @@ weft_status describe(const pkg::Package &package, unsigned index, const char *ca
   case pkg::Epilogue::BiasGelu:
     d.epilogue = WEFT_GEMM_EPILOGUE_BIAS_GELU;
     break;
+  case pkg::Epilogue::BGradA:
+    d.epilogue = WEFT_GEMM_EPILOGUE_BGRAD_A;
+    break;
   }
   d.alpha = g.alpha, d.beta = g.beta;
   if (weft_gemm_check(&d) != WEFT_OK) {

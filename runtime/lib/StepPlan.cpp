@@ -175,6 +175,8 @@ weft_status resolveGemm(const pkg::Package &package, uint32_t i, ResolvedGemm &o
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
                 format("gemm %u: dtype f64 has no cuBLASLt path in the runtime", i));
   }
+  static_assert(uint32_t(pkg::Epilogue::BGradA) == WEFT_GEMM_EPILOGUE_BGRAD_A,
+                "package epilogues are weft_gemm_epilogue values");
   desc.epilogue = weft_gemm_epilogue(uint32_t(g.epilogue));
   desc.alpha = g.alpha;
   desc.beta = g.beta;
@@ -463,7 +465,8 @@ std::string describeStep(const StepPlan &plan) {
                      g.desc.trans_a ? "^T" : "", bufferText(g.b).c_str(),
                      g.desc.trans_b ? "^T" : "");
       if (g.bias != pkg::kNone)
-        text += " + bias " + bufferText(g.bias);
+        text += (g.desc.epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A ? ", bias grad -> " : " + bias ") +
+                bufferText(g.bias);
       text += format(" m %d n %d k %d batch %d, algo %s, workspace %s\n", g.desc.m, g.desc.n,
                      g.desc.k, g.desc.batch,
                      g.algo.valid ? "from the package" : "chosen at load",

@@ -31,7 +31,7 @@ from poison import Poisoned  # noqa: E402
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 SHAPES = [(4096, 4096, 4096), (8192, 1536, 512), (77, 130, 61), (1, 4096, 4096)]
 QUICK_SHAPES = [(77, 130, 61), (256, 384, 128)]
-EPILOGUES = ("none", "bias", "gelu", "bias_gelu")
+EPILOGUES = ("none", "bias", "gelu", "bias_gelu")  # bgrad_a: bias_grad_checks
 BATCHES = (1, 3)
 # Elements after each batch of a batched operand: NaN in inputs (a read past a
 # matrix shows in D), and in D they must stay NaN (no write past a matrix).
@@ -287,6 +287,77 @@ def short_workspace(rt, device, workspace, stream):
     return f"short workspace: {needed - 1} bytes accepted where {needed} are needed"
 
 
+# The bias-gradient epilogue (bgrad_a: db[m] = sum over k of op(A)[m, k], D
+# unchanged). The compiler forms it for dW = dY^T X only (trans_a, not
+# trans_b); the other layouts are probed to record what cuBLASLt offers.
+BGRAD_SHAPES = [(77, 130, 61), (1024, 256, 4096), (16384, 4096, 4096), (4096, 16384, 4096)]
+BGRAD_LAYOUT = (1, 0)
+BGRAD_BOUND = 1e-2
+
+
+def bias_grad_case(rt, dtype, m, n, k, trans_a, trans_b, device, workspace, stream):
+    """One bgrad_a GEMM against float64: dW and db each within BGRAD_BOUND
+    (max |error| / max |reference|), D and db complete, db's guards intact."""
+    case = Case(dtype, m, n, k, trans_a, trans_b, 1, "bgrad_a")
+    inputs = make_inputs(case._replace(epilogue="none"), device)
+    desc = gemm_desc(rt, case)
+    algo, needed = rt.gemm_select(desc, WORKSPACE_LIMIT)
+    d = Poisoned((m * n,), DTYPES[dtype], device)
+    db = Poisoned((m,), DTYPES[dtype], device)
+    rt.gemm_run(desc, algo, pointer(inputs["a"]), pointer(inputs["b"]), None, pointer(d.tensor),
+                pointer(db.tensor), pointer(workspace),
+                workspace.numel() if workspace is not None else 0, stream)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    a = batched(case, "a", inputs["a"])[0].to(torch.float64)
+    op_a = a.t() if trans_a else a
+    b = batched(case, "b", inputs["b"])[0].to(torch.float64)
+    op_b = b.t() if trans_b else b
+    reference = op_a @ op_b
+    bias_reference = op_a.sum(dim=1)
+    dw_err = max_abs_error(d.tensor.view(m, n), reference) / float(reference.abs().max())
+    db_err = max_abs_error(db.tensor, bias_reference) / float(bias_reference.abs().max())
+    reasons = []
+    if not dw_err <= BGRAD_BOUND:
+        reasons.append(f"dW relative error {dw_err:.3g} > {BGRAD_BOUND:g}")
+    if not db_err <= BGRAD_BOUND:
+        reasons.append(f"db relative error {db_err:.3g} > {BGRAD_BOUND:g}")
+    for name, buffer in (("D", d), ("db", db)):
+        if buffer.guard_violations():
+            reasons.append(f"{buffer.guard_violations()} guard elements of {name} written")
+    return {"case": case.name, "weft_err": dw_err, "torch_err": db_err, "ratio": 0.0,
+            "passed": not reasons, "reasons": reasons, "workspace": needed}
+
+
+def bias_grad_checks(rt, device, workspace, stream, shapes=BGRAD_SHAPES):
+    """Every dtype x shape x layout of bgrad_a. Returns (results, failures):
+    the compiler's layout must pass; another layout cuBLASLt refuses is
+    reported, not failed (the compiler never forms it)."""
+    results, failures = [], []
+    print(f"bias gradient (bgrad_a): relative errors dW / db, bound {BGRAD_BOUND:g}")
+    for dtype in DTYPES:
+        for (m, n, k) in shapes:
+            for trans_a in (0, 1):
+                for trans_b in (0, 1):
+                    required = (trans_a, trans_b) == BGRAD_LAYOUT
+                    try:
+                        result = bias_grad_case(rt, dtype, m, n, k, trans_a, trans_b, device,
+                                                workspace, stream)
+                    except rt.WeftError as error:
+                        result = {"case": Case(dtype, m, n, k, trans_a, trans_b, 1,
+                                               "bgrad_a").name,
+                                  "weft_err": math.inf, "torch_err": math.inf, "ratio": math.inf,
+                                  "passed": False, "reasons": [str(error)]}
+                    if not required and not result["passed"]:
+                        result["reasons"].insert(0, "unsupported layout (not formed)")
+                    result["required"] = required
+                    results.append(result)
+                    print(format_row(result), flush=True)
+                    if required and not result["passed"]:
+                        failures.append(result["case"])
+    return results, failures
+
+
 def benchmark(rt, device, workspace, stream):
     """bf16 4096^3 (NN, no epilogue): weft_gemm_run next to torch.matmul, in
     TFLOP/s (report only)."""
@@ -333,9 +404,11 @@ def main(argv=None):
     parser.add_argument("--ratio-bound", type=float, default=RATIO_BOUND)
     parser.add_argument("--json", help="write every result here")
     parser.add_argument("--no-bench", action="store_true")
+    parser.add_argument("--bgrad", choices=("yes", "no", "only"), default="yes",
+                        help="the bias-gradient epilogue's checks (bias_grad_checks)")
     args = parser.parse_args(argv)
 
-    cases = sweep(QUICK_SHAPES if args.quick else SHAPES)
+    cases = [] if args.bgrad == "only" else sweep(QUICK_SHAPES if args.quick else SHAPES)
     if args.cases:
         cases = [c for c in cases if re.search(args.cases, c.name)]
     if args.list:
@@ -382,6 +455,11 @@ def main(argv=None):
         print(problem or "short workspace: refused with WEFT_ERROR_INVALID_ARGUMENT (ok)")
         if problem and not problem.endswith("needs none)"):
             failures.append("short-workspace")
+    if args.bgrad != "no":
+        bgrad_results, bgrad_failures = bias_grad_checks(
+            rt, device, workspace, stream, BGRAD_SHAPES[:2] if args.quick else BGRAD_SHAPES)
+        results += [r for r in bgrad_results if r["required"]]
+        failures += bgrad_failures
     elapsed = time.monotonic() - started
     worst = max((r["ratio"] for r in results), default=0.0)
     print(f"{len(results) - len(failures)}/{len(results)} passed in {elapsed:.1f} s; "

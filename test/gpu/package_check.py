@@ -20,6 +20,10 @@ Two phases, so the GPU machine builds nothing:
           allocation per buffer, 0xFF when dead) give bit-identical losses;
         - --save-state after 2 steps and --load-state for 2 more give the
           losses of 4 steps in one run (bit-identical);
+      the small block again with --fuse-elementwise (fused kernels, and each
+      linear's bias gradient from its weight-gradient GEMM's bgrad_a
+      epilogue: prepare checks the package has one per biased linear) against
+      the same torch checks of step 1, every step and the parameter updates;
       and loads the large block's package once: the arena's cuMemGetInfo delta
       must be within 1 % of the planned arena.
 Exits 1 on any failure; prints one line per check and writes DIR/results.json.
@@ -59,18 +63,29 @@ def config_args(config):
 def prepare(directory, build):
     os.makedirs(directory, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), WEFT_TUNING_TABLE="none")
-    for name, config in (("small", SMALL), ("large", LARGE)):
+    for name, config, extra in (("small", SMALL, []), ("large", LARGE, []),
+                                ("small_fused", SMALL, ["--fuse-elementwise"])):
         ir = subprocess.run([sys.executable, "-m", "weft.models", "--preset", "gpt_block",
                              "--emit-only"] + config_args(config),
                             check=True, capture_output=True, text=True, env=env).stdout
-        path = os.path.join(directory, name + ".mlir")
+        path = os.path.join(directory, name.split("_")[0] + ".mlir")
         with open(path, "w") as f:
             f.write(ir)
         subprocess.run([os.path.join(build, "bin", "weft-compile"), path, "--entry", "forward",
                         "--train", "--optimizer=adamw", f"--lr={LR}",
                         f"--weight-decay={WEIGHT_DECAY}", "--target=sm_90a", "--emit=package",
                         "--attention-mma=warpgroup", "--block-q=128", "--block-k=128",
-                        "-o", os.path.join(directory, name + ".weftpkg")], check=True, env=env)
+                        "-o", os.path.join(directory, name + ".weftpkg")] + extra, check=True,
+                       env=env)
+    # The fused package runs each linear's bias gradient in its weight-gradient
+    # GEMM (epilogue bgrad_a): one per linear with a bias, 4 per GPT layer.
+    gemms = subprocess.run([os.path.join(build, "bin", "weft-package-gemms"),
+                            os.path.join(directory, "small_fused.weftpkg")],
+                           check=True, capture_output=True, text=True).stdout
+    bgrads = gemms.count("epilogue=bgrad_a")
+    if bgrads != 4 * SMALL["layers"]:
+        raise SystemExit(f"small_fused.weftpkg has {bgrads} bgrad_a GEMMs, expected "
+                         f"{4 * SMALL['layers']}:\n{gemms}")
     ship_weft_run(directory, build)
 
 
@@ -214,36 +229,53 @@ def check(directory):
     c.check("small: the loss falls", eager[-1] < eager[0], f"{eager[0]} -> {eager[-1]}")
     batches = [(ids[s].cuda(), labels[s].cuda()) for s in range(STEPS)]
     f64, bf16, reference, masters = torch_reference(SMALL, [p.cuda() for p in params], batches)
-    ulp = 2.0 ** (math.floor(math.log2(abs(f64))) - 7)
-    bound = 2 * abs(bf16 - f64) + ulp
-    c.check("small: step 1 loss vs torch", abs(eager[0] - f64) <= bound,
-            f"weft {eager[0]:.6f} torch f64 {f64:.6f} torch bf16 {bf16:.6f}; "
-            f"|weft - f64| {abs(eager[0] - f64):.2e} <= {bound:.2e}")
-    worst = max(abs(a - b) / abs(b) for a, b in zip(eager, reference))
-    c.check("small: losses of every step vs torch AdamW", worst <= 0.05,
-            f"weft {[round(x, 4) for x in eager]} torch {[round(x, 4) for x in reference]}, "
-            f"worst rel diff {worst:.3f}")
-
-    # The loss is a bf16 scalar; the f32 master weights after the steps show
-    # the whole step (forward, backward, AdamW). Adam turns tiny gradients
-    # into full-size steps, so bf16 noise moves updates a lot: weft's update
-    # (p_final - p_0) must be as close to an f32-compute torch run's as
-    # torch's own bf16 run is, within 2x (plus 1 % of the update).
     _, _, _, masters32 = torch_reference(SMALL, [p.cuda() for p in params], batches,
                                          compute=torch.float32)
-    saved = npz.load(final)
-    worst, lines = 0.0, []
-    for i, (p0, bf, f32) in enumerate(zip(params, masters, masters32)):
-        exact = f32.cpu().double() - p0.double()
-        weft_err = (saved[f"arg{i}"].double() - p0.double() - exact).norm().item()
-        torch_err = (bf.cpu().double() - p0.double() - exact).norm().item()
-        ratio = weft_err / (2 * torch_err + 0.01 * exact.norm().item() + 1e-30)
-        worst = max(worst, ratio)
-        lines.append(f"arg{i} {weft_err / exact.norm().item():.3f}/"
-                     f"{torch_err / exact.norm().item():.3f}")
-    c.check("small: parameter updates vs torch (err weft <= 2 err torch bf16 + 1 %)",
-            worst <= 1.0, f"worst ratio {worst:.3f}; relative error weft/torch-bf16 per "
-            f"parameter: {' '.join(lines)}")
+
+    def versus_torch(name, losses, final_state):
+        ulp = 2.0 ** (math.floor(math.log2(abs(f64))) - 7)
+        bound = 2 * abs(bf16 - f64) + ulp
+        c.check(f"{name}: step 1 loss vs torch", abs(losses[0] - f64) <= bound,
+                f"weft {losses[0]:.6f} torch f64 {f64:.6f} torch bf16 {bf16:.6f}; "
+                f"|weft - f64| {abs(losses[0] - f64):.2e} <= {bound:.2e}")
+        worst = max(abs(a - b) / abs(b) for a, b in zip(losses, reference))
+        c.check(f"{name}: losses of every step vs torch AdamW", worst <= 0.05,
+                f"weft {[round(x, 4) for x in losses]} torch "
+                f"{[round(x, 4) for x in reference]}, worst rel diff {worst:.3f}")
+        # The loss is a bf16 scalar; the f32 master weights after the steps
+        # show the whole step (forward, backward, AdamW). Adam turns tiny
+        # gradients into full-size steps, so bf16 noise moves updates a lot:
+        # weft's update (p_final - p_0) must be as close to an f32-compute
+        # torch run's as torch's own bf16 run is, within 2x (plus 1 % of the
+        # update).
+        saved = npz.load(final_state)
+        worst, lines = 0.0, []
+        for i, (p0, bf, f32) in enumerate(zip(params, masters, masters32)):
+            exact = f32.cpu().double() - p0.double()
+            weft_err = (saved[f"arg{i}"].double() - p0.double() - exact).norm().item()
+            torch_err = (bf.cpu().double() - p0.double() - exact).norm().item()
+            ratio = weft_err / (2 * torch_err + 0.01 * exact.norm().item() + 1e-30)
+            worst = max(worst, ratio)
+            lines.append(f"arg{i} {weft_err / exact.norm().item():.3f}/"
+                         f"{torch_err / exact.norm().item():.3f}")
+        c.check(f"{name}: parameter updates vs torch (err weft <= 2 err torch bf16 + 1 %)",
+                worst <= 1.0, f"worst ratio {worst:.3f}; relative error weft/torch-bf16 per "
+                f"parameter: {' '.join(lines)}")
+
+    versus_torch("small", eager, final)
+    # --fuse-elementwise: fused kernels and the bias gradients from the
+    # weight-gradient GEMMs' bgrad_a epilogue (prepare counted them).
+    fused_final = os.path.join(directory, "state_fused.npz")
+    try:
+        fused, _ = c.run("small_fused.weftpkg", "--steps", str(STEPS), "--save-state",
+                         fused_final, *common)
+    except RuntimeError as error:
+        fused = []
+        print(error)
+    c.check("small_fused: a loss per step", len(fused) == STEPS and
+            all(map(math.isfinite, fused)), f"{fused}")
+    if len(fused) == STEPS:
+        versus_torch("small_fused", fused, fused_final)
 
     graph, _ = c.run("small.weftpkg", "--steps", str(STEPS), "--graph", *common)
     c.check("small: --graph replays bit-identically", graph == eager, f"{graph}")

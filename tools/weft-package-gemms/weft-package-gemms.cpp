@@ -18,8 +18,9 @@ const char *dtypeName(weft_dtype dtype) {
 }
 
 const char *epilogueName(weft_gemm_epilogue epilogue) {
-  const char *names[] = {"none", "bias", "gelu", "bias_gelu"};
-  return names[epilogue];
+  const char *names[] = {"none", "bias", "gelu", "bias_gelu", "bgrad_a"};
+  unsigned index = unsigned(epilogue);
+  return index < sizeof(names) / sizeof(names[0]) ? names[index] : "?";
 }
 
 int usage() {

@@ -166,6 +166,27 @@ TEST(Gemm, RunArgumentChecks) {
   }
 }
 
+// dW = dY^T X with db = sum over k of dY^T's rows: the bias has m elements,
+// is written, and one GEMM has one (no batches).
+TEST(Gemm, BiasGradientChecks) {
+  weft_gemm_desc desc = validDesc();
+  desc.trans_a = 1;
+  desc.epilogue = WEFT_GEMM_EPILOGUE_BGRAD_A;
+  EXPECT_EQ(weft_gemm_check(&desc), WEFT_OK) << lastError();
+  weft_gemm_algo algo = {};
+  algo.valid = 1;
+  auto *a = reinterpret_cast<void *>(0x10000), *b = reinterpret_cast<void *>(0x20000),
+       *d = reinterpret_cast<void *>(0x40000);
+  expectInvalid(weft_gemm_run(&desc, &algo, a, b, nullptr, d, nullptr, nullptr, 0, nullptr),
+                {"epilogue BGRAD_A needs a bias of m=77 elements, got NULL"});
+  auto *odd = reinterpret_cast<void *>(0x50004);
+  expectInvalid(weft_gemm_run(&desc, &algo, a, b, nullptr, d, odd, nullptr, 0, nullptr),
+                {"bias 0x50004 is not 16-byte aligned"});
+  desc.batch = 2;
+  desc.stride_a = desc.stride_b = desc.stride_c = desc.stride_d = 1 << 20;
+  expectInvalid(weft_gemm_check(&desc), {"epilogue BGRAD_A needs batch=1, got batch=2"});
+}
+
 TEST(Gemm, SelectArgumentChecks) {
   weft_gemm_desc desc = validDesc();
   size_t workspace = 7;
@@ -198,6 +219,28 @@ TEST(Gemm, EnumMappings) {
   EXPECT_TRUE(epilogueHasBias(WEFT_GEMM_EPILOGUE_BIAS));
   EXPECT_FALSE(epilogueHasBias(WEFT_GEMM_EPILOGUE_GELU));
   EXPECT_TRUE(epilogueHasBias(WEFT_GEMM_EPILOGUE_BIAS_GELU));
+  // Our A is cuBLASLt's B: A's row sums are cuBLASLt's BGRADB, m of them.
+  EXPECT_EQ(cublasEpilogueOf(WEFT_GEMM_EPILOGUE_BGRAD_A), CUBLASLT_EPILOGUE_BGRADB);
+  EXPECT_TRUE(epilogueHasBias(WEFT_GEMM_EPILOGUE_BGRAD_A));
+  EXPECT_STREQ(epilogueName(WEFT_GEMM_EPILOGUE_BGRAD_A), "BGRAD_A");
+  weft_gemm_desc wgrad = validDesc();
+  wgrad.trans_a = 1;
+  wgrad.epilogue = WEFT_GEMM_EPILOGUE_BGRAD_A;
+  EXPECT_EQ(biasElements(wgrad), 77);
+  wgrad.epilogue = WEFT_GEMM_EPILOGUE_BIAS;
+  EXPECT_EQ(biasElements(wgrad), 130);
+  wgrad.epilogue = WEFT_GEMM_EPILOGUE_GELU;
+  EXPECT_EQ(biasElements(wgrad), 0);
+  // The wgrad layout TransformerEngine and Apex run BGRADB with: cuBLASLt's
+  // A (our X) not transposed, its B (our dY, [k, m] stored) transposed, so
+  // cuBLASLt's k is our k (the tokens db sums over).
+  wgrad.epilogue = WEFT_GEMM_EPILOGUE_BGRAD_A;
+  ColumnMajorGemm problem = columnMajorGemm(wgrad);
+  EXPECT_EQ(problem.opFirst, CUBLAS_OP_N);
+  EXPECT_EQ(problem.opSecond, CUBLAS_OP_T);
+  EXPECT_EQ(problem.second.rows, 77u); // stored [k, m] row-major = [m, k] column-major
+  EXPECT_EQ(problem.second.cols, 61u);
+  EXPECT_EQ(problem.d.cols, 77u);      // cuBLASLt's D columns: one bias each
   EXPECT_EQ(dtypeBytes(WEFT_DTYPE_BF16), 2u);
   EXPECT_STREQ(epilogueName(WEFT_GEMM_EPILOGUE_BIAS_GELU), "BIAS_GELU");
   EXPECT_EQ(describeGemm(validDesc()),

@@ -91,6 +91,9 @@ std::optional<ColumnSumScratch> weft::getColumnSumScratch(Operation *op) {
 }
 
 int64_t FusedOp::getWorkspaceBytes() {
+  // A bias-gradient GEMM group runs its matmul's cuBLASLt GEMM.
+  if (std::optional<BiasGradGemm> gemm = getBiasGradGemm(*this))
+    return cast<MatmulOp>(gemm->matmul).getWorkspaceBytes();
   std::optional<ColumnSumScratch> scratch = getColumnSumScratch(*this);
   return scratch ? scratch->workspaceBytes : 0;
 }

@@ -109,6 +109,23 @@ LogicalResult FusedOp::verifyRegions() {
       return emitOpError("expects yielded value #")
              << i << " to have the type of result #" << i << " ("
              << result.getType() << "), got " << value.getType();
+  // A GEMM group: one cuBLASLt GEMM with the bias-gradient epilogue (named
+  // so, or holding both ops; a lone matmul gets the per-op error below).
+  auto holds = [&](auto isOp) { return llvm::any_of(body.without_terminator(), isOp); };
+  if (getKind() == kBiasGradGemmKind ||
+      (holds([](Operation &op) { return isa<MatmulOp>(op); }) &&
+       holds([](Operation &op) { return isa<ReduceSumOp>(op); }))) {
+    std::string why;
+    if (!getBiasGradGemm(*this, &why))
+      return emitOpError("is not a bias-"
+                         "gradient GEMM group (dW = dY^T X with db = dY "
+                         "summed over its leading dims): ")
+             << why;
+    if (getKind() != kBiasGradGemmKind)
+      return emitOpError("is a bias-gradient GEMM group but has kind '")
+             << getKind() << "', expected '" << kBiasGradGemmKind << "'";
+    return success();
+  }
   std::optional<SmallVector<int64_t>> domain;
   Operation *first = nullptr;
   for (Operation &op : body.without_terminator()) {

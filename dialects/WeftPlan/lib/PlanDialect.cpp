@@ -154,13 +154,16 @@ LogicalResult GemmOp::verify() {
       weft::pkg::parseEpilogue(getEpilogue().str());
   if (!epilogue)
     return emitOpError("has epilogue '")
-           << getEpilogue() << "', not one of none, bias, gelu, bias_gelu";
-  bool wantsBias = *epilogue == weft::pkg::Epilogue::Bias ||
-                   *epilogue == weft::pkg::Epilogue::BiasGelu;
+           << getEpilogue()
+           << "', not one of none, bias, gelu, bias_gelu, bgrad_a";
+  bool wantsBias = weft::pkg::epilogueUsesBias(*epilogue);
   if (wantsBias != bool(getBias()))
     return emitOpError("epilogue '")
            << getEpilogue()
            << (wantsBias ? "' needs a bias buffer" : "' takes no bias buffer");
+  if (*epilogue == weft::pkg::Epilogue::BGradA && int64_t(getBatch()) != 1)
+    return emitOpError("epilogue 'bgrad_a' needs batch 1, got batch ")
+           << int64_t(getBatch());
   if (int64_t(getBatch()) > 1 && (!getStrides() || getStrides()->size() != 4))
     return emitOpError("with batch ")
            << int64_t(getBatch()) << " expects strides = array<i64: a, b, c, d>";

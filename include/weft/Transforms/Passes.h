@@ -20,6 +20,11 @@ namespace weft {
 #define GEN_PASS_REGISTRATION
 #include "weft/Transforms/Passes.h.inc"
 
+/// weft-fuse-bias-grad's rewrite (also run by weft-fuse-elementwise unless
+/// bias-grad=false): groups each dW matmul with its db reduce_sum; returns
+/// how many groups it formed.
+int64_t fuseBiasGradients(mlir::func::FuncOp func);
+
 } // namespace weft
 
 #endif // WEFT_TRANSFORMS_PASSES_H

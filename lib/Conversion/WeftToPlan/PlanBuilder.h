@@ -42,6 +42,8 @@ private:
   mlir::FlatSymbolRefAttr workspaceOf(mlir::Operation *op);
   mlir::LogicalResult addLinear(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addMatmul(mlir::Operation *op, int64_t index);
+  /// A weft.fused bias-gradient group: one GEMM, epilogue bgrad_a.
+  mlir::LogicalResult addBiasGradGemm(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addAttention(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addKernelPerOp(mlir::Operation *op, int64_t index);

@@ -1,4 +1,5 @@
-// weft-build-plan's schedule entries: GEMMs for linear / matmul, the GPU
+// weft-build-plan's schedule entries: GEMMs for linear / matmul (and a
+// matmul with its bias gradient, epilogue bgrad_a), the GPU
 // attention kernels (attentionKernelSpecs) for attention / attention_grad,
 // one kernel launch per other weft op or fused group, a fill kernel per
 // splat constant.
@@ -176,6 +177,40 @@ LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
       builder.getStringAttr(*dtype), builder.getStringAttr("none"),
       builder.getF32FloatAttr(1.0f), builder.getF32FloatAttr(0.0f), nullptr,
       builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(index));
+  if (!firstEntry)
+    firstEntry = gemm;
+  return success();
+}
+
+LogicalResult PlanBuilder::addBiasGradGemm(Operation *op, int64_t index) {
+  std::string why;
+  std::optional<BiasGradGemm> group = getBiasGradGemm(op, &why);
+  if (!group)
+    return op->emitError("cannot plan a bias-gradient GEMM group: ") << why;
+  auto matmul = cast<MatmulOp>(group->matmul);
+  // dW[m, n] = dY[k, m]^T X[k, n] and db[m] = sum over k of dY[k, m]: the
+  // bias gradient of A's rows (cuBLASLt's BGRADB on the column-major problem).
+  ArrayRef<int64_t> aShape = matmul.getA().getType().getShape();
+  int64_t k = aShape[0], m = aShape[1];
+  int64_t n = matmul.getB().getType().getShape()[1];
+  FailureOr<std::string> dtype = gemmDtype(op, matmul.getA().getType());
+  if (failed(dtype))
+    return failure();
+  // dY's buffer is A's: the reshape in the group is a view.
+  FailureOr<FlatSymbolRefAttr> a = bufferOf(op, op->getOperand(group->dyInput)),
+                               b = bufferOf(op, op->getOperand(group->xInput)),
+                               d = bufferOf(op, op->getResult(0)),
+                               bias = bufferOf(op, op->getResult(1));
+  if (failed(a) || failed(b) || failed(d) || failed(bias))
+    return failure();
+  auto gemm = plan::GemmOp::create(
+      builder, op->getLoc(), *d, *a, *b, nullptr, *bias, workspaceOf(op),
+      builder.getI64IntegerAttr(m), builder.getI64IntegerAttr(n),
+      builder.getI64IntegerAttr(k), builder.getI64IntegerAttr(1), nullptr,
+      builder.getUnitAttr(), nullptr, builder.getStringAttr(*dtype),
+      builder.getStringAttr("bgrad_a"), builder.getF32FloatAttr(1.0f),
+      builder.getF32FloatAttr(0.0f), nullptr, builder.getI64IntegerAttr(0),
+      builder.getI64IntegerAttr(index));
   if (!firstEntry)
     firstEntry = gemm;
   return success();
@@ -441,6 +476,9 @@ LogicalResult PlanBuilder::addOp(Operation *op, int64_t index) {
     return addMatmul(op, index);
   if (isa<AttentionOp, AttentionGradOp>(op))
     return addAttention(op, index);
+  if (auto fused = dyn_cast<FusedOp>(op);
+      fused && fused.getKind() == kBiasGradGemmKind)
+    return addBiasGradGemm(op, index);
   return addKernelPerOp(op, index);
 }
 

@@ -19,7 +19,8 @@ const char *const kRoleNames[] = {"parameter", "optimizer_state", "input",
                                   "temporary", "workspace"};
 const char *const kParamKindNames[] = {"ptr", "i32", "i64", "f32", "tensormap"};
 const char *const kDTypeNames[] = {"bf16", "f16", "f32", "f64"};
-const char *const kEpilogueNames[] = {"none", "bias", "gelu", "bias_gelu"};
+const char *const kEpilogueNames[] = {"none", "bias", "gelu", "bias_gelu",
+                                      "bgrad_a"};
 } // namespace
 
 const char *roleName(Role role) {

@@ -60,6 +60,30 @@ struct ColumnSumScratch {
 };
 /// nullopt when `op` writes no column sum.
 std::optional<ColumnSumScratch> getColumnSumScratch(mlir::Operation *op);
+
+/// The kind of a weft.fused group that is one cuBLASLt GEMM with a
+/// bias-gradient epilogue (WeftBiasGrad.cpp).
+inline constexpr llvm::StringLiteral kBiasGradGemmKind = "matmul+reduce_sum";
+/// Whether `matmul` (dW = dY^T X) and `reduce` (db = dY summed over its
+/// leading dims) are a linear layer's weight and bias gradients that one
+/// GEMM with cuBLASLt's bias-gradient epilogue computes: `matmul` has
+/// transpose_a and not transpose_b, 2-d operands; its a is `reduce`'s operand
+/// or a reshape of it to [tokens, n]; `reduce` sums exactly the leading dims
+/// (no keepdim) into [n]; every type is bf16, or every type f16. When not,
+/// `why` (if given) says which condition failed.
+bool isBiasGradPair(mlir::Operation *matmul, mlir::Operation *reduce,
+                    std::string *why = nullptr);
+/// A weft.fused group of kind kBiasGradGemmKind: its matmul and reduce_sum.
+struct BiasGradGemm {
+  mlir::Operation *matmul = nullptr, *reduce = nullptr;
+  /// Input indices of the summed tensor (dY) and of the matmul's b (X).
+  unsigned dyInput = 0, xInput = 0;
+};
+/// The group's GEMM when `op` is a well-formed bias-gradient group: body
+/// [weft.reshape of dY], weft.matmul, weft.reduce_sum, yielding (dW, db).
+/// nullopt otherwise, with the reason in `why` (if given).
+std::optional<BiasGradGemm> getBiasGradGemm(mlir::Operation *op,
+                                            std::string *why = nullptr);
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFTDIALECT_H

@@ -498,6 +498,11 @@ def Weft_FusedOp : Op<Weft_Dialect, "fused", [IsolatedFromAbove,
     domain-shaped value large enough to hold its GPU kernels' f32 row
     statistics and partial sums between launches (the first layer's
     layer_norm_grad, whose dx nobody needs) has a workspace for them.
+    One other kind, `matmul+reduce_sum` (weft-fuse-bias-grad), is a single
+    cuBLASLt GEMM: a linear layer's dW = dY^T X (`weft.matmul {transpose_a}`,
+    dY flattened by an optional `weft.reshape`) and db = dY summed over its
+    leading dims (`weft.reduce_sum`), yielding (dW, db); its workspace is
+    the GEMM's.
     ```mlir
     %y = weft.fused %x, %b {kind = "add+gelu"} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
     ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
