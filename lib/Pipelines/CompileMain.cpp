@@ -365,6 +365,28 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       return succeeded(report) ? std::optional<double>(report->stepSeconds)
                                : std::nullopt;
     };
+    // Each trial would write --memory-report: only the chosen one's is.
+    std::string reportPath = options.memoryReport;
+    options.memoryReport = "";
+    auto writeReport = [&](ModuleOp chosen) -> LogicalResult {
+      if (reportPath.empty())
+        return success();
+      auto step = chosen.lookupSymbol<func::FuncOp>(cli.entry + "_step");
+      std::optional<int64_t> budget;
+      if (!cli.memoryBudget.empty())
+        budget = parseByteSize(cli.memoryBudget);
+      FailureOr<weft::TrainingStepReport> report =
+          weft::buildTrainingStepReport(step, budget, cli.remat);
+      std::string message;
+      std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(reportPath, &message);
+      if (failed(report) || !file) {
+        usageError("--memory-report: " + (message.empty() ? "no report" : message));
+        return failure();
+      }
+      weft::writeTrainingStepReport(*report, file->os());
+      file->keep();
+      return success();
+    };
     OwningOpRef<ModuleOp> carried(cast<ModuleOp>((*module)->clone()));
     std::optional<double> carriedSeconds;
     if (succeeded(runPipeline(*carried, /*quiet=*/true)))
@@ -378,12 +400,13 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       convertedSeconds = estimate(*converted);
     if (carriedSeconds && (!convertedSeconds || *carriedSeconds <= *convertedSeconds)) {
       module = std::move(carried);
-      return success();
+      return writeReport(*module);
     }
     if (convertedSeconds) {
       module = std::move(converted);
-      return success();
+      return writeReport(*module);
     }
+    options.memoryReport = reportPath;
     return runPipeline(*module, /*quiet=*/false);
   };
 

@@ -22,6 +22,25 @@ void WeftDialect::initialize() {
       >();
 }
 
+llvm::StringRef weft::elementTypeName(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (element.isBF16())
+    return "bf16";
+  if (element.isF16())
+    return "f16";
+  if (element.isF32())
+    return "f32";
+  if (element.isF64())
+    return "f64";
+  if (element.isInteger(64))
+    return "i64";
+  if (element.isInteger(32))
+    return "i32";
+  if (element.isInteger(1))
+    return "bool";
+  return "";
+}
+
 int64_t weft::tensorElements(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())

@@ -22,20 +22,8 @@ namespace weft::gpu {
 namespace {
 
 std::string dtypeName(Type type) {
-  Type element = cast<ShapedType>(type).getElementType();
-  if (element.isBF16())
-    return "bf16";
-  if (element.isF16())
-    return "f16";
-  if (element.isF32())
-    return "f32";
-  if (element.isF64())
-    return "f64";
-  if (element.isInteger(64))
-    return "i64";
-  if (element.isInteger(1))
-    return "bool";
-  return "unknown";
+  StringRef name = elementTypeName(type);
+  return name.empty() ? "unknown" : name.str();
 }
 
 llvm::json::Object attrsOf(Operation *op) {

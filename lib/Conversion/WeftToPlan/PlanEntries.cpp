@@ -29,19 +29,6 @@ int64_t product(ArrayRef<int64_t> dims) {
   return result;
 }
 
-/// "bf16", "f16", "f32", "f64"; empty for anything else.
-std::string dtypeOf(Type type) {
-  Type element = cast<ShapedType>(type).getElementType();
-  if (element.isBF16())
-    return "bf16";
-  if (element.isF16())
-    return "f16";
-  if (element.isF32())
-    return "f32";
-  if (element.isF64())
-    return "f64";
-  return "";
-}
 
 /// Kernel names for ops: weft.layer_norm_grad -> layer_norm_grad.
 std::string identifier(StringRef text) {
@@ -89,7 +76,7 @@ void PlanBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> arg
 
 FailureOr<std::string> PlanBuilder::gemmDtype(Operation *op, Type type) {
   // What weft_gemm_check accepts: bf16 / f16 operands, f32 accumulation.
-  std::string dtype = dtypeOf(type);
+  std::string dtype = elementTypeName(type).str();
   if (dtype != "bf16" && dtype != "f16")
     return op->emitError("cannot plan ")
            << op->getName() << " as a cuBLASLt GEMM: operands must be bf16 or "
@@ -237,7 +224,7 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
     causal = grad.getCausal();
   }
   // What the GPU kernels implement (AotKernels.cpp checks the same).
-  std::string dtype = dtypeOf(q.getType());
+  std::string dtype = elementTypeName(q.getType()).str();
   if (dtype != "bf16" && dtype != "f16")
     return op->emitError("cannot plan ")
            << op->getName() << ": the GPU attention kernels take bf16 or f16, got "
@@ -444,7 +431,7 @@ LogicalResult PlanBuilder::addConstant(Operation *op, int64_t index) {
   if (failed(buffer))
     return failure();
   // One fill kernel per element type: (ptr, i64 elements, f32 value).
-  std::string name = "weft_fill_" + dtypeOf(value.getType());
+  std::string name = ("weft_fill_" + elementTypeName(value.getType())).str();
   declareKernel(name, name, {"ptr", "i64", "f32"});
   std::string reason;
   if (images.insert(name).second &&

@@ -15,6 +15,10 @@ namespace weft {
 /// anything else. Safe on unverified IR: attribute verifiers may query the
 /// cost and memory interfaces before the op's own verifier ran.
 int64_t tensorElements(mlir::Type type);
+/// The element type's short name as packages and kernel units spell it:
+/// "bf16", "f16", "f32", "f64", "i64", "i32", "bool" (i1); "" for anything
+/// else. Takes a shaped type or an element type.
+llvm::StringRef elementTypeName(mlir::Type type);
 /// Bytes of a static ranked tensor type (i1 counts one byte per element),
 /// saturating at INT64_MAX; 0 for other types and non-int/float elements.
 int64_t tensorBytes(mlir::Type type);
