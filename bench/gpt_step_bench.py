@@ -275,8 +275,8 @@ def gradient_check(directory, env):
 
 def torch_anchors(budget_targets):
     """Eager and torch.compile over TORCH_BUDGETS on the same model (bf16
-    parameters and gradients resident; x needs no gradient, as in Weft's
-    step); the compile run matched to each target, profiled."""
+    parameters resident, gradients fresh each step; x needs no gradient, as
+    in Weft's step); the compile run matched to each target, profiled."""
     import torch
     import torch._functorch.config as fc
     from weft.models.config import ModelConfig
@@ -296,10 +296,13 @@ def torch_anchors(budget_targets):
     def measure(fn, n=STEPS):
         for _ in range(WARMUP):
             step(fn)
+        # Above the weights alone: each step's gradients are made afresh, so
+        # they count above the resident state, as Weft's transient gradients
+        # do (measured above weights + last gradients, a peak reached before
+        # the new gradients exist would read up to their 1.6 GB too low).
+        model.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-        # Above the weights and the last step's gradients, as before: freed
-        # at each step's start, the gradients can only lower this peak.
         base = torch.cuda.memory_allocated()
         times = []
         for _ in range(n):
@@ -427,8 +430,8 @@ def run(directory, quick=False):
         except Exception as e:
             results["gradient_check"] = {"ok": False, "error": str(e)[-400:]}
     # torch's target: the Weft budget's planned peak above the resident state
-    # (f32 masters, moments, bf16 weight copies; torch keeps its bf16 weights
-    # and gradients resident and measures above them).
+    # (f32 masters, moments, bf16 weight copies; torch's resident state is its
+    # bf16 weights, its gradients count above them as Weft's do).
     # table.resident_bytes already counts the bf16 weight copies.
     targets = {str(b["fraction"]): b["bytes"] - resident for b in manifest["budgets"]}
     results["torch"] = torch_anchors(targets)

@@ -13,19 +13,18 @@ FRACTIONS = (1.0, 0.5, 0.3)
 def resident_bytes(report, low_precision_copy=0.5):
     """The state every step keeps, on the side PyTorch's anchor puts it:
     f32 master parameters and AdamW moments (categories at the planned peak
-    of weft-compile --memory-report) and the bf16 weight copies the step
-    makes from the masters (half the masters' bytes; the report counts them
-    as saved activations). remat_anchors.py measures above
-    memory_allocated() after warm-up steps, which holds torch's bf16 weights
-    and their .grad: the weights are resident there, so the copies are here,
-    and the activations above are comparable (Weft's anchor: 2.48 GB, torch
-    eager 2.38 GiB). Weft's copies are not pinned, though: --remat=full, and
-    --remat=budget where it is the cheapest fit, convert them again in the
-    backward (weft-remat weight-copies), so a plan may go below this figure
-    (a negative "planned above resident"). Gradients are on the other side:
-    torch's .grad is resident, Weft's are transient (each AdamW update runs
-    as soon as its gradient is final) and count above, against Weft; at the
-    no-recompute peak the report holds none."""
+    of weft-compile --memory-report) and the bf16 weight copies (half the
+    masters' bytes; converted in the step, the report counts them as saved
+    activations; carried between steps, as parameters). gpt_step_bench
+    measures torch above its bf16 weights (gradients set to None before each
+    step): the weights are resident there, so the copies are here, and the
+    activations above are comparable. Converted copies are not pinned:
+    --remat=full, and --remat=budget where it is the cheapest fit, convert
+    them again in the backward (weft-remat weight-copies), so a plan may go
+    below this figure (a negative "planned above resident"). Gradients are
+    above on both sides: torch's are made afresh each step, Weft's are
+    transient (each AdamW update runs as soon as its gradient is final); at
+    the no-recompute peak the report holds none."""
     cats = report["categories"]
     return cats["parameters"] + cats["optimizer_state"] + int(low_precision_copy *
                                                                cats["parameters"])
