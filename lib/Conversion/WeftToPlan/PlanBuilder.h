@@ -40,6 +40,17 @@ private:
   mlir::FailureOr<std::string> gemmDtype(mlir::Operation *op, mlir::Type type);
   /// The op's planned cuBLASLt workspace; null when none was planned.
   mlir::FlatSymbolRefAttr workspaceOf(mlir::Operation *op);
+  /// The operands and shape of one plan.gemm (D = op(A) op(B), alpha 1,
+  /// beta 0, no C, on stream 0).
+  struct GemmCall {
+    mlir::FlatSymbolRefAttr d, a, b, bias;
+    int64_t m, n, k, batch = 1;
+    mlir::DenseI64ArrayAttr strides;
+    bool transA = false, transB = false;
+    llvm::StringRef dtype, epilogue = "none";
+  };
+  /// Emits `call` at schedule `index` with the op's planned workspace.
+  void addGemm(mlir::Operation *op, const GemmCall &call, int64_t index);
   mlir::LogicalResult addLinear(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addMatmul(mlir::Operation *op, int64_t index);
   /// A weft.fused bias-gradient group: one GEMM, epilogue bgrad_a.

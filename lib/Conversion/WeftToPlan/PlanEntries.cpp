@@ -92,6 +92,20 @@ FlatSymbolRefAttr PlanBuilder::workspaceOf(Operation *op) {
   return workspace ? bufferSymbols.lookup(*workspace) : FlatSymbolRefAttr();
 }
 
+void PlanBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
+  auto gemm = plan::GemmOp::create(
+      builder, op->getLoc(), call.d, call.a, call.b, nullptr, call.bias, workspaceOf(op),
+      builder.getI64IntegerAttr(call.m), builder.getI64IntegerAttr(call.n),
+      builder.getI64IntegerAttr(call.k), builder.getI64IntegerAttr(call.batch), call.strides,
+      call.transA ? builder.getUnitAttr() : nullptr,
+      call.transB ? builder.getUnitAttr() : nullptr, builder.getStringAttr(call.dtype),
+      builder.getStringAttr(call.epilogue), builder.getF32FloatAttr(1.0f),
+      builder.getF32FloatAttr(0.0f), nullptr, builder.getI64IntegerAttr(0),
+      builder.getI64IntegerAttr(index));
+  if (!firstEntry)
+    firstEntry = gemm;
+}
+
 LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
   auto linear = cast<LinearOp>(op);
   auto x = linear.getX().getType();
@@ -111,16 +125,11 @@ LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
   if (failed(a) || failed(b) || failed(d) || failed(bias))
     return failure();
   // y[m, n] = x[m, k] w[n, k]^T (+ bias[n]): cuBLASLt's bias epilogue.
-  auto gemm = plan::GemmOp::create(
-      builder, op->getLoc(), *d, *a, *b, nullptr, *bias, workspaceOf(op),
-      builder.getI64IntegerAttr(m), builder.getI64IntegerAttr(n),
-      builder.getI64IntegerAttr(k), builder.getI64IntegerAttr(1), nullptr,
-      nullptr, builder.getUnitAttr(), builder.getStringAttr(*dtype),
-      builder.getStringAttr(*bias ? "bias" : "none"), builder.getF32FloatAttr(1.0f),
-      builder.getF32FloatAttr(0.0f), nullptr, builder.getI64IntegerAttr(0),
-      builder.getI64IntegerAttr(index));
-  if (!firstEntry)
-    firstEntry = gemm;
+  GemmCall call{*d, *a, *b, *bias, m, n, k};
+  call.transB = true;
+  call.dtype = *dtype;
+  call.epilogue = *bias ? "bias" : "none";
+  addGemm(op, call, index);
   return success();
 }
 
@@ -155,17 +164,9 @@ LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
   DenseI64ArrayAttr strides;
   if (batch > 1)
     strides = builder.getDenseI64ArrayAttr({m * k, k * n, m * n, m * n});
-  auto gemm = plan::GemmOp::create(
-      builder, op->getLoc(), *d, *a, *b, nullptr, nullptr, workspaceOf(op),
-      builder.getI64IntegerAttr(m), builder.getI64IntegerAttr(n),
-      builder.getI64IntegerAttr(k), builder.getI64IntegerAttr(batch), strides,
-      transA ? builder.getUnitAttr() : nullptr,
-      transB ? builder.getUnitAttr() : nullptr,
-      builder.getStringAttr(*dtype), builder.getStringAttr("none"),
-      builder.getF32FloatAttr(1.0f), builder.getF32FloatAttr(0.0f), nullptr,
-      builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(index));
-  if (!firstEntry)
-    firstEntry = gemm;
+  GemmCall call{*d, *a, *b, nullptr, m, n, k, batch, strides, transA, transB};
+  call.dtype = *dtype;
+  addGemm(op, call, index);
   return success();
 }
 
@@ -190,16 +191,11 @@ LogicalResult PlanBuilder::addBiasGradGemm(Operation *op, int64_t index) {
                                bias = bufferOf(op, op->getResult(1));
   if (failed(a) || failed(b) || failed(d) || failed(bias))
     return failure();
-  auto gemm = plan::GemmOp::create(
-      builder, op->getLoc(), *d, *a, *b, nullptr, *bias, workspaceOf(op),
-      builder.getI64IntegerAttr(m), builder.getI64IntegerAttr(n),
-      builder.getI64IntegerAttr(k), builder.getI64IntegerAttr(1), nullptr,
-      builder.getUnitAttr(), nullptr, builder.getStringAttr(*dtype),
-      builder.getStringAttr("bgrad_a"), builder.getF32FloatAttr(1.0f),
-      builder.getF32FloatAttr(0.0f), nullptr, builder.getI64IntegerAttr(0),
-      builder.getI64IntegerAttr(index));
-  if (!firstEntry)
-    firstEntry = gemm;
+  GemmCall call{*d, *a, *b, *bias, m, n, k};
+  call.transA = true;
+  call.dtype = *dtype;
+  call.epilogue = "bgrad_a";
+  addGemm(op, call, index);
   return success();
 }
 

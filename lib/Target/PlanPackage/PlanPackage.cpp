@@ -15,6 +15,20 @@ namespace weft {
 
 namespace {
 
+/// `module`'s kernels lowered to PTX for `chip` and assembled: one image.
+FailureOr<gpu::GpuBinary> lowerImage(ModuleOp module, StringRef name, StringRef chip,
+                                     Location loc) {
+  FailureOr<std::string> ptx = gpu::lowerToPtx(module, name, chip);
+  if (failed(ptx))
+    return emitError(loc, "lowering image ") << name << " to PTX for " << chip << " failed";
+  gpu::GpuBinary binary;
+  std::string message;
+  if (failed(gpu::assemblePtx(*ptx, chip, binary, message)))
+    return emitError(loc, "assembling image ") << name << ": " << message;
+  binary.ptx = *ptx;
+  return binary;
+}
+
 /// One attention image, built in a module of its own.
 FailureOr<gpu::GpuBinary> buildAttentionImage(MLIRContext *context,
                                               const AttentionImage &image,
@@ -28,16 +42,7 @@ FailureOr<gpu::GpuBinary> buildAttentionImage(MLIRContext *context,
                                         image.backward)))
     return emitError(loc, "building the attention kernels of image ")
            << image.name << " failed";
-  FailureOr<std::string> ptx = gpu::lowerToPtx(*module, image.name, chip);
-  if (failed(ptx))
-    return emitError(loc, "lowering image ") << image.name << " to PTX for "
-                                             << chip << " failed";
-  gpu::GpuBinary binary;
-  std::string message;
-  if (failed(gpu::assemblePtx(*ptx, chip, binary, message)))
-    return emitError(loc, "assembling image ") << image.name << ": " << message;
-  binary.ptx = *ptx;
-  return binary;
+  return lowerImage(*module, image.name, chip, loc);
 }
 
 /// The kernels of one elementwise op (ElementwiseToNVVM), in a module of
@@ -48,16 +53,7 @@ FailureOr<gpu::GpuBinary> buildElementwiseImage(MLIRContext *context,
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   if (failed(gpu::buildElementwiseKernels(*module, image.name, image.op)))
     return failure();
-  FailureOr<std::string> ptx = gpu::lowerToPtx(*module, image.name, chip);
-  if (failed(ptx))
-    return emitError(loc, "lowering image ") << image.name << " to PTX for "
-                                             << chip << " failed";
-  gpu::GpuBinary binary;
-  std::string message;
-  if (failed(gpu::assemblePtx(*ptx, chip, binary, message)))
-    return emitError(loc, "assembling image ") << image.name << ": " << message;
-  binary.ptx = *ptx;
-  return binary;
+  return lowerImage(*module, image.name, chip, loc);
 }
 
 } // namespace
