@@ -5,7 +5,8 @@ Two phases, so the GPU machine builds nothing:
 
   prepare (here, with the build):  gpt_train_check.py prepare DIR
       writes the char GPT's IR (python/weft/train_gpt.py), compiles its AdamW
-      step to two sm_90a packages (plain, and with --fuse-elementwise) and
+      step to three sm_90a packages (plain, --fuse-elementwise, and that with
+      --weight-copies=carried) and
       ships weft-run with its libraries (package_check.ship_weft_run).
   check (on the H100):             gpt_train_check.py check DIR
       makes the data and the initial parameters with train_gpt's functions
@@ -37,7 +38,10 @@ from package_check import Checker, ship_weft_run  # noqa: E402
 from weft import train_gpt  # noqa: E402
 
 COMPARED = 20
-PACKAGES = {"plain": [], "fused": ["--fuse-elementwise"]}
+PACKAGES = {"plain": [], "fused": ["--fuse-elementwise"],
+            # bf16 weight copies carried between steps, written by AdamW
+            # (weft-run derives them from the masters it loads)
+            "carried": ["--fuse-elementwise", "--weight-copies=carried"]}
 
 
 def prepare(directory, build):
