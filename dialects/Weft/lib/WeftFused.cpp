@@ -4,6 +4,7 @@
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -79,6 +80,34 @@ std::optional<SmallVector<int64_t>> weft::getFusionDomain(Operation *op) {
 
 YieldOp FusedOp::getYield() {
   return cast<YieldOp>(getBodyBlock().getTerminator());
+}
+
+namespace {
+
+/// A group whose body only yields its own arguments forwards its inputs.
+struct ForwardInputsOfEmptyGroup : OpRewritePattern<FusedOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FusedOp op, PatternRewriter &rewriter) const override {
+    Block &body = op.getBody().front();
+    if (!llvm::hasSingleElement(body))
+      return failure();
+    SmallVector<Value> inputs;
+    for (Value yielded : body.getTerminator()->getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(yielded);
+      if (!arg || arg.getOwner() != &body)
+        return failure();
+      inputs.push_back(op->getOperand(arg.getArgNumber()));
+    }
+    rewriter.replaceOp(op, inputs);
+    return success();
+  }
+};
+
+} // namespace
+
+void FusedOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                          MLIRContext *context) {
+  patterns.add<ForwardInputsOfEmptyGroup>(context);
 }
 
 LogicalResult FusedOp::verify() {

@@ -519,6 +519,9 @@ def Weft_FusedOp : Op<Weft_Dialect, "fused", [IsolatedFromAbove,
       "$inputs attr-dict `:` functional-type($inputs, results) $body";
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+  // A body that folds down to yielding its arguments (an identity convert)
+  // is no kernel: the group is replaced by its inputs.
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     /// The body's single block.
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
