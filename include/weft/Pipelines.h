@@ -80,6 +80,12 @@ struct TrainingPipelineOptions
                      "weft.fused kernels (weft-fuse-elementwise) before "
                      "weft-remat, which then decides on groups"),
       llvm::cl::init(false)};
+  Option<bool> foldAttentionLayout{
+      *this, "fold-attention-layout",
+      llvm::cl::desc("Let attention read and write [b, s, h, d] tensors in "
+                     "place of the transposes around it "
+                     "(weft-fold-attention-layout), before fusion"),
+      llvm::cl::init(false)};
   Option<std::string> gemmWorkspace{
       *this, "gemm-workspace",
       llvm::cl::desc("cuBLASLt workspace cap (e.g. 32MiB): every linear / "

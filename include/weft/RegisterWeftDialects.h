@@ -37,6 +37,7 @@ inline void registerWeftPasses() {
   registerFuseAttentionPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();
+  registerFoldAttentionLayoutPass();
   registerPlanMemoryPass();
   registerAutodiffPass();
   registerRematPass();

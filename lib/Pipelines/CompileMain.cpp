@@ -84,6 +84,13 @@ struct CompileOptions {
       cl::desc("Pipeline stages of the warpgroup attention kernels "
                "(2..4; default: the tuning table's, else 2)"),
       cl::init(2), cl::cat(category)};
+  cl::opt<std::string> attentionLayout{
+      "attention-layout",
+      cl::desc("Where the --emit=kernels attention units' tensors live: "
+               "head_major (default; [b, h, s, d]), seq_major ([b, s, h, d]) "
+               "or packed (seq_major with q, k, v in one [b, s, (hq + 2 hkv) "
+               "* d] tensor, and dq, dk, dv in another)"),
+      cl::init("head_major"), cl::cat(category)};
   cl::opt<std::string> tuningTable{
       "tuning-table",
       cl::desc("The autotuner's tiles per configuration for --emit=kernels "
@@ -116,6 +123,11 @@ struct CompileOptions {
       "fuse-elementwise",
       cl::desc("Group pointwise, norm and row-reduction ops into weft.fused "
                "kernels (weft-fuse-elementwise) before weft-remat"),
+      cl::init(false), cl::cat(category)};
+  cl::opt<bool> foldAttentionLayout{
+      "fold-attention-layout",
+      cl::desc("Attention reads q, k, v and writes its gradients as [b, s, h, "
+               "d] (seq_major), so the transposes around it cancel"),
       cl::init(false), cl::cat(category)};
   cl::opt<std::string> remat{
       "remat", cl::desc("none | full | selective | block | uniform | budget"),
@@ -243,6 +255,7 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.memoryBudget = cli.memoryBudget;
   options.remat = cli.remat;
   options.fuseElementwise = cli.fuseElementwise;
+  options.foldAttentionLayout = cli.foldAttentionLayout;
   options.rematLayers = cli.rematLayers;
   options.rematWeightCopies = cli.rematWeightCopies;
   options.memoryReport = cli.memoryReport;
@@ -303,6 +316,17 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
     kernelOptions.warpgroupMma = cli.attentionMma == "warpgroup";
   if (cli.attentionStages.getNumOccurrences())
     kernelOptions.fixedStages = cli.attentionStages;
+  if (cli.attentionLayout != "head_major" && cli.attentionLayout != "seq_major" &&
+      cli.attentionLayout != "packed")
+    return usageError("--attention-layout must be head_major, seq_major or packed, got '" +
+                      cli.attentionLayout + "'");
+  if (cli.attentionLayout != "head_major" && !emitKernels)
+    return usageError("--attention-layout=" + cli.attentionLayout +
+                      " applies to --emit=kernels only (a package's layouts come from "
+                      "its IR)");
+  if (cli.attentionLayout != "head_major")
+    kernelOptions.layout = weft::gpu::AttentionKernelConfig::Layout::SeqMajor;
+  kernelOptions.packed = cli.attentionLayout == "packed";
   std::optional<weft::gpu::AttentionTuningTable> table;
   if (emitKernels || emitPackage) {
     std::string path = tuningTablePath(cli.tuningTable);

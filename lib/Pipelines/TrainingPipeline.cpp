@@ -140,6 +140,8 @@ LogicalResult weft::buildTrainingPipeline(
   autodiff.gemmWorkspace = gemmWorkspace.value_or(0);
   autodiff.weightCopies = options.weightCopies;
   pm.addPass(createAutodiffPass(autodiff));
+  if (options.foldAttentionLayout)
+    pm.addNestedPass<func::FuncOp>(createFoldAttentionLayoutPass());
 
   // Groups form on the whole step (forward and backward apart) so that remat
   // recomputes and the planner places groups, never their intermediates.

@@ -104,7 +104,8 @@ void computeRow(const AttentionProblem &problem, int64_t b, int64_t h,
 
 } // namespace
 
-LogicalResult runAttention(AttentionOp op, Operands in, Results out) {
+/// The kernels proper, on [b, h, s, d] tensors.
+static LogicalResult attentionHeadMajor(AttentionOp op, Operands in, Results out) {
   const Tensor *seed = in.size() > 3 ? in[3] : nullptr;
   AttentionProblem problem = makeProblem(op, *in[0], *in[1], *in[2], seed);
   Tensor &result = out[0];
@@ -138,7 +139,7 @@ LogicalResult runAttention(AttentionOp op, Operands in, Results out) {
 // P and D are recomputed in float64 from q, k, v and dout rather than read
 // from the `lse` (f32) and `out` operands, so the gradient is exact for the
 // given inputs: those operands only carry values the recomputation reproduces.
-LogicalResult runAttentionGrad(AttentionGradOp op, Operands in, Results out) {
+static LogicalResult attentionGradHeadMajor(AttentionGradOp op, Operands in, Results out) {
   const Tensor &dout = *in[0];
   const Tensor *seed = in.size() > 6 ? in[6] : nullptr;
   AttentionProblem problem = makeProblem(op, *in[1], *in[2], *in[3], seed);
@@ -189,6 +190,57 @@ LogicalResult runAttentionGrad(AttentionGradOp op, Operands in, Results out) {
       }
     }
   return success();
+}
+
+namespace {
+
+/// A rank-4 tensor with dims 1 and 2 exchanged ([b, s, h, d] <-> [b, h, s, d]).
+Tensor swapSeqAndHeads(const Tensor &x) {
+  Tensor y{{x.shape[0], x.shape[2], x.shape[1], x.shape[3]}, x.dtype, {}};
+  y.data.resize(x.data.size());
+  int64_t n1 = x.shape[1], n2 = x.shape[2], n3 = x.shape[3];
+  for (int64_t a = 0; a < x.shape[0]; ++a)
+    for (int64_t i = 0; i < n1; ++i)
+      for (int64_t j = 0; j < n2; ++j)
+        std::copy_n(x.data.data() + ((a * n1 + i) * n2 + j) * n3, n3,
+                    y.data.data() + ((a * n2 + j) * n1 + i) * n3);
+  return y;
+}
+
+/// Runs `core` on head-major copies of the op's seq-major tensors (operands
+/// `rank4Operands`, results `rank4Results`) and lays the results back out.
+template <typename OpTy, typename Core>
+LogicalResult inHeadMajor(OpTy op, Operands in, Results out, unsigned rank4Operands,
+                          unsigned rank4Results, Core core) {
+  if (!op.getSeqMajor())
+    return core(op, in, out);
+  std::vector<Tensor> swapped;
+  swapped.reserve(in.size());
+  std::vector<const Tensor *> operands(in.begin(), in.end());
+  for (unsigned i = 0; i < rank4Operands; ++i) {
+    swapped.push_back(swapSeqAndHeads(*in[i]));
+    operands[i] = &swapped.back();
+  }
+  std::vector<Tensor> results(out.begin(), out.end());
+  for (unsigned i = 0; i < rank4Results; ++i)
+    results[i] = swapSeqAndHeads(out[i]);
+  if (failed(core(op, operands, results)))
+    return failure();
+  for (unsigned i = 0; i < out.size(); ++i)
+    out[i] = i < rank4Results ? swapSeqAndHeads(results[i]) : std::move(results[i]);
+  return success();
+}
+
+} // namespace
+
+LogicalResult runAttention(AttentionOp op, Operands in, Results out) {
+  // q, k, v; out (lse is [b, hq, sq] in either layout).
+  return inHeadMajor(op, in, out, 3, 1, attentionHeadMajor);
+}
+
+LogicalResult runAttentionGrad(AttentionGradOp op, Operands in, Results out) {
+  // dout, q, k, v, out (lse stays); dq, dk, dv.
+  return inHeadMajor(op, in, out, 5, 3, attentionGradHeadMajor);
 }
 
 } // namespace weft::reference::detail

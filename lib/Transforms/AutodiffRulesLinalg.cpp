@@ -140,14 +140,17 @@ struct AttentionGradient
     auto attention = cast<AttentionOp>(op);
     if (attention.getLse())
       return op;
-    ArrayRef<int64_t> outShape = attention.getOut().getType().getShape();
-    auto lseType = RankedTensorType::get(outShape.drop_back(),
-                                         rewriter.getF32Type());
+    // lse is [b, hq, sq] in either layout.
+    SmallVector<int64_t> rows(attention.getOut().getType().getShape().drop_back());
+    if (attention.getSeqMajor())
+      std::swap(rows[1], rows[2]);
+    auto lseType = RankedTensorType::get(rows, rewriter.getF32Type());
     auto withLse = AttentionOp::create(
         rewriter, op->getLoc(), attention.getOut().getType(), lseType,
         attention.getQ(), attention.getK(), attention.getV(),
         attention.getSeed(), attention.getCausalAttr(),
-        attention.getScaleAttr(), attention.getDropoutPAttr());
+        attention.getScaleAttr(), attention.getDropoutPAttr(),
+        attention.getSeqMajorAttr());
     withLse->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceAllUsesWith(attention.getOut(), withLse.getOut());
     rewriter.eraseOp(op);
@@ -173,7 +176,7 @@ struct AttentionGradient
         state.getBuilder(), state.getLoc(), q.getType(), k.getType(),
         v.getType(), dout, q, k, v, attention.getOut(), lse, attention.getSeed(),
         attention.getCausalAttr(), attention.getScaleAttr(),
-        attention.getDropoutPAttr());
+        attention.getDropoutPAttr(), attention.getSeqMajorAttr());
     if (Attribute rngId = op->getAttr(WeftDialect::kRngIdAttr))
       grad->setAttr(WeftDialect::kRngIdAttr, rngId);
     state.accumulate(q, grad.getDq());

@@ -306,7 +306,7 @@ struct FuseAttentionChain : OpRewritePattern<MatmulOp> {
     auto attention = AttentionOp::create(
         rewriter, pv.getLoc(), pv.getC().getType(), /*lse=*/Type(), q,
         kOperand.value, vOperand.value, seed, causal, scale,
-        llvm::APFloat(dropoutP));
+        llvm::APFloat(dropoutP), /*seq_major=*/false);
     if (dropoutP > 0.0)
       attention->setDiscardableAttr(WeftDialect::kRngIdAttr,
                                     dropout->getAttr(WeftDialect::kRngIdAttr));

@@ -77,6 +77,13 @@ struct TileAttentionPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      // The tiled nest indexes [b, h, s, d]; seq-major ops are for the GPU
+      // kernels (weft-fold-attention-layout makes them).
+      if (op->hasAttr("seq_major")) {
+        op->emitError("weft-tile-attention takes [b, h, s, d] operands; this ")
+            << op->getName() << " is seq_major";
+        return signalPassFailure();
+      }
       ImplicitLocOpBuilder b(op->getLoc(), op);
       SmallVector<Value> replacements;
       if (auto attention = dyn_cast<AttentionOp>(op)) {

@@ -52,10 +52,12 @@ int64_t MatmulOp::getFlops() {
   return clampToInt64(2.0 * double(elements(getC())) * k);
 }
 
-/// Score-matrix entries actually computed: half (plus the diagonal) when causal.
-static double scoreEntries(Value q, Value k, bool causal) {
-  double sq = dim(q, 2), sk = dim(k, 2);
-  double full = double(dim(q, 0)) * dim(q, 1) * sq * sk;
+/// Score-matrix entries actually computed: half (plus the diagonal) when
+/// causal. Seq-major operands are [b, s, h, d].
+static double scoreEntries(Value q, Value k, bool causal, bool seqMajor) {
+  int seqDim = seqMajor ? 1 : 2, headDim = seqMajor ? 2 : 1;
+  double sq = dim(q, seqDim), sk = dim(k, seqDim);
+  double full = double(dim(q, 0)) * dim(q, headDim) * sq * sk;
   if (!causal)
     return full;
   if (sq == 0 || sk == 0)
@@ -65,17 +67,17 @@ static double scoreEntries(Value q, Value k, bool causal) {
   // sk see 1..m keys, the remaining sq - m rows see all sk.
   double m = std::min(sq, sk);
   double seen = m * (m + 1) / 2 + (sq - m) * sk;
-  return double(dim(q, 0)) * dim(q, 1) * seen;
+  return double(dim(q, 0)) * dim(q, headDim) * seen;
 }
 
 int64_t AttentionOp::getFlops() {
-  double entries = scoreEntries(getQ(), getK(), getCausal());
+  double entries = scoreEntries(getQ(), getK(), getCausal(), getSeqMajor());
   // QK^T and PV, plus about 5 operations per score for the softmax.
   return clampToInt64(entries * (2.0 * dim(getQ(), 3) + 2.0 * dim(getV(), 3) + 5.0));
 }
 
 int64_t AttentionGradOp::getFlops() {
-  double entries = scoreEntries(getQ(), getK(), getCausal());
+  double entries = scoreEntries(getQ(), getK(), getCausal(), getSeqMajor());
   // Recompute S = QK^T, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
   double d = dim(getQ(), 3), dv = dim(getV(), 3);
   return clampToInt64(entries * (2.0 * (3.0 * d + 2.0 * dv) + 8.0));

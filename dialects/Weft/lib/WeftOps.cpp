@@ -170,19 +170,37 @@ LogicalResult verifyRngId(Operation *op) {
   return success();
 }
 
+/// A rank-4 attention operand's shape as [b, h, s, d], whichever layout the
+/// op names (seq_major stores [b, s, h, d]).
+SmallVector<int64_t> headMajorShape(Value value, bool seqMajor) {
+  SmallVector<int64_t> shape(tensorOf(value).getShape());
+  if (seqMajor)
+    std::swap(shape[1], shape[2]);
+  return shape;
+}
+
+/// The [b, h, s, d] shape `shape` in the op's layout.
+SmallVector<int64_t> inLayout(SmallVector<int64_t> shape, bool seqMajor) {
+  if (seqMajor)
+    std::swap(shape[1], shape[2]);
+  return shape;
+}
+
 /// Shared by attention and attention_grad: q [b,hq,sq,d], k [b,hkv,sk,d],
-/// v [b,hkv,sk,dv]; returns the output shape [b,hq,sq,dv].
+/// v [b,hkv,sk,dv] (each [b,s,h,d] under seq_major); returns the output
+/// shape [b,hq,sq,dv] in head-major order.
 FailureOr<SmallVector<int64_t>>
 verifyAttentionOperands(Operation *op, Value q, Value k, Value v, Value seed,
-                        std::optional<llvm::APFloat> scaleAttr, double dropoutP) {
+                        std::optional<llvm::APFloat> scaleAttr, double dropoutP,
+                        bool seqMajor) {
   std::optional<float> scale;
   if (scaleAttr)
     scale = scaleAttr->convertToFloat();
   for (NamedValue named : {NamedValue{"q", q}, {"k", k}, {"v", v}})
     if (failed(verifyRank(op, named.first, named.second, 4)))
       return failure();
-  ArrayRef<int64_t> qs = tensorOf(q).getShape(), ks = tensorOf(k).getShape(),
-                    vs = tensorOf(v).getShape();
+  SmallVector<int64_t> qs = headMajorShape(q, seqMajor), ks = headMajorShape(k, seqMajor),
+                       vs = headMajorShape(v, seqMajor);
   if (ks[0] != qs[0] || vs[0] != qs[0])
     return op->emitOpError("expects q, k and v to share the batch size, got ")
            << q.getType() << ", " << k.getType() << ", " << v.getType();
@@ -295,8 +313,10 @@ LogicalResult AttentionOp::verify() {
   if (failed(verifyStaticShapes(*this)))
     return failure();
   auto shape = verifyAttentionOperands(*this, getQ(), getK(), getV(), getSeed(),
-                                       getScale(), getDropoutP().convertToDouble());
-  if (failed(shape) || failed(verifyShape(*this, "result", getOut(), *shape)) ||
+                                       getScale(), getDropoutP().convertToDouble(),
+                                       getSeqMajor());
+  if (failed(shape) ||
+      failed(verifyShape(*this, "result", getOut(), inLayout(*shape, getSeqMajor()))) ||
       failed(verifySameElementType(*this, {{"q", getQ()}, {"result", getOut()}})))
     return failure();
   if (Value lse = getLse()) {
@@ -313,9 +333,13 @@ LogicalResult AttentionGradOp::verify() {
   if (failed(verifyStaticShapes(*this)))
     return failure();
   auto shape = verifyAttentionOperands(*this, getQ(), getK(), getV(), getSeed(),
-                                       getScale(), getDropoutP().convertToDouble());
-  if (failed(shape) || failed(verifyShape(*this, "dout", getDout(), *shape)) ||
-      failed(verifyShape(*this, "out", getOut(), *shape)))
+                                       getScale(), getDropoutP().convertToDouble(),
+                                       getSeqMajor());
+  if (failed(shape))
+    return failure();
+  SmallVector<int64_t> outShape = inLayout(*shape, getSeqMajor());
+  if (failed(verifyShape(*this, "dout", getDout(), outShape)) ||
+      failed(verifyShape(*this, "out", getOut(), outShape)))
     return failure();
   SmallVector<int64_t> rows(ArrayRef<int64_t>(*shape).drop_back());
   if (failed(verifyShape(*this, "lse", getLse(), rows)))

@@ -235,6 +235,31 @@ def FuseBiasGradPass : Pass<"weft-fuse-bias-grad", "mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def FoldAttentionLayoutPass : Pass<"weft-fold-attention-layout", "mlir::func::FuncOp"> {
+  let summary = "Attention reads [b, s, h, d] operands in place of transposes";
+  let description = [{
+    A linear's output reshaped to heads is `[b, s, h, d]`; SDPA's convention
+    transposes it to `[b, h, s, d]` for attention and transposes the result
+    back, and the gradient does the same in reverse: on the GPU each is a copy.
+    For each `weft.attention` / `weft.attention_grad` whose q, k and v are all
+    `weft.transpose {perm = [0, 2, 1, 3]}`, this pass reads the transposes'
+    sources and sets `seq_major`; out, dout and the gradients are transposed
+    at the op's boundary, where the transposes then cancel (the transpose
+    folder) and the unused ones go. Values are unchanged (the reference
+    interpreter runs both layouts).
+
+    ```mlir
+    %q = weft.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x128x8x64xbf16>) -> tensor<1x8x128x64xbf16>
+    // ... %k, %v likewise
+    %o = weft.attention %q, %k, %v {causal} : ...
+    %y = weft.transpose %o {perm = array<i64: 0, 2, 1, 3>} : ...
+    // becomes
+    %y = weft.attention %x, %xk, %xv {causal, seq_major} : (tensor<1x128x8x64xbf16>, ...) -> tensor<1x128x8x64xbf16>
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FuseAttentionPass : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Replace the unfused attention chain with weft.attention";
   let description = [{

@@ -231,6 +231,41 @@ func.func @attention_gqa(%q: tensor<1x4x16x8xf32>, %k: tensor<1x3x16x8xf32>, %v:
 
 // -----
 
+// seq_major reads [b, s, h, d]: here kv heads 3 (dim 2) do not divide 4.
+func.func @attention_seq_major_gqa(%q: tensor<1x16x4x8xf32>, %k: tensor<1x16x3x8xf32>, %v: tensor<1x16x3x8xf32>) {
+  // expected-error @+1 {{'weft.attention' op expects kv heads (3) to divide q heads (4)}}
+  %0 = weft.attention %q, %k, %v {seq_major} : (tensor<1x16x4x8xf32>, tensor<1x16x3x8xf32>, tensor<1x16x3x8xf32>) -> tensor<1x16x4x8xf32>
+  return
+}
+
+// -----
+
+// A seq_major result is [b, s, h, d] too.
+func.func @attention_seq_major_result(%q: tensor<1x16x4x8xf32>, %k: tensor<1x16x2x8xf32>, %v: tensor<1x16x2x8xf32>) {
+  // expected-error @+1 {{'weft.attention' op expects result to have shape [1, 16, 4, 8]}}
+  %0 = weft.attention %q, %k, %v {seq_major} : (tensor<1x16x4x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>) -> tensor<1x4x16x8xf32>
+  return
+}
+
+// -----
+
+// Its lse stays [b, hq, sq].
+func.func @attention_seq_major_lse(%q: tensor<1x16x4x8xf32>, %k: tensor<1x16x2x8xf32>, %v: tensor<1x16x2x8xf32>) {
+  // expected-error @+1 {{'weft.attention' op expects lse to have shape [1, 4, 16]}}
+  %0, %1 = weft.attention %q, %k, %v {seq_major} : (tensor<1x16x4x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>) -> (tensor<1x16x4x8xf32>, tensor<1x16x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_seq_major_dout(%do: tensor<1x4x16x8xf32>, %q: tensor<1x16x4x8xf32>, %k: tensor<1x16x2x8xf32>, %v: tensor<1x16x2x8xf32>, %o: tensor<1x16x4x8xf32>, %lse: tensor<1x4x16xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op expects dout to have shape [1, 16, 4, 8]}}
+  %0:3 = weft.attention_grad %do, %q, %k, %v, %o, %lse {seq_major} : (tensor<1x4x16x8xf32>, tensor<1x16x4x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x4x8xf32>, tensor<1x4x16xf32>) -> (tensor<1x16x4x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_zero_kv_heads(%q: tensor<1x4x16x8xf32>, %k: tensor<1x0x16x8xf32>, %v: tensor<1x0x16x8xf32>) {
   // expected-error @+1 {{'weft.attention' op expects kv heads (0) to divide q heads (4)}}
   %0 = weft.attention %q, %k, %v : (tensor<1x4x16x8xf32>, tensor<1x0x16x8xf32>, tensor<1x0x16x8xf32>) -> tensor<1x4x16x8xf32>

@@ -64,7 +64,9 @@ def Weft_AttentionOp : Weft_Op<"attention"> {
     `1/sqrt(d)`; `causal` masks key `j > i` (SDPA's is_causal, top-left).
     With `dropout_p > 0` the 0-d i64 `seed` operand and `weft.rng_id` are
     required; the dropout mask over the `[b, hq, sq, sk]` probabilities follows
-    the Philox rule.
+    the Philox rule. With `seq_major`, q, k, v and the result are
+    `[b, s, h, d]` instead (FlashAttention's layout, what a linear produces
+    without a transpose); lse stays `[b, hq, sq]`.
     ```mlir
     %o = weft.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>) -> tensor<2x8x128x64xbf16>
     ```
@@ -72,7 +74,8 @@ def Weft_AttentionOp : Weft_Op<"attention"> {
   let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
                        Weft_FloatTensor:$v, Optional<Weft_ScalarI64>:$seed,
                        UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
-                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p);
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
+                       UnitAttr:$seq_major);
   let results = (outs Weft_FloatTensor:$out, Optional<Weft_FloatTensor>:$lse);
   let extraClassDeclaration = [{
     /// The softmax scale: the attribute, or 1/sqrt(head_dim).
@@ -86,7 +89,8 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> 
     Operands: `dout`, `q`, `k`, `v`, `out`, `lse` (as produced by
     `weft.attention`), then the optional `seed`. Results `dq`, `dk`, `dv` with
     the shapes of `q`, `k`, `v`; `dk`/`dv` sum over the q heads of a group.
-    Attributes and `weft.rng_id` match the forward's.
+    Attributes and `weft.rng_id` match the forward's; with `seq_major`,
+    dout, q, k, v, out and the gradients are `[b, s, h, d]`.
     ```mlir
     %dq, %dk, %dv = weft.attention_grad %do, %q, %k, %v, %o, %lse {causal} : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
     ```
@@ -96,7 +100,8 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> 
                        Weft_FloatTensor:$out, Weft_FloatTensor:$lse,
                        Optional<Weft_ScalarI64>:$seed,
                        UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
-                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p);
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
+                       UnitAttr:$seq_major);
   let results = (outs Weft_FloatTensor:$dq, Weft_FloatTensor:$dk,
                       Weft_FloatTensor:$dv);
   let extraClassDeclaration = [{
