@@ -1,6 +1,6 @@
 // Where the GPU kernels of a norm-weight gradient (dgamma, dbeta summed over
 // rows) keep their f32 row statistics and per-chunk partial sums between
-// launches: in a full output of the group, else in the op's workspace.
+// launches: in a weft.fused group's workspace, else in a full output of the op.
 #include "weft/Dialect/WeftDialect.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -71,7 +71,12 @@ std::optional<ColumnSumScratch> weft::getColumnSumScratch(Operation *op) {
   int64_t stats = scratch.statCount * scratch.rows;
   // About 128 rows per chunk, at most 64 chunks.
   int64_t wanted = std::clamp<int64_t>(scratch.rows / 128, 1, 64);
+  // A weft.fused group keeps them in its workspace, so its rows kernel (dx)
+  // can park the statistics it computes anyway before the column sums run;
+  // a lone op borrows a full output, written last.
   for (auto [i, value] : llvm::enumerate(outputs)) {
+    if (isa<FusedOp>(op))
+      break;
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || type.getShape() != x.getShape() || tensorBytes(type) < stats * 4)
       continue;
@@ -82,8 +87,8 @@ std::optional<ColumnSumScratch> weft::getColumnSumScratch(Operation *op) {
         std::min(wanted, available / (scratch.sums * scratch.cols)), 1, 64);
     return scratch;
   }
-  // No output can hold them (dx is not needed): a workspace of exactly the
-  // statistics and the chunks' partials.
+  // A group, or no output can hold them (dx is not needed): a workspace of
+  // exactly the statistics and the chunks' partials.
   scratch.chunks = wanted;
   scratch.workspaceBytes =
       4 * (stats + (wanted > 1 ? wanted * scratch.sums * scratch.cols : 0));

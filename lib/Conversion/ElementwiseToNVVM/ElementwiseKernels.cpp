@@ -30,7 +30,7 @@ int64_t rowThreads(int64_t cols, int64_t width) {
   return std::clamp<int64_t>(threads, 32, 1024);
 }
 
-enum class Role { Pointwise, Rows, Stats, ColumnSums, ColumnFinal, SingleBlock, Shape };
+enum class Role { Pointwise, Rows, RowsAndStats, Stats, ColumnSums, ColumnFinal, SingleBlock, Shape };
 
 struct KernelPlan {
   ElementwiseLaunch launch;
@@ -65,24 +65,36 @@ FailureOr<SmallVector<KernelPlan>> plan(Operation *op, StringRef name,
     kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks), rowThreads(cols, rowWidth)},
                        Role::Rows});
     break;
-  case KernelShape::RowsWithColumnSums:
-    kernels.push_back({{name.str() + "_stats", std::min(rows, kMaxRowBlocks),
-                        rowThreads(cols, rowWidth)},
-                       Role::Stats});
+  case KernelShape::RowsWithColumnSums: {
+    bool full = llvm::any_of(group->outputs, [&](const auto &output) {
+      return group->place(output.first).extent == Extent::Full;
+    });
+    KernelPlan rowsKernel{{name.str(), std::min(rows, kMaxRowBlocks),
+                           rowThreads(cols, rowWidth)},
+                          Role::Rows};
+    // With the scratch in a workspace, the rows kernel (dx) parks the row
+    // statistics it computes anyway and the column sums follow it. With the
+    // scratch in dx, a statistics kernel runs first and the rows kernel last.
+    // A group yielding only column sums (dx unused) has no rows kernel.
+    bool rowsFirst = full && group->hasWorkspace;
+    if (rowsFirst) {
+      rowsKernel.role = Role::RowsAndStats;
+      kernels.push_back(rowsKernel);
+    } else {
+      kernels.push_back({{name.str() + "_stats", std::min(rows, kMaxRowBlocks),
+                          rowThreads(cols, rowWidth)},
+                         Role::Stats});
+    }
     kernels.push_back({{name.str() + "_colsum", (cols + 31) / 32 * group->columnChunks,
                         kColumnThreads},
                        Role::ColumnSums});
     if (group->columnChunks > 1)
       kernels.push_back({{name.str() + "_colfinal", (cols + 255) / 256, 256},
                          Role::ColumnFinal});
-    // A group yielding only column sums (dx unused) needs no rows kernel.
-    if (llvm::any_of(group->outputs, [&](const auto &output) {
-          return group->place(output.first).extent == Extent::Full;
-        }))
-      kernels.push_back({{name.str(), std::min(rows, kMaxRowBlocks),
-                          rowThreads(cols, rowWidth)},
-                         Role::Rows});
+    if (full && !rowsFirst)
+      kernels.push_back(rowsKernel);
     break;
+  }
   case KernelShape::SingleBlock:
     kernels.push_back({{name.str(), std::min(rows, kMaxLossBlocks), rowThreads(cols, rowWidth)},
                        Role::SingleBlock});
@@ -172,6 +184,9 @@ LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
       break;
     case Role::Rows:
       emitRowsBody(m, *group, RowsRole::Outputs);
+      break;
+    case Role::RowsAndStats:
+      emitRowsBody(m, *group, RowsRole::OutputsAndStats);
       break;
     case Role::Stats:
       emitRowsBody(m, *group, RowsRole::StatsOnly);

@@ -132,7 +132,10 @@ void emitRowStats(ElementMath &m, const KernelGroup &group, mlir::Value row,
 
 // Kernel bodies (the gpu.func is created with its params and block size).
 void emitPointwiseBody(ElementMath &m, const KernelGroup &group);
-enum class RowsRole { Outputs, StatsOnly, SingleBlock };
+/// Outputs: the full outputs of each row; OutputsAndStats: those, and the
+/// row statistics parked for the column-sum kernel that runs next;
+/// StatsOnly: the statistics alone (a group without full outputs).
+enum class RowsRole { Outputs, OutputsAndStats, StatsOnly, SingleBlock };
 void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role);
 void emitColumnSumsBody(ElementMath &m, const KernelGroup &group);
 

@@ -213,7 +213,7 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
       [&](Value row, ValueRange acc) -> SmallVector<Value> {
         RowStats stats;
         emitRowStats(m, group, row, stats);
-        if (role == RowsRole::StatsOnly) {
+        if (role == RowsRole::StatsOnly || role == RowsRole::OutputsAndStats) {
           // Thread 0 parks the statistics as f32 [statCount][rows].
           m.ifThen(m.i64Eq(tid, m.i64c(0)), [&] {
             int64_t k = 0;
@@ -223,7 +223,8 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
                 m.storeElement(m.param(group.scratchParam), m.f32, index, s);
               }
           });
-          return {};
+          if (role == RowsRole::StatsOnly)
+            return {};
         }
         // Full outputs, a vector of each per step when the leaves load as
         // vectors.

@@ -67,9 +67,20 @@ func.func @ln_weights(%dy: tensor<512x64xbf16>, %x: tensor<512x64xbf16>, %g: ten
   return %dg, %db : tensor<64xbf16>, tensor<64xbf16>
 }
 
-// A group whose dx leaves it keeps the statistics there: no workspace.
+// A group whose dx leaves it keeps the statistics in its workspace too
+// (4 * (4 * 512 + 4 * 2 * 64) bytes): its rows kernel writes dx and parks
+// the statistics, then the column sums and their final sums run; no
+// statistics kernel.
+// (the gpu.module matched by the previous case's last CHECK)
+// CHECK: gpu.func @ln_with_dx_0(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %[[WS2:.*]]: !llvm.ptr<1>)
+// CHECK: llvm.getelementptr %[[WS2]]
+// CHECK: gpu.func @ln_with_dx_0_colsum(
+// CHECK: gpu.func @ln_with_dx_0_colfinal(
+// CHECK-NOT: gpu.func
 // PLAN-LABEL: func.func @ln_with_dx
-// PLAN-NOT: workspace_offset
+// PLAN-SAME: workspaces = {at_peak = 10240 : i64, total = 10240 : i64}
+// PLAN: weft.fused
+// PLAN-SAME: weft.workspace_offset = {{[0-9]+}} : i64
 // PLAN: return
 func.func @ln_with_dx(%dy: tensor<512x64xbf16>, %x: tensor<512x64xbf16>, %g: tensor<64xbf16>) -> (tensor<512x64xbf16>, tensor<64xbf16>, tensor<64xbf16>) {
   %dx, %dg, %db = weft.fused %dy, %x, %g {kind = "layer_norm_grad"} : (tensor<512x64xbf16>, tensor<512x64xbf16>, tensor<64xbf16>) -> (tensor<512x64xbf16>, tensor<64xbf16>, tensor<64xbf16>) {

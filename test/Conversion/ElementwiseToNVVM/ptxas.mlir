@@ -1,14 +1,15 @@
 // REQUIRES: ptxas
 // ptxas -arch=sm_90a -v accepts every kernel of every case fused_check.py
-// runs on the GPU (test/gpu/fused_cases.py, small shapes): 73 kernels, none
+// runs on the GPU (test/gpu/fused_cases.py, small shapes): 70 kernels, none
 // with spill stores, spill loads or a stack frame.
 // RUN: rm -rf %t && %python %S/../../gpu/fused_cases.py --small > %t.mlir
 // RUN: weft-compile %t.mlir --emit=elementwise-kernels -o %t > %t.resources
 // RUN: FileCheck %s --input-file=%t.resources
 // RUN: not grep -v "spill_stores=0 spill_loads=0 stack=0 " %t.resources
 // RUN: grep -c registers= %t.resources | FileCheck %s --check-prefix=COUNT
-// COUNT: 73
-// The three kernels of a norm-weight gradient and the single loss kernel.
+// COUNT: 70
+// The three kernels of a lone norm-weight gradient (statistics, column sums,
+// then dx over the statistics' scratch) and the single loss kernel.
 // CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0_stats: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
 // CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0_colsum: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
 // CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
@@ -20,4 +21,6 @@
 // FILES-NEXT: adamw_convert_bf16_0.json
 // FILES-NEXT: adamw_convert_bf16_0.ptx
 // RUN: %python -c "import json,sys; u=json.load(open(sys.argv[1])); print(u['kind'], [l['kernel'] for l in u['launches']], [p['role'] for p in u['params']])" %t/layer_norm_grad_add_bf16_0.json | FileCheck %s --check-prefix=JSON
-// JSON: layer_norm_grad+add ['layer_norm_grad_add_bf16_0_stats', 'layer_norm_grad_add_bf16_0_colsum', 'layer_norm_grad_add_bf16_0'] ['input', 'input', 'input', 'input', 'output', 'output', 'output']
+// A group's rows kernel parks the statistics in its workspace, the column
+// sums follow.
+// JSON: layer_norm_grad+add ['layer_norm_grad_add_bf16_0', 'layer_norm_grad_add_bf16_0_colsum'] ['input', 'input', 'input', 'input', 'output', 'output', 'output', 'workspace']
