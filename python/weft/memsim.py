@@ -116,6 +116,7 @@ class Op:
     attrs: str = ""
     operand_types: list = field(default_factory=list)
     line: str = ""
+    body: list = field(default_factory=list)  # a region's lines
 
 
 @dataclass
@@ -259,8 +260,10 @@ def _parse_body(lines, i):
         has_region = rhs.endswith("{")
         depth = rhs.count("{") - rhs.count("}") if has_region else 0
         closing = ""
+        body = []
         while depth > 0 and i < len(lines):
             inner = lines[i]
+            body.append(inner.strip())
             i += 1
             depth += inner.count("{") - inner.count("}")
             uses += NAME.findall(inner.split(" = ", 1)[-1] if inner.strip().startswith("%") else inner)
@@ -285,8 +288,44 @@ def _parse_body(lines, i):
         # attr-dict is not always right before its type (arith.constant).
         # A region op prints its attr-dict after the region: `} {...}`.
         ops.append(Op(len(ops), op_name, results, result_types, uses,
-                      rhs + " " + closing if has_region else rhs, operand_types, line))
+                      rhs + " " + closing if has_region else rhs, operand_types, line, body))
     raise PlanError("function body does not end")
+
+
+# f32 row statistics per row of each op in a norm-weight gradient group
+# (WeftColumnSums.cpp's rowStatCount).
+ROW_STATS = {"weft.layer_norm": 2, "weft.softmax": 2, "weft.rms_norm_grad": 2,
+             "weft.rms_norm": 1, "weft.softmax_grad": 1, "weft.cross_entropy": 1,
+             "weft.cross_entropy_grad": 1, "weft.layer_norm_grad": 4}
+
+
+def column_sum_workspace(op):
+    """A weft.fused group's column-sum scratch: its row statistics, then the
+    per-chunk partials of its column sums (dgamma, dbeta), chunks of about 128
+    rows, at most 64; None when the group has no column sums."""
+    stats, sums, norm_x = 0, 0, None
+    results = {}
+    for line in op.body:
+        lhs, _, rhs = line.partition(" = ") if line.startswith("%") else ("", "", line)
+        name = rhs.split()[0] if rhs else ""
+        stats += ROW_STATS.get(name, 0)
+        for k, result in enumerate(result_names(lhs) if lhs else []):
+            results[result] = (name, k, rhs)
+        if name == "weft.yield":
+            for value in NAME.findall(rhs.split(":")[0]):
+                source, k, text = results.get(value, ("", 0, ""))
+                if (source == "weft.layer_norm_grad" and k > 0) or \
+                        (source == "weft.rms_norm_grad" and k == 1):
+                    sums += 1
+                    norm_x = signature_types(text)[0][1]
+    if not sums:
+        return None
+    _, dims = tensor_elements(norm_x)
+    rows = 1
+    for d in dims[:-1]:
+        rows *= d
+    chunks = min(max(rows // 128, 1), 64)
+    return 4 * (stats * rows + (chunks * sums * dims[-1] if chunks > 1 else 0))
 
 
 def workspace_bytes(op):
@@ -295,6 +334,8 @@ def workspace_bytes(op):
     if op.name == "weft.attention_grad":
         _, q_dims = tensor_elements(op.operand_types[1])
         return 4 * q_dims[0] * q_dims[1] * q_dims[2]
+    if op.name == "weft.fused" and column_sum_workspace(op) is not None:
+        return column_sum_workspace(op)
     raise PlanError(f"step {op.step}: {op.name} has weft.workspace_offset but "
                     "the simulator does not know its workspace size")
 
