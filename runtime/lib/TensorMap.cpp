@@ -4,6 +4,7 @@
 #include "Status.h"
 
 #include <cstdint>
+#include <utility>
 
 namespace weft::runtime {
 namespace {
@@ -103,13 +104,27 @@ weft_status weft_tensor_map_encode_tiled(CUtensorMap *map, CUtensorMapDataType d
         return invalidArgument(format("strides_bytes[%u] (stride of dim %u) = %llu is not a "
                                       "positive multiple of %u below 2^40",
                                       i, i + 1, stride, kStrideAlignment));
-      // Row-major: a row must not overlap the next one. dims[i] * inner can
-      // overflow 64 bits, so compare by division.
-      unsigned long long inner = i == 0 ? element : strides_bytes[i - 1];
-      if (stride / inner < dims[i])
+    }
+    // No two elements at one address: taken by increasing stride (TMA
+    // allows any order, e.g. [b, s, h, d] read as (d, s, h, b)), each dim
+    // must step past the whole extent of the dims below it. dims * stride
+    // can overflow 64 bits, so compare by division.
+    unsigned order[kMaxRank];
+    auto strideOf = [&](unsigned dim) -> unsigned long long {
+      return dim == 0 ? element : strides_bytes[dim - 1];
+    };
+    for (unsigned i = 0; i < rank; ++i)
+      order[i] = i;
+    for (unsigned i = 1; i < rank; ++i)
+      for (unsigned j = i; j > 0 && strideOf(order[j]) < strideOf(order[j - 1]); --j)
+        std::swap(order[j], order[j - 1]);
+    for (unsigned i = 1; i < rank; ++i) {
+      unsigned outer = order[i], inner = order[i - 1];
+      unsigned long long span = strideOf(inner);
+      if (strideOf(outer) / span < dims[inner])
         return invalidArgument(format("strides_bytes[%u] = %llu is smaller than dims[%u] = %llu "
                                       "times %llu bytes: rows would overlap",
-                                      i, stride, i, dims[i], inner));
+                                      outer - 1, strideOf(outer), inner, dims[inner], span));
     }
     for (unsigned i = 0; i < rank; ++i)
       if (box[i] == 0 || box[i] > kMaxBoxDim)

@@ -75,13 +75,13 @@ module {}
 // WGMMA-NOT: gpu.barrier
 // WGMMA-NOT: setmaxnreg
 // WGMMA: mbarrier.arrive.expect_tx.shared::cta.b64
-// WGMMA: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// WGMMA: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // WGMMA: scf.for
 // WGMMA: mbarrier.try_wait.parity.shared::cta.b64
 // WGMMA: mbarrier.arrive.expect_tx.shared::cta.b64
-// WGMMA: cp.async.bulk.tensor.3d
+// WGMMA: cp.async.bulk.tensor.4d
 // WGMMA: mbarrier.arrive.expect_tx.shared::cta.b64
-// WGMMA: cp.async.bulk.tensor.3d
+// WGMMA: cp.async.bulk.tensor.4d
 // WGMMA: } else {
 // WGMMA: mbarrier.try_wait.parity.shared::cta.b64
 // WGMMA: scf.for
@@ -110,7 +110,7 @@ module {}
 // WGMMA-2WG-COUNT-10: mbarrier.init.shared::cta.b64
 // WGMMA-2WG: setmaxnreg.dec.sync.aligned.u32 24;
 // WGMMA-2WG: mbarrier.arrive.expect_tx
-// WGMMA-2WG-COUNT-2: cp.async.bulk.tensor.3d
+// WGMMA-2WG-COUNT-2: cp.async.bulk.tensor.4d
 // WGMMA-2WG: setmaxnreg.inc.sync.aligned.u32 240;
 // WGMMA-2WG-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA-2WG-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
@@ -125,8 +125,8 @@ module {}
 // WGMMA-BWD: gpu.func @weft_attn_backward_dkdv_bf16_d128_full_q128_k128_wgmma_s2(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, {{.*}}) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32, weft_grid_constant_args = array<i32: 0, 1, 2, 3>}
 // WGMMA-BWD-COUNT-5: mbarrier.init.shared::cta.b64
 // WGMMA-BWD: setmaxnreg.dec.sync.aligned.u32 24;
-// WGMMA-BWD-COUNT-4: cp.async.bulk.tensor.3d
-// WGMMA-BWD: cp.async.bulk.tensor.3d
+// WGMMA-BWD-COUNT-4: cp.async.bulk.tensor.4d
+// WGMMA-BWD: cp.async.bulk.tensor.4d
 // WGMMA-BWD: mbarrier.arrive.shared::cta.b64
 // WGMMA-BWD: setmaxnreg.inc.sync.aligned.u32 240;
 // WGMMA-BWD-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;

@@ -82,6 +82,36 @@ TEST(TensorMap, OverlappingRows) {
   expectRefused(d, "strides_bytes[1] = 32768 is smaller than dims[1] = 128 times 512 bytes");
 }
 
+// The attention kernels' SeqMajor view: [b=2, s=1000, h=8, d=128] bf16 read
+// as dims (d, s, h, b) with strides (h d, d, s h d) * 2: the heads' stride
+// sits below the rows', which TMA allows and the check must too.
+TensorMapCase seqMajorCase() {
+  TensorMapCase c;
+  c.rank = 4;
+  unsigned long long dims[4] = {128, 1000, 8, 2};
+  unsigned long long strides[3] = {8 * 128 * 2, 128 * 2, 1000 * 8 * 128 * 2};
+  for (int i = 0; i < 4; ++i)
+    c.dims[i] = dims[i];
+  for (int i = 0; i < 3; ++i)
+    c.strides[i] = strides[i];
+  c.box[1] = 128;
+  return c;
+}
+
+TEST(TensorMap, PermutedStridesPassTheChecks) {
+  if (driverOverridden() || driverLibraryPresent())
+    GTEST_SKIP() << "the fake global address must not reach a real driver";
+  TensorMapCase c = seqMajorCase();
+  EXPECT_EQ(c.encode(), WEFT_ERROR_DRIVER_MISSING) << lastError();
+}
+
+TEST(TensorMap, PermutedStridesThatOverlap) {
+  // Nine heads in a row of eight: head 8 of row r is head 0 of row r + 1.
+  TensorMapCase c = seqMajorCase();
+  c.dims[2] = 9;
+  expectRefused(c, "strides_bytes[0] = 2048 is smaller than dims[2] = 9 times 256 bytes");
+}
+
 TEST(TensorMap, BoxTooBig) {
   TensorMapCase c;
   c.box[1] = 300;

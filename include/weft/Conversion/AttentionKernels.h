@@ -12,6 +12,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <array>
 #include <string>
 
 namespace weft::gpu {
@@ -34,10 +35,27 @@ struct AttentionKernelConfig {
   bool warpgroupMma = false;
   /// Slots of the warpgroup forward's K/V ring in shared memory (2..4).
   int64_t stages = 2;
+  /// Where the tensors live (see attentionKernelSpecs):
+  ///   HeadMajor: PyTorch's contiguous [b, h, s, d] (today's layout).
+  ///   SeqMajor:  every bf16/f16 tensor contiguous [b, s, h, d] (row pitch heads * d).
+  enum class Layout { HeadMajor, SeqMajor };
+  Layout layout = Layout::HeadMajor;
+  /// SeqMajor only: q, k and v are one packed tensor [b, s, (q_heads + 2 * kv_heads) * d]
+  /// (q's heads, then k's, then v's); the q, k and v parameters all receive its start
+  /// and the kernels add the column offsets (k at q_heads * d, v at (q_heads + kv_heads) * d).
+  bool packedQkv = false;
+  /// SeqMajor backward only: dq, dk and dv are written into one packed tensor of the
+  /// same shape; the dq, dk and dv parameters all receive its start.
+  bool packedGrads = false;
 
-  /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64".
+  /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64"; SeqMajor adds
+  /// "_sm", then "_pqkv" / "_pgrad" for the packed tensors.
   std::string suffix() const;
 };
+
+/// "head_major", "seq_major" or "packed" (SeqMajor with a packed flag): how
+/// weft-compile --attention-layout and the AOT units' metadata spell it.
+llvm::StringRef layoutName(const AttentionKernelConfig &config);
 
 /// The gpu.func attribute listing the indices of by-value tensor-map
 /// parameters (lowerToPtx makes them `.param .align 64 .b8 [128]`).
@@ -49,9 +67,11 @@ struct KernelParam {
   std::string name;
   Kind kind;
   /// A TensorMap parameter is the 128-byte CUtensorMap (by value, 64-byte
-  /// aligned) of the tensor `name`, viewed as 3-D [heads * batch][len][d]:
-  /// dims innermost first (head_dim, `lenName`, batch * `headsName`), box
-  /// (64, boxRows, 1), 128-byte swizzle, out-of-bounds rows read as zeros.
+  /// aligned) of the tensor `name`, viewed as 4-D: dims innermost first
+  /// (head_dim, `lenName`, heads, batch), box (64, boxRows, 1, 1), 128-byte
+  /// swizzle, out-of-bounds rows read as zeros; the kernels load at
+  /// (column, row, head offset + head, batch) in every layout.
+  /// attentionTensorMap gives its dims and byte strides.
   std::string lenName, headsName;
   int64_t boxRows = 0;
 };
@@ -76,9 +96,13 @@ struct KernelSpec {
 /// The kernels one configuration needs: {forward} or the three backward
 /// kernels {preprocess, dkdv, dq}.
 ///
-/// Tensor arguments (all contiguous, row-major, PyTorch's [b, h, s, d]):
+/// Tensor arguments (all contiguous, row-major), HeadMajor (PyTorch's [b, h, s, d]):
 ///   q, out, dout, dq: [batch, q_heads, q_len, d]   (bf16 / f16)
 ///   k, v, dk, dv:     [batch, kv_heads, k_len, d]  (bf16 / f16)
+/// SeqMajor: the same tensors as [batch, len, heads, d]; with packedQkv q, k
+/// and v are one [batch, len, q_heads + 2 kv_heads, d] tensor (q_len ==
+/// k_len) passed three times, with packedGrads dq, dk, dv likewise.
+/// In every layout:
 ///   lse, delta:       [batch, q_heads, q_len]      (f32; lse is natural-log
 ///                     log-sum-exp of scale * q k^T, delta = rowsum(dout*out))
 /// Scalar tail of every kernel, in order: batch, q_heads, kv_heads, q_len,
@@ -86,6 +110,24 @@ struct KernelSpec {
 /// block and dQ per query block, no atomics.
 llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &config,
                                                    bool backward);
+
+/// The TMA view of a TensorMap parameter for one problem (what
+/// cuTensorMapEncodeTiled takes): rank 4, dims innermost first (d, len,
+/// heads, batch), byte strides of dims 1..3, box (64, boxRows, 1, 1).
+///   HeadMajor: heads = the tensor's heads, strides (d, len d, heads len d) * 2.
+///   SeqMajor:  heads = the tensor's heads, or q_heads + 2 kv_heads for a
+///              packed one, strides (pitch, d, len pitch) * 2 with pitch =
+///              heads * d: the heads stride below the rows' (TMA allows it).
+struct AttentionTensorMap {
+  static constexpr unsigned kRank = 4;
+  std::array<int64_t, kRank> dims;
+  std::array<int64_t, kRank - 1> strides;
+  std::array<int64_t, kRank> box;
+};
+AttentionTensorMap attentionTensorMap(const AttentionKernelConfig &config,
+                                      const KernelParam &param, int64_t batch,
+                                      int64_t qHeads, int64_t kvHeads, int64_t qLen,
+                                      int64_t kLen);
 
 /// Checks a configuration for the forward kernel or the backward kernels;
 /// on failure returns a message naming the value.

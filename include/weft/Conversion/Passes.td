@@ -32,6 +32,12 @@ def EmitAttentionKernelsPass : Pass<"weft-emit-attention-kernels", "mlir::Module
            "Forward as the Hopper kernel (TMA producer, wgmma consumers)">,
     Option<"stages", "stages", "int64_t", "2",
            "K/V pipeline stages of the warpgroup forward">,
+    Option<"layout", "layout", "std::string", "\"head_major\"",
+           "head_major ([b, h, s, d]) or seq_major ([b, s, h, d])">,
+    Option<"packedQkv", "packed-qkv", "bool", "false",
+           "seq_major: q, k, v as one packed [b, s, (hq + 2 hkv) * d] tensor">,
+    Option<"packedGrads", "packed-grads", "bool", "false",
+           "seq_major backward: dq, dk, dv as one packed tensor">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",

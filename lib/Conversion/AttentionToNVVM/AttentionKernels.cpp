@@ -40,11 +40,46 @@ KernelSpec spec(const AttentionKernelConfig &config, llvm::StringRef role,
 } // namespace
 
 std::string AttentionKernelConfig::suffix() const {
-  return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}{5}", bf16 ? "bf16" : "f16", headDim,
+  // HeadMajor adds nothing, so the names of today's kernels stay as they are.
+  std::string layoutPart;
+  if (layout == Layout::SeqMajor)
+    layoutPart = std::string("_sm") + (packedQkv ? "_pqkv" : "") + (packedGrads ? "_pgrad" : "");
+  return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}{5}{6}", bf16 ? "bf16" : "f16", headDim,
                        causal ? "causal" : "full", blockQ, blockK,
                        warpgroupMma ? llvm::formatv("_wgmma_s{0}", stages).str()
-                                    : std::string())
+                                    : std::string(),
+                       layoutPart)
       .str();
+}
+
+llvm::StringRef layoutName(const AttentionKernelConfig &config) {
+  if (config.layout == AttentionKernelConfig::Layout::HeadMajor)
+    return "head_major";
+  return config.packedQkv || config.packedGrads ? "packed" : "seq_major";
+}
+
+AttentionTensorMap attentionTensorMap(const AttentionKernelConfig &config,
+                                      const KernelParam &param, int64_t batch,
+                                      int64_t qHeads, int64_t kvHeads, int64_t qLen,
+                                      int64_t kLen) {
+  const int64_t d = config.headDim, element = 2;
+  int64_t len = param.lenName == "q_len" ? qLen : kLen;
+  int64_t heads = param.headsName == "q_heads" ? qHeads : kvHeads;
+  AttentionTensorMap map;
+  map.box = {64, param.boxRows, 1, 1};
+  if (config.layout == AttentionKernelConfig::Layout::HeadMajor) {
+    map.dims = {d, len, heads, batch};
+    map.strides = {d * element, len * d * element, heads * len * d * element};
+    return map;
+  }
+  // Only q, k, v and dout are read through tensor maps; dout is never packed.
+  bool packed = config.packedQkv && (param.name == "q" || param.name == "k" || param.name == "v");
+  if (packed)
+    heads = qHeads + 2 * kvHeads;
+  int64_t pitch = heads * d;
+  map.dims = {d, len, heads, batch};
+  map.strides = {pitch * element, d * element, len * pitch * element};
+  return map;
 }
 
 int64_t dkdvInnerRows(const AttentionKernelConfig &config) {
@@ -97,6 +132,14 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
   if (config.warpgroupMma && (config.stages < 2 || config.stages > 4)) {
     message = llvm::formatv("the warpgroup-MMA attention kernels need 2..4 "
                             "pipeline stages, got {0}", config.stages);
+    return failure();
+  }
+  if (config.layout != AttentionKernelConfig::Layout::SeqMajor &&
+      (config.packedQkv || config.packedGrads)) {
+    message = llvm::formatv("packed attention tensors (packedQkv = {0}, "
+                            "packedGrads = {1}) need the seq_major layout, got "
+                            "head_major",
+                            config.packedQkv, config.packedGrads);
     return failure();
   }
   // 227 KiB is what an sm_90 CTA may opt in to.

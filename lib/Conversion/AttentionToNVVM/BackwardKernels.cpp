@@ -33,15 +33,18 @@ SmallVector<Quad> toQuads(ValueRange values) {
 }
 
 void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, ArrayRef<Quad> acc,
-                          Value factor, Value tile, Value localRow0, Value validRows,
-                          int64_t d) {
+                          Value factor, Value tile, Value pitchElements, Value localRow0,
+                          Value validRows) {
   for (int h = 0; h < 2; ++h) {
     Value row = e.add(e.add(localRow0, ids.g), e.i32c(8 * h));
     SmallVector<Value> packed;
     for (const Quad &quad : acc)
       packed.push_back(e.pack(e.fmul(quad[2 * h], factor), e.fmul(quad[2 * h + 1], factor)));
     e.ifThen(e.lt(row, validRows), [&] {
-      Value rowStart = e.mul(e.add(e.mul(row, e.i32c(d)), e.mul(ids.t, e.i32c(2))), e.i32c(2));
+      // (row * pitch + 2 t) * 2 bytes, in this form: LLVM then leaves the
+      // HeadMajor kernels' register allocation as it was (no spills).
+      Value rowStart =
+          e.mul(e.add(e.mul(row, pitchElements), e.mul(ids.t, e.i32c(2))), e.i32c(2));
       for (size_t dt = 0; dt < packed.size(); ++dt)
         e.store(packed[dt],
                 e.globalAt(tile, e.toI64(e.add(rowStart, e.i32c(static_cast<int64_t>(dt) * 16)))),
@@ -51,12 +54,17 @@ void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, ArrayRef<Quad> acc
 }
 
 
-void storeDkDv(WarpEmitter &e, const LaneIds &ids, ValueRange state, Value scale, Value dk,
-               Value dv, Value kvBytes, Value localRow0, Value validRows, int64_t d) {
-  storeAccumulatorRows(e, ids, toQuads(state.take_front(d / 2)), scale,
-                       e.globalAt(dk, kvBytes), localRow0, validRows, d);
+void storeDkDv(WarpEmitter &e, const LaneIds &ids, const AttentionKernelConfig &config,
+               const KernelScalars &s, ValueRange state, Value dk, Value dv, Value kvPlane,
+               Value k0, Value localRow0, Value validRows) {
+  const int64_t d = config.headDim;
+  TensorRows dkRows(e, config, s, AttentionOperand::DK), dvRows(e, config, s, AttentionOperand::DV);
+  storeAccumulatorRows(e, ids, toQuads(state.take_front(d / 2)), s.scale,
+                       e.globalAt(dk, dkRows.atPlane(e, kvPlane, k0)), dkRows.pitchElements, localRow0,
+                       validRows);
   storeAccumulatorRows(e, ids, toQuads(state.drop_front(d / 2)), e.f32c(1.0),
-                       e.globalAt(dv, kvBytes), localRow0, validRows, d);
+                       e.globalAt(dv, dvRows.atPlane(e, kvPlane, k0)), dvRows.pitchElements, localRow0,
+                       validRows);
 }
 
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
@@ -67,9 +75,12 @@ void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &
   KernelScalars s = KernelScalars::of(func, 3);
   const int64_t rowsPerBlock = kPreprocessRows;
   Value row = e.add(e.mul(e.blockId(0), e.i32c(rowsPerBlock)), e.threadIdX());
+  // out and dout share one layout ([b, q_heads, q_len, d] or its SeqMajor form).
+  TensorRows outRows(e, config, s, AttentionOperand::Out);
   e.ifThen(e.lt(row, s.qLen), [&] {
-    Value flatRow = e.add(e.mul(e.add(e.mul(e.blockId(2), s.qHeads), e.blockId(1)), s.qLen), row);
-    Value rowBytes = e.mul(e.toI64(flatRow), e.i64c(config.headDim * 2));
+    Value batch = e.blockId(2), head = e.blockId(1);
+    Value flatRow = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.qLen), row);
+    Value rowBytes = outRows.at(e, batch, head, row);
     Value sum = e.f32c(0.0);
     for (int64_t chunk = 0; chunk < config.headDim / 8; ++chunk) {
       Value offset = e.add(rowBytes, e.i64c(chunk * 16));
@@ -107,11 +118,12 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
   Value group = e.divu(s.qHeads, s.kvHeads);
   Value k0 = e.mul(e.blockId(0), e.i32c(blockK));
   Value kValid = e.minsi(e.i32c(blockK), e.sub(s.kLen, k0));
-  Value kvRow0 = e.add(e.mul(e.add(e.mul(batch, s.kvHeads), kvHead), s.kLen), k0);
-  Value rowBytes = e.i64c(d * 2);
-  Value kvBytes = e.mul(e.toI64(kvRow0), rowBytes);
-  e.copyTile(e.globalAt(k, kvBytes), kValid, blockK, d, e.i32c(0), pitch, ids.tid, threads);
-  e.copyTile(e.globalAt(v, kvBytes), kValid, blockK, d, e.i32c(smemV), pitch, ids.tid, threads);
+  TensorRows kRows(e, config, s, AttentionOperand::K), vRows(e, config, s, AttentionOperand::V);
+  TensorRows qRows(e, config, s, AttentionOperand::Q), doutRows(e, config, s, AttentionOperand::DOut);
+  e.copyTile(e.globalAt(k, kRows.at(e, batch, kvHead, k0)), kRows.pitch, kValid, blockK, d,
+             e.i32c(0), pitch, ids.tid, threads);
+  e.copyTile(e.globalAt(v, vRows.at(e, batch, kvHead, k0)), vRows.pitch, kValid, blockK, d,
+             e.i32c(smemV), pitch, ids.tid, threads);
 
   Value warpRows = e.add(e.mul(ids.warp, e.i32c(16 * pitch)), e.laneOffsetA(ids.lane, pitch));
   Value laneB = e.laneOffsetB(ids.lane, pitch);
@@ -142,10 +154,11 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
               Value q0 = w.mul(qb, w.i32c(inner));
               Value qValid = w.minsi(w.i32c(inner), w.sub(s.qLen, q0));
               Value qRow0 = w.add(qRowBase, q0);
-              Value qBytes = w.mul(w.toI64(qRow0), rowBytes);
               w.barrier(); // the previous query tile is no longer read
-              w.copyTile(w.globalAt(q, qBytes), qValid, inner, d, w.i32c(smemQ), pitch, ids.tid, threads);
-              w.copyTile(w.globalAt(dout, qBytes), qValid, inner, d, w.i32c(smemDout), pitch, ids.tid, threads);
+              w.copyTile(w.globalAt(q, qRows.at(w, batch, qHead, q0)), qRows.pitch, qValid, inner,
+                         d, w.i32c(smemQ), pitch, ids.tid, threads);
+              w.copyTile(w.globalAt(dout, doutRows.at(w, batch, qHead, q0)), doutRows.pitch,
+                         qValid, inner, d, w.i32c(smemDout), pitch, ids.tid, threads);
               // Row statistics of the tile; rows past q_len get lse = +inf so
               // their probabilities are 0.
               for (int64_t first = 0; first < inner; first += threads) {
@@ -205,7 +218,8 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
 
   ValueRange state = headLoop.getResults();
   Value localRow0 = e.mul(ids.warp, e.i32c(16));
-  storeDkDv(e, ids, state, s.scale, dk, dv, kvBytes, localRow0, kValid, d);
+  storeDkDv(e, ids, config, s, state, dk, dv, e.add(e.mul(batch, s.kvHeads), kvHead), k0,
+            localRow0, kValid);
   mlir::gpu::ReturnOp::create(b);
 }
 
@@ -224,11 +238,14 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
   const int64_t smemV = smemK + inner * pitch;
 
   LaneIds ids(e);
-  QueryBlock block(e, s, blockQ, d);
-  Value q0 = block.q0, qValid = block.qValid, qRow0 = block.qRow0;
-  Value kvRow0 = block.kvRow0, rowBytes = block.rowBytes, qBytes = block.qBytes;
-  e.copyTile(e.globalAt(q, qBytes), qValid, blockQ, d, e.i32c(0), pitch, ids.tid, threads);
-  e.copyTile(e.globalAt(dout, qBytes), qValid, blockQ, d, e.i32c(smemDout), pitch, ids.tid, threads);
+  QueryBlock block(e, s, blockQ);
+  Value q0 = block.q0, qValid = block.qValid, qRow0 = block.statsRow0;
+  TensorRows qRows(e, config, s, AttentionOperand::Q), doutRows(e, config, s, AttentionOperand::DOut);
+  TensorRows kRows(e, config, s, AttentionOperand::K), vRows(e, config, s, AttentionOperand::V);
+  e.copyTile(e.globalAt(q, qRows.at(e, block.batch, block.head, q0)), qRows.pitch, qValid, blockQ,
+             d, e.i32c(0), pitch, ids.tid, threads);
+  e.copyTile(e.globalAt(dout, doutRows.at(e, block.batch, block.head, q0)), doutRows.pitch, qValid,
+             blockQ, d, e.i32c(smemDout), pitch, ids.tid, threads);
   e.barrier();
   Value warpRows = e.add(e.mul(ids.warp, e.i32c(16 * pitch)), e.laneOffsetA(ids.lane, pitch));
   SmallVector<Quad> qFrag = e.loadA(warpRows, dSteps);
@@ -260,10 +277,11 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
         WarpEmitter w(lb, config.bf16);
         Value k0 = w.mul(kb, w.i32c(inner));
         Value kValid = w.minsi(w.i32c(inner), w.sub(s.kLen, k0));
-        Value kvBytes = w.mul(w.toI64(w.add(kvRow0, k0)), rowBytes);
         w.barrier();
-        w.copyTile(w.globalAt(k, kvBytes), kValid, inner, d, w.i32c(smemK), pitch, ids.tid, threads);
-        w.copyTile(w.globalAt(v, kvBytes), kValid, inner, d, w.i32c(smemV), pitch, ids.tid, threads);
+        w.copyTile(w.globalAt(k, kRows.at(w, block.batch, block.kvHead, k0)), kRows.pitch, kValid,
+                   inner, d, w.i32c(smemK), pitch, ids.tid, threads);
+        w.copyTile(w.globalAt(v, vRows.at(w, block.batch, block.kvHead, k0)), vRows.pitch, kValid,
+                   inner, d, w.i32c(smemV), pitch, ids.tid, threads);
         w.barrier();
         SmallVector<Quad> probs = w.mmaABt(qFrag, w.i32c(smemK), laneB, keyTiles, pitch);
         SmallVector<Quad> ds = w.mmaABt(doutFrag, w.i32c(smemV), laneB, keyTiles, pitch);
@@ -282,8 +300,10 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
         w.mmaAB(w.toA(ds), w.i32c(smemK), laneBt, acc, pitch);
         scf::YieldOp::create(lb, flattenQuads(acc));
       });
-  storeAccumulatorRows(e, ids, toQuads(loop.getResults()), s.scale, e.globalAt(dq, qBytes),
-            e.mul(ids.warp, e.i32c(16)), qValid, d);
+  TensorRows dqRows(e, config, s, AttentionOperand::DQ);
+  storeAccumulatorRows(e, ids, toQuads(loop.getResults()), s.scale,
+                       e.globalAt(dq, dqRows.at(e, block.batch, block.head, q0)), dqRows.pitchElements,
+                       e.mul(ids.warp, e.i32c(16)), qValid);
   mlir::gpu::ReturnOp::create(b);
 }
 

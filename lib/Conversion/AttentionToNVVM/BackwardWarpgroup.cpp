@@ -90,7 +90,6 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   Value group = e.divu(s.qHeads, s.kvHeads);
   Value k0 = e.mul(e.blockId(0), e.i32c(blockK));
   Value kValid = e.minsi(e.i32c(blockK), e.sub(s.kLen, k0));
-  Value kvHeadRow = e.add(e.mul(batch, s.kvHeads), kvHead);
   // Causal: query i sees key j iff j <= i, so the first query block that
   // sees any of these keys holds query k0. Iterations walk (q head of the
   // group, query block), query blocks fastest.
@@ -99,26 +98,30 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   Value perHead = e.select(e.lt(firstBlock, queryBlocks), e.sub(queryBlocks, firstBlock),
                            e.i32c(0));
   Value iterations = e.mul(group, perHead);
-  // The q head row (batch * q_heads + head) and first query of an iteration.
+  // The q head and first query of an iteration.
   auto queryTile = [&](WarpEmitter &w, Value it) {
     Value qHead = w.add(w.mul(kvHead, group), w.divu(it, perHead));
     Value qb = w.add(firstBlock, arith::RemUIOp::create(w.b, it, perHead));
-    return std::pair<Value, Value>{w.mul(qb, w.i32c(inner)),
-                                   w.add(w.mul(batch, s.qHeads), qHead)};
+    return std::pair<Value, Value>{w.mul(qb, w.i32c(inner)), qHead};
   };
+  TensorRows qRows(e, config, s, AttentionOperand::Q), doutRows(e, config, s, AttentionOperand::DOut);
 
   PipelineSources sources;
   sources.residentMaps = {kMap, vMap};
   sources.streamMaps = {qMap, doutMap};
   sources.residentRow = k0;
-  sources.residentHeadRow = kvHeadRow;
+  sources.residentHeads = {TensorRows(e, config, s, AttentionOperand::K).mapHead(e, kvHead),
+                           TensorRows(e, config, s, AttentionOperand::V).mapHead(e, kvHead)};
+  sources.batch = batch;
   sources.iterations = iterations;
-  sources.streamCoords = queryTile;
-  // Per query row: lse in log2 units and delta; rows past q_len get
-  // lse = +inf (so P = 0) and delta = 0.
+  sources.streamCoords = [&](WarpEmitter &w, Value it) {
+    auto [q0, qHead] = queryTile(w, it);
+    return StreamCoords{q0, {qRows.mapHead(w, qHead), doutRows.mapHead(w, qHead)}, batch};
+  };
   sources.loadStats = [&](WarpEmitter &w, Value it, Value stats, Value lane) {
-    auto [q0, headRow] = queryTile(w, it);
-    Value rowBase = w.mul(headRow, s.qLen);
+    auto [q0, qHead] = queryTile(w, it);
+    // lse and delta are [batch, q_heads, q_len] in every layout.
+    Value rowBase = w.mul(w.add(w.mul(batch, s.qHeads), qHead), s.qLen);
     for (int64_t first = 0; first < inner; first += 32) {
       Value r = w.add(lane, w.i32c(first));
       Value query = w.add(q0, r);
@@ -195,8 +198,8 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
         return dkAcc;
       });
 
-  Value kvBytes = e.mul(e.toI64(e.add(e.mul(kvHeadRow, s.kLen), k0)), e.i64c(d * 2));
-  storeDkDv(e, ids, loop.getResults(), s.scale, dk, dv, kvBytes, localRow0, kValid, d);
+  Value kvPlane = e.add(e.mul(batch, s.kvHeads), kvHead);
+  storeDkDv(e, ids, config, s, loop.getResults(), dk, dv, kvPlane, k0, localRow0, kValid);
   b.setInsertionPointAfter(roles);
   mlir::gpu::ReturnOp::create(b);
 }
@@ -214,9 +217,9 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   const int64_t consumers = blockQ / 64, residentSlab = blockQ * 128, streamSlab = blockK * 128;
 
   LaneIds ids(e);
-  QueryBlock block(e, s, blockQ, d);
-  Value qHeadRow = e.add(e.mul(block.batch, s.qHeads), block.head);
-  Value kvHeadRow = e.add(e.mul(block.batch, s.kvHeads), block.kvHead);
+  QueryBlock block(e, s, blockQ);
+  Value kHead = TensorRows(e, config, s, AttentionOperand::K).mapHead(e, block.kvHead);
+  Value vHead = TensorRows(e, config, s, AttentionOperand::V).mapHead(e, block.kvHead);
   Value kEnd = config.causal ? e.minsi(s.kLen, e.add(block.q0, e.i32c(blockQ))) : s.kLen;
   Value iterations = e.ceilDiv(kEnd, blockK);
 
@@ -224,10 +227,12 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   sources.residentMaps = {qMap, doutMap};
   sources.streamMaps = {kMap, vMap};
   sources.residentRow = block.q0;
-  sources.residentHeadRow = qHeadRow;
+  sources.residentHeads = {TensorRows(e, config, s, AttentionOperand::Q).mapHead(e, block.head),
+                           TensorRows(e, config, s, AttentionOperand::DOut).mapHead(e, block.head)};
+  sources.batch = block.batch;
   sources.iterations = iterations;
   sources.streamCoords = [&](WarpEmitter &w, Value it) {
-    return std::pair<Value, Value>{w.mul(it, w.i32c(blockK)), kvHeadRow};
+    return StreamCoords{w.mul(it, w.i32c(blockK)), {kHead, vHead}, block.batch};
   };
   scf::IfOp roles = emitPipelineRoles(e, ids, ring, consumers, sources);
 
@@ -244,7 +249,7 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
     Value local = e.add(e.add(localRow0, ids.g), e.i32c(8 * h));
     rows[h] = e.add(block.q0, local);
     Value valid = e.lt(local, block.qValid);
-    Value at = e.toI64(e.mul(e.add(block.qRow0, e.select(valid, local, e.i32c(0))), e.i32c(4)));
+    Value at = e.toI64(e.mul(e.add(block.statsRow0, e.select(valid, local, e.i32c(0))), e.i32c(4)));
     rowLse[h] = e.fmul(e.load(e.f32, e.globalAt(lse, at), 4), e.f32c(llvm::numbers::log2e));
     rowDelta[h] = e.load(e.f32, e.globalAt(delta, at), 4);
   }
@@ -292,8 +297,10 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
         w.wgmmaWait(0);
         return acc;
       });
+  TensorRows dqRows(e, config, s, AttentionOperand::DQ);
   storeAccumulatorRows(e, ids, toQuads(loop.getResults()), s.scale,
-                       e.globalAt(dq, block.qBytes), localRow0, block.qValid, d);
+                       e.globalAt(dq, dqRows.at(e, block.batch, block.head, block.q0)),
+                       dqRows.pitchElements, localRow0, block.qValid);
   b.setInsertionPointAfter(roles);
   mlir::gpu::ReturnOp::create(b);
 }

@@ -21,7 +21,17 @@ struct EmitAttentionKernelsPass
           << dtype << "'";
       return signalPassFailure();
     }
+    if (layout != "head_major" && layout != "seq_major") {
+      getOperation().emitError("weft-emit-attention-kernels: layout must be "
+                               "head_major or seq_major, got '")
+          << layout << "'";
+      return signalPassFailure();
+    }
     gpu::AttentionKernelConfig config;
+    config.layout = layout == "seq_major" ? gpu::AttentionKernelConfig::Layout::SeqMajor
+                                          : gpu::AttentionKernelConfig::Layout::HeadMajor;
+    config.packedQkv = packedQkv;
+    config.packedGrads = packedGrads;
     config.bf16 = dtype == "bf16";
     config.headDim = headDim;
     config.causal = causal;

@@ -25,12 +25,14 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
   const int64_t pitch = tilePitch(d), threads = blockQ / 16 * 32;
   const int64_t kSteps = d / 16, keyTiles = blockK / 8, dTiles = d / 8;
 
-  ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, blockQ, d), {}, {}, {}, {}};
+  ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, blockQ), {}, {}, {}, {}};
   Value tid = r.ids.tid, warp = r.ids.warp, lane = r.ids.lane;
+  TensorRows qRows(e, config, s, AttentionOperand::Q), kRows(e, config, s, AttentionOperand::K),
+      vRows(e, config, s, AttentionOperand::V);
   // Q, K, V as padded tiles for ldmatrix: Q, then K, then V.
   const int64_t smemK = blockQ * pitch, smemV = smemK + blockK * pitch;
-  e.copyTile(e.globalAt(q, r.block.qBytes), r.block.qValid, blockQ, d, e.i32c(0), pitch,
-             tid, threads);
+  e.copyTile(e.globalAt(q, qRows.at(e, r.block.batch, r.block.head, r.block.q0)), qRows.pitch,
+             r.block.qValid, blockQ, d, e.i32c(0), pitch, tid, threads);
   e.barrier();
   Value warpRows = e.mul(warp, e.i32c(16 * pitch));
   SmallVector<Quad> qFrag = e.loadA(e.add(warpRows, e.laneOffsetA(lane, pitch)), kSteps);
@@ -49,10 +51,13 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
         WarpEmitter w(lb, config.bf16);
         Value k0 = w.mul(kb, w.i32c(blockK));
         Value kValid = w.minsi(w.i32c(blockK), w.sub(s.kLen, k0));
-        Value kvBytes = w.mul(w.toI64(w.add(r.block.kvRow0, k0)), r.block.rowBytes);
+        Value kBytes = kRows.at(w, r.block.batch, r.block.kvHead, k0);
+        Value vBytes = vRows.at(w, r.block.batch, r.block.kvHead, k0);
         w.barrier(); // every warp is done with the previous K and V tiles
-        w.copyTile(w.globalAt(k, kvBytes), kValid, blockK, d, w.i32c(smemK), pitch, tid, threads);
-        w.copyTile(w.globalAt(v, kvBytes), kValid, blockK, d, w.i32c(smemV), pitch, tid, threads);
+        w.copyTile(w.globalAt(k, kBytes), kRows.pitch, kValid, blockK, d, w.i32c(smemK), pitch,
+                   tid, threads);
+        w.copyTile(w.globalAt(v, vBytes), vRows.pitch, kValid, blockK, d, w.i32c(smemV), pitch,
+                   tid, threads);
         w.barrier();
 
         // S = Q K^T, 16 x blockK per warp, then the softmax step: P, m, l.

@@ -103,9 +103,9 @@ void storeForwardOutput(WarpEmitter &e, const ForwardRows &r, ValueRange state,
   ImplicitLocOpBuilder &b = e.b;
   const int64_t d = r.config->headDim, dTiles = d / 8;
   Value minusInf = r.minusInf, zeroF = r.zeroF, t = r.ids.t;
-  Value outBytes = e.mul(e.toI64(r.block.qRow0), r.block.rowBytes);
-  Value outTile = e.globalAt(out, outBytes);
-  Value lseTile = e.globalAt(lse, e.mul(e.toI64(r.block.qRow0), e.i64c(4)));
+  TensorRows outRows(e, *r.config, r.s, AttentionOperand::Out);
+  Value outTile = e.globalAt(out, outRows.at(e, r.block.batch, r.block.head, r.block.q0));
+  Value lseTile = e.globalAt(lse, e.mul(e.toI64(r.block.statsRow0), e.i64c(4)));
   for (int h = 0; h < 2; ++h) {
     Value rowSum = e.quadSum(state[2 + h]);
     Value positive = e.fgt(rowSum, zeroF);
@@ -118,7 +118,8 @@ void storeForwardOutput(WarpEmitter &e, const ForwardRows &r, ValueRange state,
       packed.push_back(e.pack(e.fmul(state[4 + dt * 4 + 2 * h], inverse),
                               e.fmul(state[5 + dt * 4 + 2 * h], inverse)));
     e.ifThen(e.lt(localRow, r.block.qValid), [&] {
-      Value rowStart = e.mul(e.add(e.mul(localRow, e.i32c(d)), e.mul(t, e.i32c(2))), e.i32c(2));
+      Value rowStart = e.mul(
+          e.add(e.mul(localRow, outRows.pitchElements), e.mul(t, e.i32c(2))), e.i32c(2));
       for (int64_t dt = 0; dt < dTiles; ++dt)
         e.store(packed[dt], e.globalAt(outTile, e.toI64(e.add(rowStart, e.i32c(dt * 16)))), 4);
       e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, e.i32c(0)), [&] {

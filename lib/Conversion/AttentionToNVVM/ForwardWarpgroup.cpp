@@ -48,7 +48,7 @@ void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelCo
   const int64_t qSlabBytes = blockQ * 128, kvSlabBytes = blockK * 128;
   const int64_t kvTileBytes = blockK * d * 2;
 
-  ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, blockQ, d), {}, {}, {}, {}};
+  ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, blockQ), {}, {}, {}, {}};
   Value tid = r.ids.tid, warp = r.ids.warp;
   Value warpgroup = e.divu(warp, e.i32c(4));
   Value kEnd = config.causal ? e.minsi(s.kLen, e.add(r.block.q0, e.i32c(blockQ))) : s.kLen;
@@ -84,13 +84,16 @@ void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelCo
     if (consumers > 1)
       e.setMaxRegisters(24, /*increase=*/false);
     e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
-      Value qHeadRow = e.add(e.mul(r.block.batch, s.qHeads), r.block.head);
-      Value kvHeadRow = e.add(e.mul(r.block.batch, s.kvHeads), r.block.kvHead);
+      // Tensor-map coordinates (column, row, head, batch) in every layout.
+      Value batch = r.block.batch;
+      Value qHead = TensorRows(e, config, s, AttentionOperand::Q).mapHead(e, r.block.head);
+      Value kHead = TensorRows(e, config, s, AttentionOperand::K).mapHead(e, r.block.kvHead);
+      Value vHead = TensorRows(e, config, s, AttentionOperand::V).mapHead(e, r.block.kvHead);
       Value qBarrier = e.i32c(layout.barriers);
       e.mbarrierArriveExpectTx(qBarrier, blockQ * d * 2);
       for (int64_t slab = 0; slab < d / kSlabCols; ++slab)
-        e.tmaLoad3d(e.i32c(layout.q + slab * qSlabBytes), qMap, e.i32c(slab * kSlabCols),
-                    r.block.q0, qHeadRow, qBarrier);
+        e.tmaLoad4d(e.i32c(layout.q + slab * qSlabBytes), qMap, e.i32c(slab * kSlabCols),
+                    r.block.q0, qHead, batch, qBarrier);
       scf::ForOp::create(
           b, e.i32c(0), keyBlocks, e.i32c(1), ValueRange{},
           [&](OpBuilder &nested, Location loc, Value kb, ValueRange) {
@@ -104,13 +107,13 @@ void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelCo
             Value k0 = w.mul(kb, w.i32c(blockK));
             Value tileK = w.add(w.i32c(layout.kv), w.mul(slot, w.i32c(2 * kvTileBytes)));
             Value tileV = w.add(tileK, w.i32c(kvTileBytes));
-            for (auto [tile, map, first] : {std::tuple{tileK, kMap, fullK},
-                                            std::tuple{tileV, vMap, fullV}}) {
+            for (auto [tile, map, head, first] : {std::tuple{tileK, kMap, kHead, fullK},
+                                                  std::tuple{tileV, vMap, vHead, fullV}}) {
               Value full = barrier(w, first, slot);
               w.mbarrierArriveExpectTx(full, kvTileBytes);
               for (int64_t slab = 0; slab < d / kSlabCols; ++slab)
-                w.tmaLoad3d(w.add(tile, w.i32c(slab * kvSlabBytes)), map,
-                            w.i32c(slab * kSlabCols), k0, kvHeadRow, full);
+                w.tmaLoad4d(w.add(tile, w.i32c(slab * kvSlabBytes)), map,
+                            w.i32c(slab * kSlabCols), k0, head, batch, full);
             }
             scf::YieldOp::create(lb);
           });

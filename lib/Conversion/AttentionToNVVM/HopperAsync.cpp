@@ -51,12 +51,12 @@ void WarpEmitter::mbarrierWait(Value barrier, Value parity) {
             "r,r", {sharedAddress(barrier), parity});
 }
 
-void WarpEmitter::tmaLoad3d(Value destination, Value map, Value c0, Value c1, Value c2,
-                            Value barrier) {
-  inlineAsm("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
-            "complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];",
-            "r,l,r,r,r,r",
-            {sharedAddress(destination), map, c0, c1, c2, sharedAddress(barrier)});
+void WarpEmitter::tmaLoad4d(Value destination, Value map, Value c0, Value c1, Value c2,
+                            Value c3, Value barrier) {
+  inlineAsm("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
+            "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];",
+            "r,l,r,r,r,r,r",
+            {sharedAddress(destination), map, c0, c1, c2, c3, sharedAddress(barrier)});
 }
 
 void WarpEmitter::setMaxRegisters(int64_t count, bool increase) {

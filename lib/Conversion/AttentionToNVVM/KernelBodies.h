@@ -78,21 +78,50 @@ struct LaneIds {
   }
 };
 
+/// The bf16 / f16 tensors of the kernels (see attentionKernelSpecs).
+enum class AttentionOperand { Q, K, V, Out, DOut, DQ, DK, DV };
+
+/// Where one tensor's rows lie for the configuration's layout, the one place
+/// the kernels turn (batch, head, row) into an address. HeadMajor: the rows
+/// of a head are contiguous, row r of head h of batch b at ((b * heads + h)
+/// * len + r) * d elements, pitch d. SeqMajor: (b * len + r) * pitch +
+/// (headOffset + h) * d with pitch = heads * d, where a packed tensor has
+/// q_heads + 2 kv_heads heads and k / v (dk / dv) start at head q_heads /
+/// q_heads + kv_heads. In-tile offsets (row * pitch, rows < 256) stay i32:
+/// pitches up to 8 MiB.
+struct TensorRows {
+  TensorRows(WarpEmitter &e, const AttentionKernelConfig &config, const KernelScalars &s,
+             AttentionOperand operand);
+  /// The i64 byte offset of row `row` of head `head` of batch `batch` (i32s).
+  mlir::Value at(WarpEmitter &e, mlir::Value batch, mlir::Value head, mlir::Value row) const;
+  /// The same for `plane` = batch * heads + head (the tensor's own heads):
+  /// one value live instead of two where registers are tight.
+  mlir::Value atPlane(WarpEmitter &e, mlir::Value plane, mlir::Value row) const;
+  /// The head coordinate of the tensor's TMA view (attentionTensorMap).
+  mlir::Value mapHead(WarpEmitter &e, mlir::Value head) const;
+
+  /// From one row of a head to its next (i32): in bytes, in elements.
+  mlir::Value pitch, pitchElements;
+
+private:
+  bool seqMajor;
+  int64_t headDim;
+  mlir::Value len, heads, ownHeads, headOffset;
+};
+
 /// The CTA's block of `blockQ` query rows of one (batch, q head) (grid x =
-/// query block, y = q head, z = batch), its kv head, and where its rows start
-/// in the flattened [b * h * s] rows of q / out and k / v.
+/// query block, y = q head, z = batch), its kv head, and where its rows
+/// start in the flattened [b * q_heads * q_len] rows of lse and delta
+/// (`statsRow0`; those are [batch, q_heads, q_len] in every layout).
 struct QueryBlock {
-  mlir::Value head, batch, kvHead, q0, qValid, qRow0, kvRow0, rowBytes, qBytes;
-  QueryBlock(WarpEmitter &e, const KernelScalars &s, int64_t blockQ, int64_t headDim) {
+  mlir::Value head, batch, kvHead, q0, qValid, statsRow0;
+  QueryBlock(WarpEmitter &e, const KernelScalars &s, int64_t blockQ) {
     head = e.blockId(1);
     batch = e.blockId(2);
     kvHead = e.divu(head, e.divu(s.qHeads, s.kvHeads));
     q0 = e.mul(e.blockId(0), e.i32c(blockQ));
     qValid = e.minsi(e.i32c(blockQ), e.sub(s.qLen, q0));
-    qRow0 = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.qLen), q0);
-    kvRow0 = e.mul(e.add(e.mul(batch, s.kvHeads), kvHead), s.kLen);
-    rowBytes = e.i64c(headDim * 2);
-    qBytes = e.mul(e.toI64(qRow0), rowBytes);
+    statsRow0 = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.qLen), q0);
   }
 };
 
@@ -101,17 +130,19 @@ llvm::SmallVector<Quad> toQuads(mlir::ValueRange values);
 llvm::SmallVector<mlir::Value> flattenQuads(llvm::ArrayRef<Quad> quads);
 
 /// Stores a warp's 16 x (8 * tiles) accumulator times `factor` to rows
-/// [0, validRows) of a row-major global tile (row pitch d elements) whose
-/// row 0 is the warp's first row `localRow0` rows after `tile`.
+/// [0, validRows) of a global tile (rows `pitchElements` elements apart,
+/// i32) whose row 0 is at `tile`; the warp's first row is `localRow0`.
 void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, llvm::ArrayRef<Quad> acc,
-                          mlir::Value factor, mlir::Value tile, mlir::Value localRow0,
-                          mlir::Value validRows, int64_t d);
+                          mlir::Value factor, mlir::Value tile, mlir::Value pitchElements,
+                          mlir::Value localRow0, mlir::Value validRows);
 
 /// Stores the dK/dV kernels' state (dK's head_dim / 2 values per lane, then
-/// dV's) to rows [0, validRows) of the key block at byte `kvBytes` of dk and
-/// dv: dK times the softmax scale (dS was left unscaled), dV as is.
-void storeDkDv(WarpEmitter &e, const LaneIds &ids, mlir::ValueRange state, mlir::Value scale,
-               mlir::Value dk, mlir::Value dv, mlir::Value kvBytes, mlir::Value localRow0,
-               mlir::Value validRows, int64_t d);
+/// dV's) to rows [0, validRows) of the key block starting at key `k0` of
+/// `kvPlane` = batch * kv_heads + kv head of dk and dv: dK times the softmax
+/// scale (dS was left unscaled), dV as is.
+void storeDkDv(WarpEmitter &e, const LaneIds &ids, const AttentionKernelConfig &config,
+               const KernelScalars &s, mlir::ValueRange state, mlir::Value dk, mlir::Value dv,
+               mlir::Value kvPlane, mlir::Value k0, mlir::Value localRow0,
+               mlir::Value validRows);
 } // namespace weft::gpu
 #endif

@@ -52,16 +52,28 @@ Value TmaRing::stats(WarpEmitter &w, Value slot) const {
 
 namespace {
 
+// setmaxnreg moves registers inside the CTA: the consumers may only take
+// what the producer gave back. At 384 threads a thread starts with 168:
+// 128 x (168 - 24) = 256 x (240 - 168) (FA3's split), or 32 / 232. The
+// producer's 4-D tensor-map coordinates (head and batch apart) need a
+// register more than 24 gave in the head_dim 64 dK/dV kernel (it spilled);
+// at head_dim 64 the consumers hold half the accumulators and can spare 8,
+// at 128 they cannot (the packed dK/dV consumers spill at 232).
+std::pair<int64_t, int64_t> registerSplit(const TmaPipelineLayout &layout) {
+  return layout.headDim <= 64 ? std::pair<int64_t, int64_t>{32, 232}
+                              : std::pair<int64_t, int64_t>{24, 240};
+}
+
 Value equals(WarpEmitter &w, Value x, int64_t y) {
   return arith::CmpIOp::create(w.b, arith::CmpIPredicate::eq, x, w.i32c(y));
 }
 
-/// TMA of one [rows][head_dim] tile (every slab) at (row, head row).
+/// TMA of one [rows][head_dim] tile (every slab) at (row, head, batch).
 void loadTile(WarpEmitter &w, const TmaPipelineLayout &layout, Value tile, Value map,
-              int64_t rows, Value row, Value headRow, Value barrier) {
+              int64_t rows, Value row, Value head, Value batch, Value barrier) {
   for (int64_t slab = 0; slab < layout.headDim / kSlabCols; ++slab)
-    w.tmaLoad3d(w.add(tile, w.i32c(slab * rows * 128)), map, w.i32c(slab * kSlabCols), row,
-                headRow, barrier);
+    w.tmaLoad4d(w.add(tile, w.i32c(slab * rows * 128)), map, w.i32c(slab * kSlabCols), row,
+                head, batch, barrier);
 }
 
 /// The loop over the ring's iterations that waits until a slot is free
@@ -105,20 +117,21 @@ scf::IfOp emitPipelineRoles(WarpEmitter &e, const LaneIds &ids, const TmaRing &r
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(roles.thenBlock()->getTerminator());
     if (consumers > 1)
-      e.setMaxRegisters(24, /*increase=*/false);
+      e.setMaxRegisters(registerSplit(layout).first, /*increase=*/false);
     e.ifThen(equals(e, ids.tid, 0), [&] {
       Value resident = ring.residentBarrier(e);
       e.mbarrierArriveExpectTx(resident, 2 * layout.tileBytes(layout.residentRows));
       for (int64_t i = 0; i < 2; ++i)
         loadTile(e, layout, e.i32c(layout.resident(i)), sources.residentMaps[i],
-                 layout.residentRows, sources.residentRow, sources.residentHeadRow, resident);
+                 layout.residentRows, sources.residentRow, sources.residentHeads[i],
+                 sources.batch, resident);
       forEachFreeSlot(e, ring, sources.iterations, [&](WarpEmitter &w, Value it, Value slot) {
-        auto [row, headRow] = sources.streamCoords(w, it);
+        StreamCoords coords = sources.streamCoords(w, it);
         Value full = ring.fullBarrier(w, slot);
         w.mbarrierArriveExpectTx(full, layout.slotBytes());
         for (int64_t i = 0; i < 2; ++i)
           loadTile(w, layout, ring.streamTile(w, slot, i), sources.streamMaps[i],
-                   layout.streamRows, row, headRow, full);
+                   layout.streamRows, coords.row, coords.heads[i], coords.batch, full);
       });
     });
     if (sources.loadStats)
@@ -132,7 +145,7 @@ scf::IfOp emitPipelineRoles(WarpEmitter &e, const LaneIds &ids, const TmaRing &r
 
   b.setInsertionPoint(roles.elseBlock()->getTerminator());
   if (consumers > 1)
-    e.setMaxRegisters(240, /*increase=*/true);
+    e.setMaxRegisters(registerSplit(layout).second, /*increase=*/true);
   e.mbarrierWait(ring.residentBarrier(e), e.i32c(0));
   return roles;
 }

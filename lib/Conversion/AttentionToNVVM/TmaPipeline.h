@@ -68,16 +68,22 @@ struct TmaRing {
   mlir::Value stats(WarpEmitter &w, mlir::Value slot) const;
 };
 
-/// What the producer loads: two resident tiles at (row, head row) of their
-/// tensor maps, and per iteration the two streamed tiles at the coordinates
-/// `streamCoords` gives (row, head row). `loadStats`, when set, runs on the
-/// 32 lanes of the producer's second warp for every iteration once the slot
-/// is free; it writes the slot's statistics with plain stores, and each lane
-/// then arrives on the full barrier.
+/// What the producer loads: two resident tiles at `residentRow` of heads
+/// `residentHeads` (each map's head coordinate) of batch `batch`, and per
+/// iteration the two streamed tiles at what `streamCoords` gives (the row,
+/// each streamed map's head coordinate and the batch). `loadStats`, when set, runs on
+/// the 32 lanes of the producer's second warp for every iteration once the
+/// slot is free; it writes the slot's statistics with plain stores, and each
+/// lane then arrives on the full barrier.
+struct StreamCoords {
+  mlir::Value row;
+  std::array<mlir::Value, 2> heads;
+  mlir::Value batch;
+};
 struct PipelineSources {
-  std::array<mlir::Value, 2> residentMaps, streamMaps;
-  mlir::Value residentRow, residentHeadRow, iterations;
-  std::function<std::pair<mlir::Value, mlir::Value>(WarpEmitter &, mlir::Value)> streamCoords;
+  std::array<mlir::Value, 2> residentMaps, streamMaps, residentHeads;
+  mlir::Value residentRow, batch, iterations;
+  std::function<StreamCoords(WarpEmitter &, mlir::Value)> streamCoords;
   std::function<void(WarpEmitter &, mlir::Value iteration, mlir::Value stats, mlir::Value lane)>
       loadStats;
 };

@@ -250,8 +250,8 @@ SmallVector<Quad> WarpEmitter::toA(ArrayRef<Quad> tiles) {
   return fragments;
 }
 
-void WarpEmitter::copyTile(Value global, Value validRows, int64_t rows,
-                           int64_t cols, Value sharedOffset,
+void WarpEmitter::copyTile(Value global, Value globalPitch, Value validRows,
+                           int64_t rows, int64_t cols, Value sharedOffset,
                            int64_t sharedPitch, Value tid, int64_t threads) {
   // 16-byte chunks of 8 elements; a row has cols / 8 of them.
   int64_t chunksPerRow = cols / 8;
@@ -266,7 +266,7 @@ void WarpEmitter::copyTile(Value global, Value validRows, int64_t rows,
       inRange = andi(inRange, lt(chunk, i32c(chunks)));
     // Out-of-range rows read row 0 (always present) and are replaced by 0.
     Value safeRow = select(inRange, row, i32c(0));
-    Value byteOffset = add(mul(safeRow, i32c(cols * 2)), mul(column, i32c(16)));
+    Value byteOffset = add(mul(safeRow, globalPitch), mul(column, i32c(16)));
     Value value = load(v4i32, globalAt(global, toI64(byteOffset)), 16);
     value = select(inRange, value, zero);
     Value sharedByte = add(sharedOffset, add(mul(row, i32c(sharedPitch)),

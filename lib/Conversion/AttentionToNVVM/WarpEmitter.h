@@ -106,12 +106,13 @@ public:
   /// element type: tiles 2i and 2i+1 form 16x16 step i.
   llvm::SmallVector<Quad> toA(llvm::ArrayRef<Quad> tiles);
 
-  /// Copies rows [0, rows) x [0, cols) elements of a row-major global tile at
-  /// `global` (row pitch `cols`) into shared memory at `sharedOffset` with
-  /// row pitch `sharedPitch` bytes, 16 bytes per access, spread over
-  /// `threads` threads; rows at or after `validRows` are written as zeros.
-  void copyTile(mlir::Value global, mlir::Value validRows, int64_t rows,
-                int64_t cols, mlir::Value sharedOffset, int64_t sharedPitch,
+  /// Copies rows [0, rows) x [0, cols) elements of a global tile at
+  /// `global` (rows `globalPitch` bytes apart, i32) into shared memory at
+  /// `sharedOffset` with row pitch `sharedPitch` bytes, 16 bytes per access,
+  /// spread over `threads` threads; rows at or after `validRows` are written
+  /// as zeros.
+  void copyTile(mlir::Value global, mlir::Value globalPitch, mlir::Value validRows,
+                int64_t rows, int64_t cols, mlir::Value sharedOffset, int64_t sharedPitch,
                 mlir::Value tid, int64_t threads);
 
   // Hopper warpgroup MMA (WarpgroupMma.cpp). A warpgroup is 4 consecutive
@@ -158,11 +159,12 @@ public:
   void mbarrierArrive(mlir::Value barrier);
   /// Spins (try_wait) until the phase of parity `parity` (i32 0/1) completed.
   void mbarrierWait(mlir::Value barrier, mlir::Value parity);
-  /// TMA: the box at coordinates (c0 innermost, c1, c2) of the tensor map at
-  /// generic address `map` into shared memory at `destination`, completing
-  /// its bytes on `barrier`. Out-of-bounds elements arrive as zeros.
-  void tmaLoad3d(mlir::Value destination, mlir::Value map, mlir::Value c0,
-                 mlir::Value c1, mlir::Value c2, mlir::Value barrier);
+  /// TMA: the box at coordinates (c0 innermost, c1, c2, c3) of the rank-4
+  /// tensor map at generic address `map` into shared memory at
+  /// `destination`, completing its bytes on `barrier`. Out-of-bounds
+  /// elements arrive as zeros.
+  void tmaLoad4d(mlir::Value destination, mlir::Value map, mlir::Value c0,
+                 mlir::Value c1, mlir::Value c2, mlir::Value c3, mlir::Value barrier);
   /// setmaxnreg.{inc,dec}: the warpgroup's per-thread register limit.
   void setMaxRegisters(int64_t count, bool increase);
 

@@ -311,8 +311,9 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
         args.push_back(builder.getF32FloatAttr(float(scale)));
         break;
       case gpu::KernelParam::Kind::TensorMap: {
-        // The TMA view KernelParam documents: [batch * heads][len][d], box
-        // (64, boxRows, 1), 128-byte swizzle; encoded by the runtime at load.
+        // The TMA view KernelParam documents (attentionTensorMap): rank 4
+        // (d, len, heads, batch), box (64, boxRows, 1, 1), 128-byte swizzle;
+        // encoded by the runtime at load.
         kinds.push_back("tensormap");
         Value tensor = tensors.lookup(param.name);
         FailureOr<FlatSymbolRefAttr> buffer =
@@ -322,17 +323,14 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
                  << op->getName() << ": kernel " << spec.name
                  << " takes a tensor map of '" << param.name
                  << "' without an arena buffer";
-        ArrayRef<int64_t> shape = cast<ShapedType>(tensor.getType()).getShape();
-        int64_t d = shape[3], len = shape[2], rows = shape[0] * shape[1];
-        int64_t element = 2; // bf16 / f16, checked above
+        gpu::AttentionTensorMap map =
+            gpu::attentionTensorMap(config, param, batch, qHeads, kvHeads, qLen, kLen);
         args.push_back(builder.getDictionaryAttr({
             builder.getNamedAttr("tensormap", *buffer),
             builder.getNamedAttr("dtype", builder.getStringAttr(dtype)),
-            builder.getNamedAttr("dims", builder.getDenseI64ArrayAttr({d, len, rows})),
-            builder.getNamedAttr("strides", builder.getDenseI64ArrayAttr(
-                                                {d * element, len * d * element})),
-            builder.getNamedAttr("box",
-                                 builder.getDenseI64ArrayAttr({64, param.boxRows, 1})),
+            builder.getNamedAttr("dims", builder.getDenseI64ArrayAttr(map.dims)),
+            builder.getNamedAttr("strides", builder.getDenseI64ArrayAttr(map.strides)),
+            builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(map.box)),
             builder.getNamedAttr("swizzle", builder.getI64IntegerAttr(128)),
         }));
         break;

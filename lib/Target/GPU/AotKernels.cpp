@@ -129,6 +129,15 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
   site.config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
   site.config.stages = options.fixedStages.value_or(tiles.stages);
+  site.config.layout = options.layout;
+  site.config.packedQkv = options.packed;
+  site.config.packedGrads = options.packed && site.backward;
+  // One packed tensor has one sequence length.
+  if (options.packed && shapes->qLen != shapes->kLen)
+    return op->emitError("--attention-layout=packed puts q, k and v in one "
+                         "[b, s, (q_heads + 2 kv_heads) * d] tensor, which "
+                         "needs q_len == k_len, got ")
+           << shapes->qLen << " and " << shapes->kLen;
   std::string message;
   if (failed(verifyAttentionKernelConfig(site.config, site.backward, message)))
     return op->emitError(message);

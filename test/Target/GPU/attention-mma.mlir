@@ -63,7 +63,7 @@
 // PTX: .maxntid 384, 1, 1
 // PTX: cvta.param.u64
 // PTX-DAG: setmaxnreg.dec.sync.aligned.u32 24;
-// PTX-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: setmaxnreg.inc.sync.aligned.u32 240;
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 

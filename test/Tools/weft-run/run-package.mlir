@@ -22,7 +22,7 @@
 // Pointers are arena offsets, immediates their values; the warpgroup forward's
 // q, k, v are tensor maps ([b*h][len][d], box 64 x block_q), 64-byte aligned
 // in the argument blob.
-// CHECK: launch {{[0-9]+}} at {{[0-9]+}} stream 0: weft_attn_forward_bf16_d64_causal_q128_k128_wgmma_s2 grid (1, 2, 2) block (384, 1, 1) smem {{[0-9]+}} blob 448 [+0 tensormap '{{s[0-9_]+}}'@{{[0-9]+}} dims [64, 16, 4] strides [128, 2048] box [64, 128, 1] swizzle 128B, +128 tensormap {{.*}}, +256 tensormap {{.*}}, +384 ptr '{{s[0-9_]+}}'@{{[0-9]+}}, +392 ptr '{{s[0-9_]+}}'@{{[0-9]+}}, +400 i32 2, +404 i32 2, +408 i32 2, +412 i32 16, +416 i32 16, +420 f32 0.125]
+// CHECK: launch {{[0-9]+}} at {{[0-9]+}} stream 0: weft_attn_forward_bf16_d64_causal_q128_k128_wgmma_s2 grid (1, 2, 2) block (384, 1, 1) smem {{[0-9]+}} blob 448 [+0 tensormap '{{s[0-9_]+}}'@{{[0-9]+}} dims [64, 16, 2, 2] strides [128, 2048, 4096] box [64, 128, 1, 1] swizzle 128B, +128 tensormap {{.*}}, +256 tensormap {{.*}}, +384 ptr '{{s[0-9_]+}}'@{{[0-9]+}}, +392 ptr '{{s[0-9_]+}}'@{{[0-9]+}}, +400 i32 2, +404 i32 2, +408 i32 2, +412 i32 16, +416 i32 16, +420 f32 0.125]
 // State comes from --load-state, inputs from --data: step s reads slice
 // s mod 3 of the [3, ...] arrays, the seed (no step dim) every step.
 // CHECK: step 1: arg0 <- {{.*}}state.npz:arg0

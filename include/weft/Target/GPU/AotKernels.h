@@ -4,6 +4,7 @@
 #ifndef WEFT_TARGET_GPU_AOTKERNELS_H
 #define WEFT_TARGET_GPU_AOTKERNELS_H
 
+#include "weft/Conversion/AttentionKernels.h"
 #include "weft/Target/GPU/TuningTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -42,6 +43,12 @@ struct KernelEmitOptions {
   std::optional<int64_t> fixedStages;
   /// When set, only the ops of this function (e.g. the training step).
   std::string function;
+  /// --attention-layout: where every unit's tensors live. HeadMajor is
+  /// PyTorch's [b, h, s, d]; SeqMajor [b, s, h, d]; `packed` (SeqMajor only)
+  /// makes q, k, v one [b, s, (q_heads + 2 kv_heads) * d] tensor and, in the
+  /// backward, dq, dk, dv another (the launcher takes qkv / dqkv).
+  AttentionKernelConfig::Layout layout = AttentionKernelConfig::Layout::HeadMajor;
+  bool packed = false;
 };
 
 /// Writes, for each weft.attention / weft.attention_grad op of `module` in
