@@ -292,9 +292,10 @@ class FakeRuntime:
 
     WeftError = RuntimeError
 
-    def __init__(self, units, dtype, fault=None):
+    def __init__(self, units, dtype, fault=None, layout="head_major"):
         self.kernels = {k.name: k for u in units for k in u.kernels}
         self.dtype, self.fault, self.launches, self.images = dtype, fault, [], []
+        self.layout = layout
 
     def module_load(self, image):
         self.images.append(image)
@@ -311,7 +312,17 @@ class FakeRuntime:
         a = {name: value for (name, _), (_, value) in zip(fn.params, args)}
         b, hq, hkv, s = a["batch"], a["q_heads"], a["kv_heads"], a["q_len"]
         d = 16
-        t = lambda name, heads=hq, dtype=self.dtype: view(a[name], (b, heads, s, d), dtype)  # noqa
+
+        def t(name, heads=hq, dtype=self.dtype):
+            """[b, h, s, d] view of a tensor argument as the layout places it
+            (the kernels' TensorRows, restated)."""
+            if self.layout == "head_major":
+                return view(a[name], (b, heads, s, d), dtype)
+            if self.layout == "packed" and name in ("q", "k", "v", "dq", "dk", "dv"):
+                whole = view(a[name], (b, s, hq + 2 * hkv, d), dtype)
+                first = {"q": 0, "dq": 0, "k": hq, "dk": hq}.get(name, hq + hkv)
+                return whole[:, :, first:first + heads].transpose(1, 2)
+            return view(a[name], (b, s, heads, d), dtype).transpose(1, 2)
         row = lambda name: view(a[name], (b, hq, s), torch.float32)  # noqa
         scale = a["scale"] * (1.01 if self.fault == "scale" else 1.0)
         if fn.role == "backward_preprocess":
@@ -327,25 +338,27 @@ class FakeRuntime:
             row("lse").copy_(ref["lse"])
         elif fn.role == "backward_dkdv":
             t("dk", hkv).copy_(ref["dk"])
-            t("dv", hkv).copy_(ref["dv"])
+            keys = s - 1 if self.fault == "unwritten_dv_row" else s
+            t("dv", hkv)[:, :, :keys].copy_(ref["dv"][:, :, :keys])
             if self.fault == "overrun":
                 view(a["dv"], (b * hkv * s * d + 1,), self.dtype)[-1] = 0.0
         else:
             t("dq").copy_(ref["dq"])
 
 
-def fake_setup(tmp_path, fault=None, causal=True):
+def fake_setup(tmp_path, fault=None, causal=True, layout="head_major"):
     units = ku.load_units(write_kernels_dir(tmp_path, [("bf16", 16, causal)]))
     for u in units:  # the fake reads causality from the kernel's name
+        u.layout = layout
         for k in u.kernels:
             k.name = ("causal_" if causal else "full_") + k.name
     groups, _ = ku.group_units(units)
-    rt = FakeRuntime(units, torch.bfloat16, fault)
+    rt = FakeRuntime(units, torch.bfloat16, fault, layout)
     return rt, groups
 
 
-def run_fake_point(tmp_path, fault=None, causal=True):
-    rt, groups = fake_setup(tmp_path, fault, causal)
+def run_fake_point(tmp_path, fault=None, causal=True, layout="head_major"):
+    rt, groups = fake_setup(tmp_path, fault, causal, layout)
     point = ar.SweepPoint(2, 4, 2, 40, 16, causal, "bf16")
     opts = ac.parse_args(["--kernels", str(tmp_path)])
     record = ac.run_point(rt, ac.Loader(rt), groups, point, "cpu", opts)
@@ -367,6 +380,52 @@ def test_fake_point_passes_and_launches_in_order(tmp_path, causal):
     assert not any(variant["nonfinite"].values()) and not any(variant["guard_violations"].values())
     line = ac.point_line(record)
     assert line.startswith("PASS bf16-d16-") and " | dv " in line
+
+
+@pytest.mark.parametrize("layout", ["seq_major", "packed"])
+def test_fake_point_in_seq_major_layouts_passes(tmp_path, layout):
+    # The harness lays q, k, v, dout out as [b, s, h, d] (packed: one qkv)
+    # and grades [b, h, s, d] views of what the kernels wrote.
+    _, record = run_fake_point(tmp_path, layout=layout)
+    assert record["status"] == "PASS", record["reasons"]
+    variant = record["variants"][0]
+    assert ("dqkv" in variant["nonfinite"]) == (layout == "packed")
+
+
+@pytest.mark.parametrize("layout", ["head_major", "packed"])
+def test_fake_point_unwritten_gradient_row_fails(tmp_path, layout):
+    # One key row of dv left unwritten: the poison shows in dv (in the
+    # packed dqkv: 2 batches x 2 kv heads x 16 elements).
+    _, record = run_fake_point(tmp_path, fault="unwritten_dv_row", layout=layout)
+    assert record["status"] == "FAIL"
+    name = "dqkv" if layout == "packed" else "dv"
+    assert f"{name}: 64 NaN/inf elements (unwritten or overflowed)" in record["reasons"]
+
+
+def test_loader_keeps_units_of_one_name_apart(tmp_path):
+    # Layout and MMA sets live in directories of their own with the same unit
+    # names: each unit loads its own cubin (a name-keyed cache once ran the
+    # head_major kernels for every layout).
+    first = ku.load_units(write_kernels_dir(tmp_path / "a", [("bf16", 16, True)]))
+    second = ku.load_units(write_kernels_dir(tmp_path / "b", [("bf16", 16, True)]))
+    assert first[0].name == second[0].name
+    rt = FakeRuntime(first + second, torch.bfloat16)
+    loader = ac.Loader(rt)
+    assert loader.get(first[0]).unit is first[0] and loader.get(second[0]).unit is second[0]
+
+
+def test_tensor_map_views_match_attention_tensor_map():
+    # attentionTensorMap's rank-4 views (the lit test attention-layout.mlir
+    # checks the same numbers in the C launcher).
+    values = {"batch": 1, "q_heads": 4, "kv_heads": 2, "q_len": 200, "k_len": 200}
+    assert ku.tensor_map_view("q", values, 64, "q_len", "q_heads", 128, "seq_major") == \
+        ((64, 200, 4, 1), (512, 128, 102400), (64, 128, 1, 1))
+    assert ku.tensor_map_view("k", values, 64, "k_len", "kv_heads", 64, "packed") == \
+        ((64, 200, 8, 1), (1024, 128, 204800), (64, 64, 1, 1))
+    assert ku.tensor_map_view("dout", values, 64, "q_len", "q_heads", 64, "packed")[0] == \
+        (64, 200, 4, 1)
+    assert ku.tensor_map_view("q", values, 64, "q_len", "q_heads", 128) == \
+        ((64, 200, 4, 1), (128, 25600, 102400), (64, 128, 1, 1))
 
 
 def test_fake_point_unwritten_row_fails(tmp_path):

@@ -107,18 +107,20 @@ weft_status weft_tensor_map_encode_tiled(CUtensorMap *map, CUtensorMapDataType d
     }
     // No two elements at one address: taken by increasing stride (TMA
     // allows any order, e.g. [b, s, h, d] read as (d, s, h, b)), each dim
-    // must step past the whole extent of the dims below it. dims * stride
-    // can overflow 64 bits, so compare by division.
-    unsigned order[kMaxRank];
+    // must step past the whole extent of the dims below it. A dim of extent
+    // 1 never steps (one kv head of [b, s, 1, d] has the rows' stride), so
+    // it is left out. dims * stride can overflow 64 bits: compare by division.
+    unsigned order[kMaxRank], count = 0;
     auto strideOf = [&](unsigned dim) -> unsigned long long {
       return dim == 0 ? element : strides_bytes[dim - 1];
     };
     for (unsigned i = 0; i < rank; ++i)
-      order[i] = i;
-    for (unsigned i = 1; i < rank; ++i)
+      if (i == 0 || dims[i] > 1)
+        order[count++] = i;
+    for (unsigned i = 1; i < count; ++i)
       for (unsigned j = i; j > 0 && strideOf(order[j]) < strideOf(order[j - 1]); --j)
         std::swap(order[j], order[j - 1]);
-    for (unsigned i = 1; i < rank; ++i) {
+    for (unsigned i = 1; i < count; ++i) {
       unsigned outer = order[i], inner = order[i - 1];
       unsigned long long span = strideOf(inner);
       if (strideOf(outer) / span < dims[inner])

@@ -68,33 +68,73 @@ def stream_handle(device):
     return torch.cuda.current_stream().cuda_stream if torch.device(device).type == "cuda" else 0
 
 
-def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, times=None):
+def layout_inputs(layout, q, k, v, dout):
+    """The kernels' inputs for `layout` from [b, h, s, d] tensors: as they
+    are, [b, s, h, d] contiguous copies, or q, k, v packed into one
+    [b, s, hq + 2 hkv, d] tensor (each name then maps to its start)."""
+    if layout == "head_major":
+        return dict(q=q, k=k, v=v, dout=dout)
+    q_s, k_s, v_s = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+    dout_s = dout.transpose(1, 2).contiguous()
+    if layout == "seq_major":
+        return dict(q=q_s, k=k_s, v=v_s, dout=dout_s)
+    qkv = torch.cat([q_s, k_s, v_s], dim=2).contiguous()
+    return dict(q=qkv, k=qkv, v=qkv, dout=dout_s, qkv=qkv)
+
+
+def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, times=None,
+             layout="head_major"):
     """Weft's forward, then its backward on Weft's own out and lse (as a
-    training step runs them). forward/backward: kernel_units.LoadedUnit.
-    Returns ({output: Poisoned}, [launch records])."""
-    b, hq, s, d = point.batch, point.q_heads, point.seq, point.head_dim
+    training step runs them). forward/backward: kernel_units.LoadedUnit;
+    q, k, v, dout [b, h, s, d], laid out for `layout` here. Returns
+    ({buffer: Poisoned}, {output: its [b, h, s, d] view}, [launch records]):
+    the buffers are what the kernels wrote (every element must be written:
+    a packed dqkv as a whole), the views what the reference grades."""
+    b, hq, hkv, s, d = point.batch, point.q_heads, point.kv_heads, point.seq, point.head_dim
     dtype = q.dtype
-    bufs = {"out": Poisoned((b, hq, s, d), dtype, device, guarded),
+    seq_first = layout != "head_major"
+    # [b, h, s, d] shapes of the kernels' tensors in this layout, and the
+    # view back to [b, h, s, d].
+    def shape(heads):
+        return (b, s, heads, d) if seq_first else (b, heads, s, d)
+
+    def view(t):
+        return t.transpose(1, 2) if seq_first else t
+
+    inputs = layout_inputs(layout, q, k, v, dout)
+    bufs = {"out": Poisoned(shape(hq), dtype, device, guarded),
             "lse": Poisoned((b, hq, s), torch.float32, device, guarded)}
-    values = dict(point.shapes, scale=point.scale, q=q, k=k, v=v)
+    values = dict(point.shapes, scale=point.scale, q=inputs["q"], k=inputs["k"], v=inputs["v"])
     stream = stream_handle(device)
     t0 = time.perf_counter()
     values.update(out=bufs["out"].tensor, lse=bufs["lse"].tensor)
     launched = forward.launch(rt, values, point.shapes, stream)
     synchronize(device)
     t1 = time.perf_counter()
-    bufs["dq"] = Poisoned((b, hq, s, d), dtype, device, guarded)
-    bufs["dk"] = Poisoned(tuple(k.shape), dtype, device, guarded)
-    bufs["dv"] = Poisoned(tuple(v.shape), dtype, device, guarded)
+    views = {"out": view(bufs["out"].tensor), "lse": bufs["lse"].tensor}
+    if layout == "packed":
+        bufs["dqkv"] = Poisoned((b, s, hq + 2 * hkv, d), dtype, device, guarded)
+        packed = bufs["dqkv"].tensor
+        grads = {"dq": packed, "dk": packed, "dv": packed}
+        views.update(dq=view(packed[:, :, :hq]), dk=view(packed[:, :, hq:hq + hkv]),
+                     dv=view(packed[:, :, hq + hkv:]))
+    else:
+        bufs["dq"] = Poisoned(shape(hq), dtype, device, guarded)
+        bufs["dk"] = Poisoned(shape(hkv), dtype, device, guarded)
+        bufs["dv"] = Poisoned(shape(hkv), dtype, device, guarded)
+        grads = {name: bufs[name].tensor for name in ("dq", "dk", "dv")}
+        views.update({name: view(bufs[name].tensor) for name in ("dq", "dk", "dv")})
     for name, _ in backward.unit.workspaces:
         bufs[name] = Poisoned((b, hq, s), torch.float32, device, guarded)
-    values.update({name: buf.tensor for name, buf in bufs.items()}, dout=dout)
+        views[name] = bufs[name].tensor
+    values.update(grads, dout=inputs["dout"])
+    values.update({name: bufs[name].tensor for name, _ in backward.unit.workspaces})
     launched += backward.launch(rt, values, point.shapes, stream)
     synchronize(device)
     if times is not None:
         times["weft_fwd"] = t1 - t0
         times["weft_bwd"] = time.perf_counter() - t1
-    return bufs, launched
+    return bufs, views, launched
 
 
 class Loader:
@@ -105,12 +145,15 @@ class Loader:
         self.rt, self.loaded = rt, {}
 
     def get(self, unit):
-        if unit.name not in self.loaded:
+        # By cubin: units of other layouts or MMA kinds, in other
+        # directories, share names (bf16_d128_causal_attention_0).
+        key = os.path.abspath(unit.cubin_path)
+        if key not in self.loaded:
             try:
-                self.loaded[unit.name] = ku.LoadedUnit(self.rt, unit)
+                self.loaded[key] = ku.LoadedUnit(self.rt, unit)
             except Exception as e:  # the binding's WeftError, or a bad cubin path
-                self.loaded[unit.name] = e
-        result = self.loaded[unit.name]
+                self.loaded[key] = e
+        result = self.loaded[key]
         if isinstance(result, Exception):
             raise RuntimeError(f"loading unit {unit.name} ({unit.cubin_path}) failed: {result}")
         return result
@@ -118,6 +161,10 @@ class Loader:
 
 def variants_for(groups, point):
     return sorted(key for key in groups if key[:3] == (point.dtype, point.head_dim, point.causal))
+
+
+def layout_of(group):
+    return next(iter(group.values())).layout
 
 
 def check_context(device):
@@ -132,12 +179,13 @@ def check_context(device):
         raise ContextLost(str(e)) from e
 
 
-def compare_weft(bufs, ref, sdpa_err, dout, lse_tol, ratio_bound):
-    """Errors, non-finite counts and guards of Weft's outputs; the verdict."""
+def compare_weft(bufs, views, ref, sdpa_err, dout, lse_tol, ratio_bound):
+    """Errors (of the [b, h, s, d] views), non-finite counts and guards (of
+    the whole buffers) of Weft's outputs; the verdict."""
     weft_err, weft_rel = {}, {}
     for name in ar.GRADED:
-        weft_err[name], weft_rel[name] = ar.error_of(bufs[name].tensor, ref[name])
-    lse_err, _ = ar.error_of(bufs["lse"].tensor, ref["lse"])
+        weft_err[name], weft_rel[name] = ar.error_of(views[name], ref[name])
+    lse_err, _ = ar.error_of(views["lse"], ref["lse"])
     nonfinite = {name: ar.nonfinite_count(buf.tensor) for name, buf in bufs.items()}
     guards = {name: buf.guard_violations() for name, buf in bufs.items()}
     passed, reasons, ratios = ar.judge(weft_err, sdpa_err, lse_err, nonfinite, lse_tol,
@@ -149,7 +197,7 @@ def compare_weft(bufs, ref, sdpa_err, dout, lse_tol, ratio_bound):
     delta_err = None
     if "delta" in bufs:
         # Reported, not judged: a wrong delta already shows in dq and dk.
-        delta_ref = (dout.to(torch.float64) * bufs["out"].tensor.to(torch.float64)).sum(-1)
+        delta_ref = (dout.to(torch.float64) * views["out"].to(torch.float64)).sum(-1)
         delta_err = ar.error_of(bufs["delta"].tensor, delta_ref)[0]
     return {"weft_err": weft_err, "weft_rel": weft_rel, "lse_err": lse_err, "ratios": ratios,
             "nonfinite": nonfinite, "guard_violations": guards, "delta_err": delta_err,
@@ -198,17 +246,17 @@ def run_point(rt, loader, groups, point, device, opts):
         else:
             variant["units"] = [unit_fwd.name, unit_bwd.name]
             try:
-                bufs, variant["launches"] = run_weft(
+                bufs, views, variant["launches"] = run_weft(
                     rt, loader.get(unit_fwd), loader.get(unit_bwd), point, q, k, v, dout,
-                    device, guarded=True, times=times)
+                    device, guarded=True, times=times, layout=layout_of(groups[key]))
             except Exception as e:
                 variant.update(passed=False, reasons=[f"launch failed: {e}"])
                 check_context(device)
             else:
                 t = time.perf_counter()
-                variant.update(compare_weft(bufs, ref, sdpa_err, dout, opts.lse_tol,
+                variant.update(compare_weft(bufs, views, ref, sdpa_err, dout, opts.lse_tol,
                                             opts.ratio_bound))
-                del bufs
+                del bufs, views
                 times["compare"] = times.get("compare", 0.0) + time.perf_counter() - t
         passed_all &= variant["passed"]
         reasons_all += variant["reasons"]
@@ -332,8 +380,9 @@ def run_sanitize(rt, loader, groups, opts, device):
                     raise RuntimeError("the configuration lacks a "
                                        f"{'forward' if fwd is None else 'backward'} unit")
                 q, k, v, dout = ar.make_inputs(point, device)
-                bufs, _ = run_weft(rt, loader.get(fwd), loader.get(bwd), point, q, k, v, dout,
-                                   device, guarded=False)
+                bufs, _, _ = run_weft(rt, loader.get(fwd), loader.get(bwd), point, q, k, v,
+                                      dout, device, guarded=False,
+                                      layout=layout_of(groups[key]))
                 bad = {n: ar.nonfinite_count(b.tensor) for n, b in bufs.items()}
                 bad = {n: c for n, c in bad.items() if c}
                 if bad:
@@ -346,6 +395,68 @@ def run_sanitize(rt, loader, groups, opts, device):
                 print(f"FAIL {label}: {e}", flush=True)
                 check_context(device)
     return failures
+
+
+def time_layouts(rt, loader, groups, opts):
+    """Forward + backward of each pair at opts.time (B,H,S,D; bf16, every
+    causal setting the units have), median of CUDA-event timings over
+    opts.time_iters runs after 3 warm-ups; the layouts' inputs are built
+    once, outside the timing. Prints one line per pair and returns them."""
+    b, h, s, d = (int(x) for x in opts.time.split(","))
+    rows = []
+    for key in sorted(groups):
+        group = groups[key]
+        if key[1] != d or "forward" not in group or "backward" not in group:
+            continue
+        point = ar.SweepPoint(b, h, h, s, d, key[2], key[0])
+        q, k, v, dout = ar.make_inputs(point, opts.device)
+        fwd, bwd = loader.get(group["forward"]), loader.get(group["backward"])
+        layout = layout_of(group)
+        samples = []
+        for i in range(3 + opts.time_iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            inputs = layout_inputs(layout, q, k, v, dout)
+            out = torch.empty((b, s, h, d) if layout != "head_major" else (b, h, s, d),
+                              dtype=q.dtype, device=opts.device)
+            lse = torch.empty((b, h, s), dtype=torch.float32, device=opts.device)
+            delta = torch.empty_like(lse)
+            if layout == "packed":
+                dqkv = torch.empty_like(inputs["qkv"])
+                grads = dict(dq=dqkv, dk=dqkv, dv=dqkv)
+            else:
+                grads = {n: torch.empty_like(inputs[n[1:]]) for n in ("dq", "dk", "dv")}
+            values = dict(point.shapes, scale=point.scale, q=inputs["q"], k=inputs["k"],
+                          v=inputs["v"], dout=inputs["dout"], out=out, lse=lse, delta=delta,
+                          **grads)
+            stream = stream_handle(opts.device)
+            torch.cuda.synchronize()
+            start.record()
+            fwd.launch(rt, values, point.shapes, stream)
+            bwd.launch(rt, values, point.shapes, stream)
+            end.record()
+            torch.cuda.synchronize()
+            if i >= 3:
+                samples.append(start.elapsed_time(end))
+        samples.sort()
+        ms = samples[len(samples) // 2]
+        # The forward is 2 matmuls of 2 b h s^2 d FLOPs, the backward 5: 3.5x.
+        flops = 4 * b * h * s * s * d * (0.5 if key[2] else 1.0) * 3.5
+        row = {"pair": ku.pair_name(group), "layout": layout, "mma": group["forward"].mma,
+               "ms": ms, "tflops": flops / ms / 1e9}
+        rows.append(row)
+        print(f"time b={b} h={h} s={s} d={d}: {row['pair']}: fwd+bwd {ms:.3f} ms "
+              f"({row['tflops']:.0f} TFLOP/s)", flush=True)
+        del q, k, v, dout
+    by_problem = {}
+    for row in rows:
+        by_problem.setdefault((row["pair"].split(" ")[0], row["mma"]), []).append(row)
+    for (problem, mma), entries in by_problem.items():
+        base = next((r for r in entries if r["layout"] == "head_major"), None)
+        for r in entries:
+            if base and r is not base:
+                print(f"time {problem} {mma}: {r['layout']} / head_major = "
+                      f"{r['ms'] / base['ms']:.3f} ({r['ms']:.3f} vs {base['ms']:.3f} ms)")
+    return rows
 
 
 def parse_args(argv):
@@ -368,6 +479,16 @@ def parse_args(argv):
     p.add_argument("--point-timeout", type=float, default=180.0,
                    help="seconds one point may take before the run is declared hung")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--layout", choices=ku.LAYOUTS + ("all",), default="head_major",
+                   help="the units of this layout (their JSON config \"layout\"); all: each "
+                        "point runs every layout's pair")
+    p.add_argument("--split-mma", action="store_true",
+                   help="pair warp and warpgroup units of one problem apart, so a point "
+                        "runs both")
+    p.add_argument("--time", metavar="B,H,S,D",
+                   help="after the checks, time each pair's forward + backward at this "
+                        "b, q heads (= kv heads), s, d for the selected dtype/causal units")
+    p.add_argument("--time-iters", type=int, default=20)
     return p.parse_args(argv)
 
 
@@ -410,7 +531,13 @@ def main(argv=None):
     except ku.UnitError as e:
         print(f"error: {e}")
         return 1
-    groups, notes = ku.group_by_problem(units)
+    if opts.layout != "all":
+        units = [u for u in units if u.layout == opts.layout]
+        if not units:
+            print(f"error: no {opts.layout} units under {opts.kernels}")
+            return 1
+    groups, notes = ku.group_by_problem(units, by_layout=opts.layout == "all",
+                                        by_mma=opts.split_mma)
     describe_units(units, notes)
     if not torch.cuda.is_available():
         print("error: torch sees no CUDA device")
@@ -487,6 +614,9 @@ def main(argv=None):
     write_json(opts.json, report)
     print_summary(summary, opts.lse_tol, opts.ratio_bound)
     print(f"   wall {summary['wall_seconds']:.1f}s")
+    if opts.time:
+        report["timing"] = time_layouts(rt, loader, groups, opts)
+        write_json(opts.json, report)
     ok = summary["passed"] == summary["points"]
     print("== PASS" if ok else "== FAIL")
     return 0 if ok else 1

@@ -10,6 +10,10 @@ DIRECTIONS = ("forward", "backward")
 ROLES = ("forward", "backward_preprocess", "backward_dkdv", "backward_dq")
 # A unit's MMA kind (its JSON config "mma"; absent in older units = warp).
 MMA_KINDS = ("warp", "warpgroup")
+# Where a unit's tensors live (its JSON config "layout"; absent = head_major):
+# [b, h, s, d], [b, s, h, d], or [b, s, h, d] with q, k, v one packed
+# [b, s, hq + 2 hkv, d] tensor (and dq, dk, dv another in the backward).
+LAYOUTS = ("head_major", "seq_major", "packed")
 PARAM_KINDS = {"pointer": "ptr", "i32": "i32", "f32": "f32", "tensormap": "tensormap"}
 # A tensormap param's tensor viewed as [batch * heads][len][head_dim]: its
 # "len" and "heads" name these scalars.
@@ -64,13 +68,16 @@ class Unit:
     workspaces: list = field(default_factory=list)  # [(name, dtype)]
     mma: str = "warp"
     stages: int = 2
+    layout: str = "head_major"
 
     @property
     def config_key(self):
-        """(dtype, head_dim, causal, block_q, block_k, mma, stages): two forward
-        units that differ only in MMA kind or pipeline stages are two configs."""
-        return (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k, self.mma,
-                self.stages)
+        """(dtype, head_dim, causal, block_q, block_k, mma, stages[, layout]):
+        two forward units that differ only in MMA kind, pipeline stages or
+        layout are two configs (head_major adds nothing to the key)."""
+        key = (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k, self.mma,
+               self.stages)
+        return key if self.layout == "head_major" else key + (self.layout,)
 
 
 def config_name(key):
@@ -172,6 +179,9 @@ def parse_unit(obj, directory, where):
     mma = config.get("mma", "warp")
     if mma not in MMA_KINDS:
         raise UnitError(f"{where}: config mma {mma!r} is not warp or warpgroup")
+    layout = config.get("layout", "head_major")
+    if layout not in LAYOUTS:
+        raise UnitError(f"{where}: config layout {layout!r} is not one of {', '.join(LAYOUTS)}")
     kernels = [_parse_kernel(k, where) for k in _field(obj, "kernels", list, where)]
     expected = ["forward"] if direction == "forward" else list(ROLES[1:])
     roles = [k.role for k in kernels]
@@ -201,7 +211,7 @@ def parse_unit(obj, directory, where):
                 block_q=_field(config, "block_q", int, f"{where} config"),
                 block_k=_field(config, "block_k", int, f"{where} config"),
                 arch=obj.get("arch", "?"), cubin_path=cubin, kernels=kernels,
-                workspaces=workspaces, mma=mma, stages=config.get("stages", 2))
+                workspaces=workspaces, mma=mma, stages=config.get("stages", 2), layout=layout)
 
 
 def load_units(root):
@@ -249,12 +259,16 @@ def group_units(units):
     return groups, notes
 
 
-def group_by_problem(units):
+def group_by_problem(units, by_layout=False, by_mma=False):
     """{(dtype, head_dim, causal): {"forward": Unit, "backward": Unit}}, and
     notes on duplicates: the pairs a training step runs, whose forward and
     backward may have different tiles (the autotuner picks them apart,
-    bench/attention_tuning.json)."""
-    return _group(units, lambda unit: unit.config_key[:3])
+    bench/attention_tuning.json). by_layout / by_mma extend the key with the
+    unit's layout / MMA kind, so each is a pair of its own."""
+    def key(unit):
+        return (unit.config_key[:3] + ((unit.layout,) if by_layout else ())
+                + ((unit.mma,) if by_mma else ()))
+    return _group(units, key)
 
 
 def _group(units, key_of):
@@ -277,7 +291,8 @@ def pair_name(group):
     parts = [f"{short[d]} q{u.block_q}k{u.block_k}{mma_suffix(u.mma)}" for d, u in sorted(
         group.items(), key=lambda item: item[0] != "forward")]
     unit = next(iter(group.values()))
-    return f"{config_name(unit.config_key[:3])} " + " / ".join(parts)
+    layout = "" if unit.layout == "head_major" else f" [{unit.layout}]"
+    return f"{config_name(unit.config_key[:3])}{layout} " + " / ".join(parts)
 
 
 def ceil_div(a, b):
@@ -298,20 +313,33 @@ def _pointer(value):
     return value if isinstance(value, int) else value.data_ptr()
 
 
-def tensor_map_for(kernel, pname, values, dtype, head_dim):
+def tensor_map_view(pname, values, head_dim, length, heads, box_rows, layout="head_major"):
+    """(dims, strides, box) of attentionTensorMap (AttentionKernels.h): rank 4,
+    dims innermost first (d, len, heads, batch), byte strides of dims 1..3."""
+    rows, n_heads, batch = values[length], values[heads], values["batch"]
+    if layout == "head_major":
+        strides = (head_dim * 2, rows * head_dim * 2, n_heads * rows * head_dim * 2)
+    else:
+        if layout == "packed" and pname in ("q", "k", "v"):
+            n_heads = values["q_heads"] + 2 * values["kv_heads"]
+        pitch = n_heads * head_dim * 2
+        strides = (pitch, head_dim * 2, rows * pitch)
+    return (head_dim, rows, n_heads, batch), strides, (64, box_rows, 1, 1)
+
+
+def tensor_map_for(kernel, pname, values, dtype, head_dim, layout="head_major"):
     """The CUtensorMap (runtime.TensorMap) of tensormap param `pname`: its
-    tensor as [batch * heads][len][head_dim], box (64, box rows, 1), 128-byte
-    swizzle, as the warpgroup forward reads it."""
+    tensor viewed as (head_dim, len, heads, batch) for the unit's layout, box
+    (64, box rows, 1, 1), 128-byte swizzle, as the warpgroup kernels read it."""
     from weft import runtime as rt
     length, heads, box_rows = kernel.tensor_maps[pname]
-    rows, planes = values[length], values["batch"] * values[heads]
-    pointer = _pointer(values[pname])
-    return rt.tensor_map_encode_tiled(dtype, pointer, (head_dim, rows, planes),
-                                      (head_dim * 2, rows * head_dim * 2),
-                                      (64, box_rows, 1), swizzle=128)
+    dims, strides, box = tensor_map_view(pname, values, head_dim, length, heads, box_rows,
+                                         layout)
+    return rt.tensor_map_encode_tiled(dtype, _pointer(values[pname]), dims, strides, box,
+                                      swizzle=128)
 
 
-def build_args(kernel, values, dtype=None, head_dim=None):
+def build_args(kernel, values, dtype=None, head_dim=None, layout="head_major"):
     """The runtime's argument list for `kernel`: [(kind, value)] in param order.
     `values` maps contract names (q, ..., delta, batch, ..., scale) to tensors
     (anything with data_ptr()) or ints for pointers, and ints/floats for scalars.
@@ -322,7 +350,8 @@ def build_args(kernel, values, dtype=None, head_dim=None):
             if dtype is None or head_dim is None or pname not in values:
                 raise UnitError(f"kernel {kernel.name}: tensormap param {pname!r} needs its "
                                 f"tensor, the dtype and head_dim")
-            args.append(("tensormap", tensor_map_for(kernel, pname, values, dtype, head_dim)))
+            args.append(("tensormap", tensor_map_for(kernel, pname, values, dtype, head_dim,
+                                                     layout)))
             continue
         key = pname if pname in values else PARAM_ALIASES.get(pname, pname)
         if key not in values:
@@ -371,7 +400,8 @@ class LoadedUnit:
         for kernel, fn in zip(self.unit.kernels, self.functions):
             grid = grid_for(kernel, shapes)
             block = (kernel.threads, 1, 1)
-            args = build_args(kernel, values, self.unit.dtype, self.unit.head_dim)
+            args = build_args(kernel, values, self.unit.dtype, self.unit.head_dim,
+                              self.unit.layout)
             rt.launch(fn, grid, block, kernel.dynamic_smem_bytes, stream, args)
             launched.append((kernel.name, grid, block, kernel.dynamic_smem_bytes))
         return launched

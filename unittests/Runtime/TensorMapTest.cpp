@@ -105,6 +105,18 @@ TEST(TensorMap, PermutedStridesPassTheChecks) {
   EXPECT_EQ(c.encode(), WEFT_ERROR_DRIVER_MISSING) << lastError();
 }
 
+TEST(TensorMap, OneHeadSharesTheRowStride) {
+  // MQA's k as [b=2, s=1000, h=1, d=128]: the heads' stride (256 bytes)
+  // equals the rows'; a dim of extent 1 never steps, so nothing overlaps.
+  if (driverOverridden() || driverLibraryPresent())
+    GTEST_SKIP() << "the fake global address must not reach a real driver";
+  TensorMapCase c = seqMajorCase();
+  c.dims[2] = 1;
+  c.strides[0] = 128 * 2;
+  c.strides[2] = 1000 * 128 * 2;
+  EXPECT_EQ(c.encode(), WEFT_ERROR_DRIVER_MISSING) << lastError();
+}
+
 TEST(TensorMap, PermutedStridesThatOverlap) {
   // Nine heads in a row of eight: head 8 of row r is head 0 of row r + 1.
   TensorMapCase c = seqMajorCase();
