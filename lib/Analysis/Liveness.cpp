@@ -3,6 +3,8 @@
 // then lifetimes and categories per buffer.
 #include "weft/Analysis/Liveness.h"
 
+#include "weft/Analysis/AttentionPacking.h"
+
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -179,10 +181,18 @@ LogicalResult LivenessBuilder::build() {
     });
   }
 
-  // Views share their operand's buffer.
-  for (Operation *op : result.schedule)
+  // Views share their operand's buffer: reshapes, and the split / concat
+  // around attention that the kernels read and write packed.
+  for (Operation *op : result.schedule) {
     if (auto reshape = dyn_cast<ReshapeOp>(op))
       unite(ids.lookup(reshape.getX()), ids.lookup(reshape.getY()));
+    if (auto split = dyn_cast<SplitOp>(op); split && packedQkvSplit(split))
+      for (Value piece : split.getResults())
+        unite(ids.lookup(split.getX()), ids.lookup(piece));
+    if (auto concat = dyn_cast<ConcatOp>(op); concat && isPackedGradConcat(concat))
+      for (Value piece : concat.getPieces())
+        unite(ids.lookup(piece), ids.lookup(concat.getY()));
+  }
 
   for (BlockArgument arg : block.getArguments())
     if (func.getArgAttr(arg.getArgNumber(), WeftDialect::kParamAttr) &&

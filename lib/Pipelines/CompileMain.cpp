@@ -89,7 +89,8 @@ struct CompileOptions {
       cl::desc("Where the --emit=kernels attention units' tensors live: "
                "head_major (default; [b, h, s, d]), seq_major ([b, s, h, d]) "
                "or packed (seq_major with q, k, v in one [b, s, (hq + 2 hkv) "
-               "* d] tensor, and dq, dk, dv in another)"),
+               "* d] tensor, and dq, dk, dv in another) or packed_grouped "
+               "(packed, heads per kv head: [b, s, hkv, hq / hkv + 2, d])"),
       cl::init("head_major"), cl::cat(category)};
   cl::opt<std::string> tuningTable{
       "tuning-table",
@@ -317,16 +318,17 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   if (cli.attentionStages.getNumOccurrences())
     kernelOptions.fixedStages = cli.attentionStages;
   if (cli.attentionLayout != "head_major" && cli.attentionLayout != "seq_major" &&
-      cli.attentionLayout != "packed")
-    return usageError("--attention-layout must be head_major, seq_major or packed, got '" +
-                      cli.attentionLayout + "'");
+      cli.attentionLayout != "packed" && cli.attentionLayout != "packed_grouped")
+    return usageError("--attention-layout must be head_major, seq_major, packed or "
+                      "packed_grouped, got '" + cli.attentionLayout + "'");
   if (cli.attentionLayout != "head_major" && !emitKernels)
     return usageError("--attention-layout=" + cli.attentionLayout +
                       " applies to --emit=kernels only (a package's layouts come from "
                       "its IR)");
   if (cli.attentionLayout != "head_major")
     kernelOptions.layout = weft::gpu::AttentionKernelConfig::Layout::SeqMajor;
-  kernelOptions.packed = cli.attentionLayout == "packed";
+  kernelOptions.packed = StringRef(cli.attentionLayout).starts_with("packed");
+  kernelOptions.grouped = cli.attentionLayout == "packed_grouped";
   std::optional<weft::gpu::AttentionTuningTable> table;
   if (emitKernels || emitPackage) {
     std::string path = tuningTablePath(cli.tuningTable);

@@ -78,8 +78,26 @@ def layout_inputs(layout, q, k, v, dout):
     dout_s = dout.transpose(1, 2).contiguous()
     if layout == "seq_major":
         return dict(q=q_s, k=k_s, v=v_s, dout=dout_s)
-    qkv = torch.cat([q_s, k_s, v_s], dim=2).contiguous()
+    if layout == "packed_grouped":
+        # Per kv head: its g q heads, then k, then v ([b, s, hkv, g + 2, d]).
+        b, s, hkv, d = k_s.shape
+        g = q_s.shape[2] // hkv
+        qkv = torch.cat([q_s.reshape(b, s, hkv, g, d), k_s.unsqueeze(3), v_s.unsqueeze(3)],
+                        dim=3).reshape(b, s, (g + 2) * hkv, d).contiguous()
+    else:
+        qkv = torch.cat([q_s, k_s, v_s], dim=2).contiguous()
     return dict(q=qkv, k=qkv, v=qkv, dout=dout_s, qkv=qkv)
+
+
+def packed_views(packed, layout, hq, hkv):
+    """dq, dk, dv ([b, s, h, d]) of a packed gradient in `layout`."""
+    if layout == "packed":
+        return packed[:, :, :hq], packed[:, :, hq:hq + hkv], packed[:, :, hq + hkv:]
+    b, s, _, d = packed.shape
+    g = hq // hkv
+    grouped = packed.view(b, s, hkv, g + 2, d)
+    return (grouped[:, :, :, :g].reshape(b, s, hq, d), grouped[:, :, :, g],
+            grouped[:, :, :, g + 1])
 
 
 def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, times=None,
@@ -112,12 +130,12 @@ def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, 
     synchronize(device)
     t1 = time.perf_counter()
     views = {"out": view(bufs["out"].tensor), "lse": bufs["lse"].tensor}
-    if layout == "packed":
+    if layout.startswith("packed"):
         bufs["dqkv"] = Poisoned((b, s, hq + 2 * hkv, d), dtype, device, guarded)
         packed = bufs["dqkv"].tensor
         grads = {"dq": packed, "dk": packed, "dv": packed}
-        views.update(dq=view(packed[:, :, :hq]), dk=view(packed[:, :, hq:hq + hkv]),
-                     dv=view(packed[:, :, hq + hkv:]))
+        dq, dk, dv = packed_views(packed, layout, hq, hkv)
+        views.update(dq=view(dq), dk=view(dk), dv=view(dv))
     else:
         bufs["dq"] = Poisoned(shape(hq), dtype, device, guarded)
         bufs["dk"] = Poisoned(shape(hkv), dtype, device, guarded)
@@ -420,7 +438,7 @@ def time_layouts(rt, loader, groups, opts):
                               dtype=q.dtype, device=opts.device)
             lse = torch.empty((b, h, s), dtype=torch.float32, device=opts.device)
             delta = torch.empty_like(lse)
-            if layout == "packed":
+            if layout.startswith("packed"):
                 dqkv = torch.empty_like(inputs["qkv"])
                 grads = dict(dq=dqkv, dk=dqkv, dv=dqkv)
             else:

@@ -13,7 +13,7 @@ MMA_KINDS = ("warp", "warpgroup")
 # Where a unit's tensors live (its JSON config "layout"; absent = head_major):
 # [b, h, s, d], [b, s, h, d], or [b, s, h, d] with q, k, v one packed
 # [b, s, hq + 2 hkv, d] tensor (and dq, dk, dv another in the backward).
-LAYOUTS = ("head_major", "seq_major", "packed")
+LAYOUTS = ("head_major", "seq_major", "packed", "packed_grouped")
 PARAM_KINDS = {"pointer": "ptr", "i32": "i32", "f32": "f32", "tensormap": "tensormap"}
 # A tensormap param's tensor viewed as [batch * heads][len][head_dim]: its
 # "len" and "heads" name these scalars.
@@ -320,7 +320,7 @@ def tensor_map_view(pname, values, head_dim, length, heads, box_rows, layout="he
     if layout == "head_major":
         strides = (head_dim * 2, rows * head_dim * 2, n_heads * rows * head_dim * 2)
     else:
-        if layout == "packed" and pname in ("q", "k", "v"):
+        if layout.startswith("packed") and pname in ("q", "k", "v"):
             n_heads = values["q_heads"] + 2 * values["kv_heads"]
         pitch = n_heads * head_dim * 2
         strides = (pitch, head_dim * 2, rows * pitch)

@@ -13,7 +13,9 @@
 //  - the function's results live to the last step (the return uses them);
 //  - an op's workspace (MemoryOpInterface::getWorkspaceBytes) lives during
 //    its op's step only.
-// `weft.reshape` results are views: they share their operand's buffer. A
+// `weft.reshape` results are views: they share their operand's buffer; so do
+// the pieces of a split and the result of a concat that seq-major attention
+// reads and writes packed (AttentionPacking.h), in a buffer of the whole. A
 // function result with `weft.alias = j` is written into argument j's buffer
 // (an in-place update); the argument must not be read after that write.
 //

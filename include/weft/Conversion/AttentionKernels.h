@@ -47,13 +47,20 @@ struct AttentionKernelConfig {
   /// SeqMajor backward only: dq, dk and dv are written into one packed tensor of the
   /// same shape; the dq, dk and dv parameters all receive its start.
   bool packedGrads = false;
+  /// The packed tensors' head order (SeqMajor, with a packed flag): false,
+  /// q's heads, then k's, then v's ([b, s, 3, h, d] at g = 1); true, per kv
+  /// head j its g = q_heads / kv_heads q heads, then k, then v (Megatron-LM's
+  /// [b, s, kv_heads, g + 2, d]).
+  bool groupedQkv = false;
 
   /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64"; SeqMajor adds
-  /// "_sm", then "_pqkv" / "_pgrad" for the packed tensors.
+  /// "_sm", then "_pqkv" / "_pgrad" for the packed tensors and "_grp" when
+  /// they are grouped.
   std::string suffix() const;
 };
 
-/// "head_major", "seq_major" or "packed" (SeqMajor with a packed flag): how
+/// "head_major", "seq_major", "packed" or "packed_grouped" (SeqMajor with a
+/// packed flag, grouped or not): how
 /// weft-compile --attention-layout and the AOT units' metadata spell it.
 llvm::StringRef layoutName(const AttentionKernelConfig &config);
 

@@ -43,7 +43,8 @@ std::string AttentionKernelConfig::suffix() const {
   // HeadMajor adds nothing, so the names of today's kernels stay as they are.
   std::string layoutPart;
   if (layout == Layout::SeqMajor)
-    layoutPart = std::string("_sm") + (packedQkv ? "_pqkv" : "") + (packedGrads ? "_pgrad" : "");
+    layoutPart = std::string("_sm") + (packedQkv ? "_pqkv" : "") + (packedGrads ? "_pgrad" : "") +
+                 (groupedQkv ? "_grp" : "");
   return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}{5}{6}", bf16 ? "bf16" : "f16", headDim,
                        causal ? "causal" : "full", blockQ, blockK,
                        warpgroupMma ? llvm::formatv("_wgmma_s{0}", stages).str()
@@ -55,7 +56,9 @@ std::string AttentionKernelConfig::suffix() const {
 llvm::StringRef layoutName(const AttentionKernelConfig &config) {
   if (config.layout == AttentionKernelConfig::Layout::HeadMajor)
     return "head_major";
-  return config.packedQkv || config.packedGrads ? "packed" : "seq_major";
+  if (!config.packedQkv && !config.packedGrads)
+    return "seq_major";
+  return config.groupedQkv ? "packed_grouped" : "packed";
 }
 
 AttentionTensorMap attentionTensorMap(const AttentionKernelConfig &config,
@@ -140,6 +143,11 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
                             "packedGrads = {1}) need the seq_major layout, got "
                             "head_major",
                             config.packedQkv, config.packedGrads);
+    return failure();
+  }
+  if (config.groupedQkv && !config.packedQkv && !config.packedGrads) {
+    message = "grouped packing (groupedQkv) orders the heads of a packed tensor; "
+              "it needs packedQkv or packedGrads";
     return failure();
   }
   // 227 KiB is what an sm_90 CTA may opt in to.

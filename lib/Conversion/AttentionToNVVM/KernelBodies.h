@@ -87,7 +87,8 @@ enum class AttentionOperand { Q, K, V, Out, DOut, DQ, DK, DV };
 /// * len + r) * d elements, pitch d. SeqMajor: (b * len + r) * pitch +
 /// (headOffset + h) * d with pitch = heads * d, where a packed tensor has
 /// q_heads + 2 kv_heads heads and k / v (dk / dv) start at head q_heads /
-/// q_heads + kv_heads. In-tile offsets (row * pitch, rows < 256) stay i32:
+/// q_heads + kv_heads, or, grouped, kv head j's k / v at j (g + 2) + g / + g
+/// + 1 and q head h at h + 2 (h / g) (g = q_heads / kv_heads). In-tile offsets (row * pitch, rows < 256) stay i32:
 /// pitches up to 8 MiB.
 struct TensorRows {
   TensorRows(WarpEmitter &e, const AttentionKernelConfig &config, const KernelScalars &s,
@@ -107,6 +108,10 @@ private:
   bool seqMajor;
   int64_t headDim;
   mlir::Value len, heads, ownHeads, headOffset;
+  /// Grouped packing: kv heads `headStride` (g + 2) apart; q head h at
+  /// h + 2 (h / g) (`groupGap`).
+  mlir::Value group, headStride;
+  bool groupGap = false;
 };
 
 /// The CTA's block of `blockQ` query rows of one (batch, q head) (grid x =

@@ -21,10 +21,22 @@ TensorRows::TensorRows(WarpEmitter &e, const AttentionKernelConfig &config,
                                                      operand == Op::DV)));
   if (packed) {
     heads = e.add(s.qHeads, e.mul(s.kvHeads, e.i32c(2)));
-    if (operand == Op::K || operand == Op::DK)
+    bool isK = operand == Op::K || operand == Op::DK;
+    bool isV = operand == Op::V || operand == Op::DV;
+    if (config.groupedQkv) {
+      // Per kv head j: its g q heads, then k, then v (g + 2 heads).
+      group = e.divu(s.qHeads, s.kvHeads);
+      if (isK || isV) {
+        headStride = e.add(group, e.i32c(2));
+        headOffset = isK ? group : e.add(group, e.i32c(1));
+      } else {
+        groupGap = true;
+      }
+    } else if (isK) {
       headOffset = s.qHeads;
-    else if (operand == Op::V || operand == Op::DV)
+    } else if (isV) {
       headOffset = e.add(s.qHeads, s.kvHeads);
+    }
   }
   pitchElements = seqMajor ? e.mul(heads, e.i32c(headDim)) : e.i32c(headDim);
   pitch = seqMajor ? e.mul(heads, e.i32c(headDim * 2)) : e.i32c(headDim * 2);
@@ -37,8 +49,7 @@ Value TensorRows::at(WarpEmitter &e, Value batch, Value head, Value row) const {
     return e.mul(e.toI64(flatRow), e.i64c(headDim * 2));
   }
   Value rowBytes = e.mul(e.toI64(e.add(e.mul(batch, len), row)), e.toI64(pitch));
-  Value column = headOffset ? e.add(headOffset, head) : head;
-  return e.add(rowBytes, e.toI64(e.mul(column, e.i32c(headDim * 2))));
+  return e.add(rowBytes, e.toI64(e.mul(mapHead(e, head), e.i32c(headDim * 2))));
 }
 
 Value TensorRows::atPlane(WarpEmitter &e, Value plane, Value row) const {
@@ -50,7 +61,11 @@ Value TensorRows::atPlane(WarpEmitter &e, Value plane, Value row) const {
 }
 
 Value TensorRows::mapHead(WarpEmitter &e, Value head) const {
-  return headOffset ? e.add(headOffset, head) : head;
+  // Grouped q head h sits after the k and v of the h / g groups before it.
+  if (groupGap)
+    return e.add(head, e.mul(e.divu(head, group), e.i32c(2)));
+  Value column = headStride ? e.mul(head, headStride) : head;
+  return headOffset ? e.add(headOffset, column) : column;
 }
 
 } // namespace weft::gpu

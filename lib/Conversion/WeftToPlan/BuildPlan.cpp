@@ -136,7 +136,14 @@ FailureOr<BuiltPlan> weft::buildPlan(func::FuncOp func,
     IntegerAttr arg, result, copyOf;
     TypeAttr type;
     if (!buffer.values.empty()) {
-      type = TypeAttr::get(buffer.values.front().getType());
+      // The whole of a packed view's buffer (its concat, not dq).
+      Value whole = buffer.values.front();
+      for (Value value : buffer.values)
+        if (liveness->getValueLifetime(value)->size == buffer.size) {
+          whole = value;
+          break;
+        }
+      type = TypeAttr::get(whole.getType());
       if (auto blockArg = dyn_cast<BlockArgument>(buffer.values.front())) {
         arg = builder.getI64IntegerAttr(blockArg.getArgNumber());
         copyOf = func.getArgAttrOfType<IntegerAttr>(blockArg.getArgNumber(),

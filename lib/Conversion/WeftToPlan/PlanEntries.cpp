@@ -5,6 +5,7 @@
 // splat constant.
 #include "PlanBuilder.h"
 
+#include "weft/Analysis/AttentionPacking.h"
 #include "weft/Conversion/ElementwiseKernels.h"
 #include "weft/Dialect/WeftDialect.h"
 
@@ -243,6 +244,17 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
   config.bf16 = dtype == "bf16";
   config.headDim = qShape[3];
   config.causal = causal;
+  if (op->hasAttr("seq_major")) {
+    config.layout = gpu::AttentionKernelConfig::Layout::SeqMajor;
+    std::optional<QkvPacking> packing = packedQkvOf(op);
+    config.packedQkv = packing.has_value();
+    if (auto grad = dyn_cast<AttentionGradOp>(op))
+      if (std::optional<QkvPacking> grads = packedGradsOf(grad)) {
+        config.packedGrads = true;
+        packing = grads; // equal to the operands' when both are packed
+      }
+    config.groupedQkv = packing == QkvPacking::Grouped;
+  }
   if (options.chooseTiles)
     options.chooseTiles(config, backward);
   std::string message;
@@ -262,8 +274,10 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
                            "workspace for delta");
     delta = it->second;
   }
-  int64_t batch = qShape[0], qHeads = qShape[1], kvHeads = kShape[1];
-  int64_t qLen = qShape[2], kLen = kShape[2];
+  // [b, h, s, d], or [b, s, h, d] for a seq-major op.
+  int seqDim = op->hasAttr("seq_major") ? 1 : 2, headsDim = 3 - seqDim;
+  int64_t batch = qShape[0], qHeads = qShape[headsDim], kvHeads = kShape[headsDim];
+  int64_t qLen = qShape[seqDim], kLen = kShape[seqDim];
   std::string image = (backward ? "weft_attention_grad_" : "weft_attention_") +
                       config.suffix();
   if (images.insert(image).second)
@@ -448,8 +462,13 @@ LogicalResult PlanBuilder::addOp(Operation *op, int64_t index) {
     return op->emitError("cannot plan ")
            << op->getName() << ": weft-build-plan has no kernel for ops of the '"
            << op->getDialect()->getNamespace() << "' dialect";
-  // A reshape is a view of its operand's buffer: nothing to run.
+  // A reshape is a view of its operand's buffer: nothing to run; so are the
+  // split and concat that packed attention kernels read and write in place.
   if (isa<ReshapeOp>(op))
+    return success();
+  if (auto split = dyn_cast<SplitOp>(op); split && packedQkvSplit(split))
+    return success();
+  if (auto concat = dyn_cast<ConcatOp>(op); concat && isPackedGradConcat(concat))
     return success();
   if (isa<LinearOp>(op))
     return addLinear(op, index);

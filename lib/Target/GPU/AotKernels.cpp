@@ -132,6 +132,7 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.layout = options.layout;
   site.config.packedQkv = options.packed;
   site.config.packedGrads = options.packed && site.backward;
+  site.config.groupedQkv = options.packed && options.grouped;
   // One packed tensor has one sequence length.
   if (options.packed && shapes->qLen != shapes->kLen)
     return op->emitError("--attention-layout=packed puts q, k and v in one "

@@ -127,8 +127,11 @@ std::string layoutComment(const AotUnit &unit) {
   std::string text = " * Layout " + layoutName(c).str() +
                      ": tensors are contiguous [batch, len, heads, head_dim] " + dtype;
   if (c.packedQkv)
-    text += ";\n *   qkv is one [batch, len, q_heads + 2 * kv_heads, head_dim] tensor (q's "
-            "heads, then k's, then v's)";
+    text += c.groupedQkv
+                ? ";\n *   qkv is one [batch, len, kv_heads, q_heads / kv_heads + 2, head_dim] "
+                  "tensor (per kv head: its q heads, then k, then v)"
+                : ";\n *   qkv is one [batch, len, q_heads + 2 * kv_heads, head_dim] tensor (q's "
+                  "heads, then k's, then v's)";
   if (c.packedGrads)
     text += ";\n *   dqkv is the gradient in the same packed form";
   return text + ".\n";

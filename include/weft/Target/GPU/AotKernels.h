@@ -49,6 +49,9 @@ struct KernelEmitOptions {
   /// backward, dq, dk, dv another (the launcher takes qkv / dqkv).
   AttentionKernelConfig::Layout layout = AttentionKernelConfig::Layout::HeadMajor;
   bool packed = false;
+  /// `packed_grouped`: the packed tensors' heads grouped per kv head
+  /// (AttentionKernelConfig::groupedQkv).
+  bool grouped = false;
 };
 
 /// Writes, for each weft.attention / weft.attention_grad op of `module` in
