@@ -175,15 +175,16 @@ def markdown(results):
               "compile GEMM | compile attention | compile other | GEMM ratio | other ratio |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for b in results["budgets"]:
-        r = next((r for r in b["runs"] if r["policy"] == "budget" and r.get("breakdown")), None)
         tb = (b.get("torch_compile") or {}).get("breakdown")
-        if not r:
-            continue
-        w = r["breakdown"]
-        g = w["gemm"] / tb["gemm"] if tb and tb["gemm"] else None
-        o = w["elementwise"] / tb["other"] if tb and tb["other"] else None
-        lines.append(f"| {int(100 * b['fraction'])} % | {fmt(w['gemm'])} | {fmt(w['attention'])} | "
-                     f"{fmt(w['elementwise'])} | {fmt(w['gaps'])} | {fmt(w['optimizer'])} | "
-                     f"{fmt(tb and tb['gemm'])} | {fmt(tb and tb['attention'])} | {fmt(tb and tb['other'])} | "
-                     f"{fmt(g)} | {fmt(o)} |")
+        for r in b["runs"]:
+            if r["policy"] not in ("budget", "budget_carried") or not r.get("breakdown"):
+                continue
+            w = r["breakdown"]
+            g = w["gemm"] / tb["gemm"] if tb and tb["gemm"] else None
+            o = w["elementwise"] / tb["other"] if tb and tb["other"] else None
+            label = " (budget, copies carried)" if r["policy"] == "budget_carried" else ""
+            lines.append(f"| {int(100 * b['fraction'])} %{label} | {fmt(w['gemm'])} | {fmt(w['attention'])} | "
+                         f"{fmt(w['elementwise'])} | {fmt(w['gaps'])} | {fmt(w['optimizer'])} | "
+                         f"{fmt(tb and tb['gemm'])} | {fmt(tb and tb['attention'])} | {fmt(tb and tb['other'])} | "
+                         f"{fmt(g)} | {fmt(o)} |")
     return "\n".join(lines) + "\n"

@@ -30,11 +30,15 @@ bool availableAt(Value value, Operation *point, Block &block) {
 /// one matches the bias-gradient rule and is not taken yet.
 MatmulOp findWeightGradient(ReduceSumOp reduce, Block &block,
                             const llvm::DenseSet<Operation *> &taken) {
-  Value dy = reduce.getX();
-  SmallVector<Value> views = {dy};
-  for (Operation *user : dy.getUsers())
-    if (auto reshape = dyn_cast<ReshapeOp>(user))
-      views.push_back(reshape.getY());
+  // Every reshape of dY's bytes: of dY, or of what dY is a reshape of.
+  Value dy = reduce.getX(), root = dy;
+  while (auto reshape = root.getDefiningOp<ReshapeOp>())
+    root = reshape.getX();
+  SmallVector<Value> views = {root};
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i].getUsers())
+      if (auto reshape = dyn_cast<ReshapeOp>(user))
+        views.push_back(reshape.getY());
   for (Value view : views)
     for (Operation *user : view.getUsers()) {
       auto matmul = dyn_cast<MatmulOp>(user);
@@ -72,8 +76,12 @@ void buildGroup(MatmulOp matmul, ReduceSumOp reduce) {
   IRMapping mapping;
   mapping.map(dy, block->getArgument(0));
   mapping.map(x, block->getArgument(1));
+  // dY flattened inside the group (the outer view may reshape dY's source).
   if (reshape)
-    body.clone(*reshape, mapping);
+    mapping.map(matmul.getA(), ReshapeOp::create(body, reshape.getLoc(),
+                                                 matmul.getA().getType(),
+                                                 block->getArgument(0))
+                                   .getResult());
   Operation *gemm = body.clone(*matmul, mapping);
   Operation *sum = body.clone(*reduce, mapping);
   YieldOp::create(body, loc, ValueRange{gemm->getResult(0), sum->getResult(0)});

@@ -82,3 +82,24 @@ func.func @not_bias_grads(%dy: tensor<16x32xf32>, %x: tensor<16x8xf32>,
       : tensor<32x8xf32>, tensor<32xf32>, tensor<32x8xbf16>, tensor<8x32xbf16>,
         tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<32xbf16>, tensor<32x8xbf16>, tensor<32xbf16>
 }
+
+// -----
+
+// dY is itself a view (the packed gradient of grouped q/k/v heads, reshaped
+// to [b, s, n]) and dW's flattening reshapes its source: the same bytes, so
+// the pair still forms a group, whose body flattens its own dY.
+// CHECK-LABEL: func.func @view_of_view
+// CHECK: %[[G:.*]]:2 = weft.fused %[[DY:.*]], %{{.*}} {kind = "matmul+reduce_sum"}
+// CHECK: ^bb0(%[[A:.*]]: tensor<2x16x384xbf16>, %{{.*}}: tensor<32x128xbf16>):
+// CHECK: weft.reshape %[[A]] : (tensor<2x16x384xbf16>) -> tensor<32x384xbf16>
+// CHECK: weft.reduce_sum %[[A]]
+// CHECK: weft.yield
+// CHECK-NOT: weft.reduce_sum
+// CHECK: return %[[G]]#0, %[[G]]#1
+func.func @view_of_view(%g: tensor<2x16x2x3x64xbf16>, %x: tensor<32x128xbf16>) -> (tensor<384x128xbf16>, tensor<384xbf16>) {
+  %dy = weft.reshape %g : (tensor<2x16x2x3x64xbf16>) -> tensor<2x16x384xbf16>
+  %a = weft.reshape %g : (tensor<2x16x2x3x64xbf16>) -> tensor<32x384xbf16>
+  %dw = weft.matmul %a, %x {transpose_a} : (tensor<32x384xbf16>, tensor<32x128xbf16>) -> tensor<384x128xbf16>
+  %db = weft.reduce_sum %dy {dims = array<i64: 0, 1>} : (tensor<2x16x384xbf16>) -> tensor<384xbf16>
+  return %dw, %db : tensor<384x128xbf16>, tensor<384xbf16>
+}

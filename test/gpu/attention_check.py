@@ -134,8 +134,7 @@ def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, 
         bufs["dqkv"] = Poisoned((b, s, hq + 2 * hkv, d), dtype, device, guarded)
         packed = bufs["dqkv"].tensor
         grads = {"dq": packed, "dk": packed, "dv": packed}
-        dq, dk, dv = packed_views(packed, layout, hq, hkv)
-        views.update(dq=view(dq), dk=view(dk), dv=view(dv))
+        # Graded after the backward: a grouped dq is a copy, not a view.
     else:
         bufs["dq"] = Poisoned(shape(hq), dtype, device, guarded)
         bufs["dk"] = Poisoned(shape(hkv), dtype, device, guarded)
@@ -149,6 +148,9 @@ def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, 
     values.update({name: bufs[name].tensor for name, _ in backward.unit.workspaces})
     launched += backward.launch(rt, values, point.shapes, stream)
     synchronize(device)
+    if layout.startswith("packed"):
+        dq, dk, dv = packed_views(bufs["dqkv"].tensor, layout, hq, hkv)
+        views.update(dq=view(dq), dk=view(dk), dv=view(dv))
     if times is not None:
         times["weft_fwd"] = t1 - t0
         times["weft_bwd"] = time.perf_counter() - t1

@@ -5,8 +5,8 @@ Two phases, so the GPU machine builds nothing:
 
   prepare (here, with the build):  gpt_train_check.py prepare DIR
       writes the char GPT's IR (python/weft/train_gpt.py), compiles its AdamW
-      step to three sm_90a packages (plain, --fuse-elementwise, and that with
-      --weight-copies=carried) and
+      step to four sm_90a packages (plain, --fuse-elementwise, that with
+      --weight-copies=carried, and that with --fold-attention-layout) and
       ships weft-run with its libraries (package_check.ship_weft_run).
   check (on the H100):             gpt_train_check.py check DIR
       makes the data and the initial parameters with train_gpt's functions
@@ -41,7 +41,11 @@ COMPARED = 20
 PACKAGES = {"plain": [], "fused": ["--fuse-elementwise"],
             # bf16 weight copies carried between steps, written by AdamW
             # (weft-run derives them from the masters it loads)
-            "carried": ["--fuse-elementwise", "--weight-copies=carried"]}
+            "carried": ["--fuse-elementwise", "--weight-copies=carried"],
+            # attention reads the packed qkv and writes the packed dqkv in
+            # place (seq-major kernels; no split, transposes or concat)
+            "packed": ["--fuse-elementwise", "--weight-copies=carried",
+                       "--fold-attention-layout"]}
 
 
 def prepare(directory, build):

@@ -53,13 +53,18 @@ bool weft::isBiasGradPair(Operation *matmulOp, Operation *reduceOp,
     return fail(why, llvm::formatv("the reduce_sum does not sum every leading "
                                    "dim of {0} into [{1}]",
                                    x, n));
+  // A reshape is a view of the same row-major bytes: a may flatten the
+  // summed tensor or anything the summed tensor is itself a reshape of.
+  auto viewRoot = [](Value value) {
+    while (auto reshape = value.getDefiningOp<ReshapeOp>())
+      value = reshape.getX();
+    return value;
+  };
   Value summed = matmul.getA();
-  if (summed != reduce.getX()) {
-    auto reshape = summed.getDefiningOp<ReshapeOp>();
-    if (!reshape || reshape.getX() != reduce.getX())
-      return fail(why, "the matmul's a is neither the summed tensor nor a "
-                       "reshape of it");
-  }
+  if (summed != reduce.getX() &&
+      (!summed.getDefiningOp<ReshapeOp>() || viewRoot(summed) != viewRoot(reduce.getX())))
+    return fail(why, "the matmul's a is neither the summed tensor nor a "
+                     "reshape of its bytes");
   int64_t tokens = 1;
   for (int64_t d : x.getShape().drop_back())
     tokens *= d;
