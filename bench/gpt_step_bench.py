@@ -86,8 +86,9 @@ def compile_package(build, ir, out, extra, env, try_fused=True):
 
 
 def carries_copies(package):
-    """Whether weft-compile --weight-copies=auto chose carried copies: the
-    package's buffer records mark a copy's master (PackageFormat.h)."""
+    """How many bf16 copies weft-compile --weight-copies=auto carried (0:
+    all converted): the package's buffer records mark a copy's master
+    (PackageFormat.h)."""
     import struct
     data = open(package, "rb").read()
     count, = struct.unpack_from("<I", data, 24)
@@ -95,9 +96,9 @@ def carries_copies(package):
     for i in range(count):
         kind, _, off, length, _ = struct.unpack_from("<IIQQQ", data, table_at + 32 * i)
         if kind == 3:  # BUFFERS, 56-byte records; the copy-of word at 44
-            return any(struct.unpack_from("<I", data, off + r * 56 + 44)[0]
-                       for r in range(length // 56))
-    return False
+            return sum(1 for r in range(length // 56)
+                       if struct.unpack_from("<I", data, off + r * 56 + 44)[0])
+    return 0
 
 
 # Attention reads the qkv linear's [b, s, h, d] output in place (and writes
@@ -159,14 +160,15 @@ def prepare(directory, build):
             if ok:
                 r = json.load(open(rep))
                 pk.update(planned_bytes=r["peak_bytes"], recompute_flops=r["recompute_flops"],
-                          estimate_s=r["step_time_estimate_s"], carried_copies=True)
+                          estimate_s=r["step_time_estimate_s"],
+                          carried_copies=carries_copies(os.path.join(directory, name + ".weftpkg")))
             print(name, "ok" if ok else "does not fit/compile", pk.get("planned_bytes"), flush=True)
             entry["packages"].append(pk)
         manifest["budgets"].append(entry)
     small_ir = os.path.join(directory, "small.mlir")
     generate(SMALL, small_ir, env)
-    ok, fused, msg = compile_package(build, small_ir, os.path.join(directory, "small.weftpkg"), [],
-                                     env)
+    ok, fused, msg = compile_package(build, small_ir, os.path.join(directory, "small.weftpkg"),
+                                     LAYOUT, env)
     manifest["small_package"] = {"ok": ok, "fused": fused, "error": msg or None}
     # weft-run and the shared libraries the GPU machine lacks, as package_check.
     from package_check import ship_weft_run

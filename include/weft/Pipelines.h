@@ -80,6 +80,10 @@ struct TrainingPipelineOptions
                      "weft.fused kernels (weft-fuse-elementwise) before "
                      "weft-remat, which then decides on groups"),
       llvm::cl::init(false)};
+  ListOption<int64_t> convertedParams{
+      *this, "converted-params",
+      llvm::cl::desc("With weight-copies=carried: parameters (weft.param "
+                     "arguments, from 0) whose copies stay converted")};
   Option<bool> foldAttentionLayout{
       *this, "fold-attention-layout",
       llvm::cl::desc("Let attention read and write [b, s, h, d] tensors in "

@@ -2,6 +2,7 @@
 // report out (weft-train-pipeline, as weft-opt offers it), or --emit=kernels:
 // the AOT attention units of a module (or of the step it builds).
 #include "weft/Pipelines.h"
+#include "weft/Dialect/WeftDialect.h"
 #include "weft/Conversion/ElementwiseKernels.h"
 #include "weft/Target/GPU/AotKernels.h"
 #include "weft/Target/GPU/Serialize.h"
@@ -173,6 +174,31 @@ std::string functionList(ModuleOp module) {
 /// The tuning table's path: --tuning-table, else $WEFT_TUNING_TABLE (both
 /// must exist; "none" or empty turns the table off), else the source tree's
 /// table when it exists. Empty: no table.
+/// The entry's parameters (weft.param arguments, numbered from 0 as
+/// weft-autodiff numbers them) narrower than their f32 masters, largest
+/// first: the copies --weight-copies=auto may keep converted.
+SmallVector<int64_t> copyCandidatesBySize(ModuleOp module, StringRef entry) {
+  SmallVector<std::pair<int64_t, int64_t>> sized; // (bytes, parameter)
+  auto func = module.lookupSymbol<func::FuncOp>(entry);
+  if (!func)
+    return {};
+  int64_t k = 0;
+  for (BlockArgument arg : func.getArguments()) {
+    if (!func.getArgAttr(arg.getArgNumber(), weft::WeftDialect::kParamAttr))
+      continue;
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (type && type.hasStaticShape() && type.getElementType().isIntOrFloat() &&
+        type.getElementTypeBitWidth() < 32 && isa<FloatType>(type.getElementType()))
+      sized.push_back({weft::tensorBytes(type), k});
+    ++k;
+  }
+  llvm::stable_sort(sized, [](auto a, auto b) { return a.first > b.first; });
+  SmallVector<int64_t> order;
+  for (auto [bytes, index] : sized)
+    order.push_back(index);
+  return order;
+}
+
 std::string tuningTablePath(const cl::opt<std::string> &option) {
   std::optional<std::string> named;
   if (option.getNumOccurrences())
@@ -413,25 +439,50 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       file->keep();
       return success();
     };
-    OwningOpRef<ModuleOp> carried(cast<ModuleOp>((*module)->clone()));
-    std::optional<double> carriedSeconds;
-    if (succeeded(runPipeline(*carried, /*quiet=*/true)))
-      carriedSeconds = estimate(*carried);
+    // One variant: the pipeline on a clone and its estimate (none: it does
+    // not fit or does not compile).
+    struct Trial {
+      OwningOpRef<ModuleOp> module;
+      std::optional<double> seconds;
+    };
+    auto attempt = [&](StringRef copies, ArrayRef<int64_t> convertedParams) {
+      options.weightCopies = copies.str();
+      options.convertedParams = convertedParams;
+      Trial trial{OwningOpRef<ModuleOp>(cast<ModuleOp>((*module)->clone())), std::nullopt};
+      if (succeeded(runPipeline(*trial.module, /*quiet=*/true)))
+        trial.seconds = estimate(*trial.module);
+      return trial;
+    };
+    Trial best = attempt("carried", {});
     if (badOption)
       return failure();
+    Trial converted = attempt("converted", {});
+    // Carried copies are resident: when they do not fit, or fit only with a
+    // slower recompute, keep the largest copies converted (they are resident
+    // only around their uses) and carry the rest: 1, 2, 4, ... of them, while
+    // the estimate improves once one fits.
+    if (!best.seconds || (converted.seconds && *best.seconds > *converted.seconds)) {
+      SmallVector<int64_t> largest = copyCandidatesBySize(*module, cli.entry);
+      for (size_t n = 1; n < largest.size(); n *= 2) {
+        Trial partial = attempt("carried", ArrayRef<int64_t>(largest).take_front(n));
+        if (!partial.seconds) {
+          if (best.seconds)
+            break;
+          continue;
+        }
+        if (best.seconds && *partial.seconds >= *best.seconds)
+          break;
+        best = std::move(partial);
+      }
+    }
+    if (converted.seconds && (!best.seconds || *converted.seconds < *best.seconds))
+      best = std::move(converted);
+    if (best.seconds) {
+      module = std::move(best.module);
+      return writeReport(*module);
+    }
     options.weightCopies = "converted";
-    OwningOpRef<ModuleOp> converted(cast<ModuleOp>((*module)->clone()));
-    std::optional<double> convertedSeconds;
-    if (succeeded(runPipeline(*converted, /*quiet=*/true)))
-      convertedSeconds = estimate(*converted);
-    if (carriedSeconds && (!convertedSeconds || *carriedSeconds <= *convertedSeconds)) {
-      module = std::move(carried);
-      return writeReport(*module);
-    }
-    if (convertedSeconds) {
-      module = std::move(converted);
-      return writeReport(*module);
-    }
+    options.convertedParams = ArrayRef<int64_t>();
     options.memoryReport = reportPath;
     return runPipeline(*module, /*quiet=*/false);
   };

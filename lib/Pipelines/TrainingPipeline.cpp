@@ -139,6 +139,8 @@ LogicalResult weft::buildTrainingPipeline(
   autodiff.weightDecay = options.weightDecay;
   autodiff.gemmWorkspace = gemmWorkspace.value_or(0);
   autodiff.weightCopies = options.weightCopies;
+  autodiff.convertedParams.assign(options.convertedParams.begin(),
+                                  options.convertedParams.end());
   pm.addPass(createAutodiffPass(autodiff));
   if (options.foldAttentionLayout)
     pm.addNestedPass<func::FuncOp>(createFoldAttentionLayoutPass());

@@ -259,7 +259,8 @@ void convertMastersLate(Block &body, ArrayRef<Value> masters) {
 FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
                                   const StepArguments &args, Optimizer optimizer,
                                   const AdamWSettings &adamw,
-                                  bool carryCopies, int64_t gemmWorkspace) {
+                                  bool carryCopies, int64_t gemmWorkspace,
+                                  const llvm::SmallDenseSet<int64_t> &convertedParams) {
   MLIRContext *context = entry.getContext();
   OpBuilder builder(context);
   builder.setInsertionPointAfter(entry);
@@ -308,7 +309,8 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
     // Carried copies: one argument (and result) per narrower parameter.
     if (carryCopies)
       for (auto [k, p] : llvm::enumerate(args.params)) {
-        if (masterType(entryTypes[p]) == entryTypes[p])
+        if (masterType(entryTypes[p]) == entryTypes[p] ||
+            convertedParams.contains(int64_t(k)))
           continue;
         copyArgs.push_back({unsigned(k), unsigned(inputs.size())});
         inputs.push_back(entryTypes[p]);
@@ -502,8 +504,23 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
                        "optimizer=adamw (the update writes the copies)");
       return signalPassFailure();
     }
+    llvm::SmallDenseSet<int64_t> converted;
+    for (int64_t k : convertedParams) {
+      if (k < 0 || k >= int64_t(args.params.size())) {
+        module.emitError("weft-autodiff: converted-params names parameter ")
+            << k << ", but @" << entry.getValue() << " has " << args.params.size()
+            << " parameters (weft.param arguments, counted from 0)";
+        return signalPassFailure();
+      }
+      converted.insert(k);
+    }
+    if (!converted.empty() && !carryCopies) {
+      module.emitError("weft-autodiff: converted-params keeps some copies "
+                       "converted among carried ones; it needs weight-copies=carried");
+      return signalPassFailure();
+    }
     if (failed(buildStep(entryFn, stepName, args, kind, adamw, carryCopies,
-                         gemmWorkspace)))
+                         gemmWorkspace, converted)))
       return signalPassFailure();
   }
 };

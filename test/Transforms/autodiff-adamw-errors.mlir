@@ -3,6 +3,8 @@
 // RUN: not weft-opt %s --split-input-file --weft-autodiff="optimizer=adamw lr=-1" 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not weft-opt %s --split-input-file --weft-autodiff="optimizer=adamw beta2=1" 2>&1 | FileCheck %s --check-prefix=BETA2
 // RUN: not weft-opt %s --split-input-file --weft-autodiff="optimizer=adamw eps=0" 2>&1 | FileCheck %s --check-prefix=EPS
+// RUN: not weft-opt %S/../Tools/weft-compile/Inputs/mlp.mlir --weft-autodiff="optimizer=adamw weight-copies=carried converted-params=7" 2>&1 | FileCheck %s --check-prefix=CONVERTED
+// RUN: not weft-opt %S/../Tools/weft-compile/Inputs/mlp.mlir --weft-autodiff="optimizer=adamw converted-params=0" 2>&1 | FileCheck %s --check-prefix=NOTCARRIED
 // The optimizer's diagnostics: its options, checked before anything is
 // built, and the seed its signature separates from the batch.
 
@@ -10,6 +12,8 @@
 // LR: error: weft-autodiff: option lr = -1.000000e+00 must be finite and >= 0
 // BETA2: error: weft-autodiff: option beta2 = 1.000000e+00 must be in [0, 1)
 // EPS: error: weft-autodiff: option eps = 0.000000e+00 must be positive and finite
+// CONVERTED: error: weft-autodiff: converted-params names parameter 7, but @forward has 2 parameters (weft.param arguments, counted from 0)
+// NOTCARRIED: error: weft-autodiff: converted-params keeps some copies converted among carried ones; it needs weight-copies=carried
 
 // The step has one seed argument: two random ops seeded by different
 // arguments are refused.

@@ -54,6 +54,10 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
            "(converted), or are step arguments marked weft.copy_of that each "
            "AdamW update writes right after its master (carried; "
            "Megatron's bf16 parameters beside fp32 main parameters)">,
+    ListOption<"convertedParams", "converted-params", "int64_t",
+               "With weight-copies=carried: the parameters (weft.param "
+               "arguments of the entry, from 0) whose copies stay converted "
+               "inside the step, so their bytes are not resident">,
     Option<"gemmWorkspace", "gemm-workspace", "int64_t", "0",
            "cuBLASLt workspace cap (bytes) stamped on the step as "
            "weft.gemm_workspace: each linear / matmul then owns a planned "
