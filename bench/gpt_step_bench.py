@@ -10,8 +10,11 @@ three memory budgets, next to PyTorch eager and torch.compile, in one run.
       then at budgets leaving 100/50/30 % of those activations with
       --remat=budget and each fixed policy that fits, each with
       --weight-copies=auto (the copies carried between steps and written by
-      AdamW where that fits the budget); a small instance (2 blocks, hidden 256) without
-      optimizer for the gradient check; ships weft-run (xz) as
+      AdamW where that fits the budget, else the largest few converted) and
+      --fold-attention-layout (attention in place on the packed qkv); below
+      100 % also budget_carried (--weight-copies=carried, every copy
+      carried) beside auto's choice; a small instance (2 blocks, hidden 256)
+      without optimizer for the gradient check; ships weft-run (xz) as
       test/gpu/package_check.py does. Nothing carried holds parameters:
       weft-run --init-state draws them on the device machine.
   run (on the H100):               gpt_step_bench.py run DIR
@@ -126,44 +129,34 @@ def prepare(directory, build):
                 "resident_bytes": table.resident_bytes(report),
                 "activation_bytes": report["peak_bytes"] - table.resident_bytes(report),
                 "budgets": []}
+    def budget_package(fraction, budget, policy, remat, copies):
+        """One package at one budget, described for the manifest."""
+        name = f"b{int(100 * fraction)}_{policy}"
+        rep = os.path.join(directory, name + "_report.json")
+        t = time.time()
+        ok, fused, msg = compile_package(
+            build, anchor_ir, os.path.join(directory, name + ".weftpkg"),
+            ["--optimizer=adamw", f"--remat={remat}", f"--memory-budget={budget}",
+             f"--weight-copies={copies}", f"--memory-report={rep}"] + LAYOUT, env, try_fused)
+        pk = {"policy": policy, "package": name + ".weftpkg" if ok else None, "fused": fused,
+              "error": None if ok else msg, "compile_s": round(time.time() - t, 1)}
+        if ok:
+            r = json.load(open(rep))
+            pk.update(planned_bytes=r["peak_bytes"], recompute_flops=r["recompute_flops"],
+                      estimate_s=r["step_time_estimate_s"],
+                      carried_copies=carries_copies(os.path.join(directory, name + ".weftpkg")))
+        print(name, "ok" if ok else "does not fit/compile", pk.get("planned_bytes"), flush=True)
+        return pk
+
     for fraction, budget in table.budgets(report).items():
         entry = {"fraction": fraction, "bytes": budget, "packages": []}
         for policy in ("budget",) + table.FIXED_POLICIES:
-            name = f"b{int(100 * fraction)}_{policy}"
-            rep = os.path.join(directory, name + "_report.json")
-            t = time.time()
-            ok, fused, msg = compile_package(
-                build, anchor_ir, os.path.join(directory, name + ".weftpkg"),
-                ["--optimizer=adamw", f"--remat={policy}", f"--memory-budget={budget}",
-                 "--weight-copies=auto", f"--memory-report={rep}"] + LAYOUT, env, try_fused)
-            pk = {"policy": policy, "package": name + ".weftpkg" if ok else None, "fused": fused,
-                  "error": None if ok else msg, "compile_s": round(time.time() - t, 1)}
-            if ok:
-                r = json.load(open(rep))
-                pk.update(planned_bytes=r["peak_bytes"], recompute_flops=r["recompute_flops"],
-                          estimate_s=r["step_time_estimate_s"],
-                          carried_copies=carries_copies(os.path.join(directory, name + ".weftpkg")))
-            print(name, "ok" if ok else "does not fit/compile", pk.get("planned_bytes"), flush=True)
-            entry["packages"].append(pk)
-        # Where auto converted the copies, the budget policy with carried
-        # copies too, measured beside it (auto decides on its estimate).
-        chosen = entry["packages"][0]
-        if chosen["package"] and not chosen.get("carried_copies"):
-            name = f"b{int(100 * fraction)}_budget_carried"
-            rep = os.path.join(directory, name + "_report.json")
-            ok, fused, msg = compile_package(
-                build, anchor_ir, os.path.join(directory, name + ".weftpkg"),
-                ["--optimizer=adamw", "--remat=budget", f"--memory-budget={budget}",
-                 "--weight-copies=carried", f"--memory-report={rep}"] + LAYOUT, env, try_fused)
-            pk = {"policy": "budget_carried", "package": name + ".weftpkg" if ok else None,
-                  "fused": fused, "error": None if ok else msg}
-            if ok:
-                r = json.load(open(rep))
-                pk.update(planned_bytes=r["peak_bytes"], recompute_flops=r["recompute_flops"],
-                          estimate_s=r["step_time_estimate_s"],
-                          carried_copies=carries_copies(os.path.join(directory, name + ".weftpkg")))
-            print(name, "ok" if ok else "does not fit/compile", pk.get("planned_bytes"), flush=True)
-            entry["packages"].append(pk)
+            entry["packages"].append(budget_package(fraction, budget, policy, policy, "auto"))
+        # Below 100 %, the budget policy with every copy carried too, measured
+        # beside auto's choice (auto decides on its roofline estimate).
+        if fraction < 1.0:
+            entry["packages"].append(
+                budget_package(fraction, budget, "budget_carried", "budget", "carried"))
         manifest["budgets"].append(entry)
     small_ir = os.path.join(directory, "small.mlir")
     generate(SMALL, small_ir, env)

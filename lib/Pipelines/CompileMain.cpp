@@ -129,7 +129,8 @@ struct CompileOptions {
   cl::opt<bool> foldAttentionLayout{
       "fold-attention-layout",
       cl::desc("Attention reads q, k, v and writes its gradients as [b, s, h, "
-               "d] (seq_major), so the transposes around it cancel"),
+               "d] (seq_major), so the transposes around it cancel and the "
+               "packed qkv / dqkv are views (default: on with --emit=package)"),
       cl::init(false), cl::cat(category)};
   cl::opt<std::string> remat{
       "remat", cl::desc("none | full | selective | block | uniform | budget"),
@@ -282,7 +283,10 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.memoryBudget = cli.memoryBudget;
   options.remat = cli.remat;
   options.fuseElementwise = cli.fuseElementwise;
-  options.foldAttentionLayout = cli.foldAttentionLayout;
+  // GPU packages read attention's operands in place unless told otherwise.
+  options.foldAttentionLayout = cli.foldAttentionLayout.getNumOccurrences()
+                                    ? bool(cli.foldAttentionLayout)
+                                    : emitPackage;
   options.rematLayers = cli.rematLayers;
   options.rematWeightCopies = cli.rematWeightCopies;
   options.memoryReport = cli.memoryReport;

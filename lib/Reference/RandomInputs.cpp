@@ -264,7 +264,7 @@ weft::reference::drawRandomArgs(func::FuncOp func, uint64_t seed) {
   // A carried weight copy (weft.copy_of) is its master rounded, as a runtime
   // binds it: drawn apart, the two would disagree from the first step.
   for (unsigned index = 0; index < args.size(); ++index)
-    if (auto master = func.getArgAttrOfType<IntegerAttr>(index, "weft.copy_of")) {
+    if (auto master = func.getArgAttrOfType<IntegerAttr>(index, weft::WeftDialect::kCopyOfAttr)) {
       int64_t m = master.getInt();
       if (m < 0 || m >= int64_t(args.size()) ||
           args[m].data.size() != args[index].data.size())

@@ -1,4 +1,4 @@
-// With --fold-attention-layout, attention reads the qkv linear's output in
+// With --fold-attention-layout (the default for packages), attention reads the qkv linear's output in
 // place: the model's [b, s, kv_heads, g + 2, d] split (Megatron-LM's grouped
 // heads) and the gradient's concat become views of one buffer, the q / k / v
 // transposes cancel, and the kernels are the seq-major packed ones (_sm_pqkv,
@@ -24,8 +24,8 @@
 // CHECK-NOT: launch {{.*}} weft_concat
 // CHECK-NOT: launch {{.*}} weft_transpose
 //
-// Without the fold, the split, the transposes and the concat run.
-// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --memory-budget=64MiB --target=sm_90a --emit=package --tuning-table=none --attention-mma=warpgroup --block-q=128 --block-k=128 --fuse-elementwise -o %t.plain.weftpkg
+// Without the fold (--fold-attention-layout=false), the split, the transposes and the concat run.
+// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --memory-budget=64MiB --target=sm_90a --emit=package --tuning-table=none --attention-mma=warpgroup --block-q=128 --block-k=128 --fuse-elementwise --fold-attention-layout=false -o %t.plain.weftpkg
 // RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --memory-budget=64MiB --fuse-elementwise -o %t.plain.mlir
 // RUN: weft-run %t.plain.mlir --entry forward_step --random-inputs --save-inputs %t.plain.npz > /dev/null
 // RUN: weft-run %t.plain.weftpkg --dry-run --load-state %t.plain.npz --data %t.plain.npz | FileCheck %s --check-prefix=PLAIN

@@ -2,10 +2,12 @@
 // device (--sm) and prints the launches with their resolved arguments and the
 // per-step bindings; another arch, another format version, bad data and a
 // missing driver are refused with messages, never a crash. The GPU run itself
-// is test/gpu/package_check.py.
+// is test/gpu/package_check.py. The package reads attention's operands
+// head-major here (--fold-attention-layout=false); packed-attention.mlir
+// checks the default, in place on the packed qkv.
 // REQUIRES: ptxas
 //
-// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --memory-budget=64MiB --target=sm_90a --emit=package --tuning-table=none --attention-mma=warpgroup --block-q=128 --block-k=128 -o %t.weftpkg
+// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --memory-budget=64MiB --target=sm_90a --emit=package --tuning-table=none --attention-mma=warpgroup --block-q=128 --block-k=128 --fold-attention-layout=false -o %t.weftpkg
 // RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --memory-budget=64MiB -o %t.step.mlir
 // RUN: weft-run %t.step.mlir --entry forward_step --random-inputs --save-inputs %t.state.npz > /dev/null
 // RUN: %python %S/Inputs/step_data.py %t.data.npz 3
