@@ -68,7 +68,9 @@ FailureOr<AttentionShapes> shapesOf(OpTy op) {
            << "); compile with dropout_p = 0 or run this attention through "
               "the CPU path";
   }
-  return AttentionShapes{q[0], q[1], k[1], q[2], k[2], q[3], op.getScaleValue()};
+  // A seq-major op's operands are [b, s, h, d].
+  int seq = op.getSeqMajor() ? 1 : 2, heads = 3 - seq;
+  return AttentionShapes{q[0], q[heads], k[heads], q[seq], k[seq], q[3], op.getScaleValue()};
 }
 
 /// What one op needs: its unit's name, configuration and shapes.
@@ -129,7 +131,10 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
   site.config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
   site.config.stages = options.fixedStages.value_or(tiles.stages);
+  // A seq-major op's tensors are seq-major whatever --attention-layout says.
   site.config.layout = options.layout;
+  if (op->hasAttr("seq_major"))
+    site.config.layout = AttentionKernelConfig::Layout::SeqMajor;
   site.config.packedQkv = options.packed;
   site.config.packedGrads = options.packed && site.backward;
   site.config.groupedQkv = options.packed && options.grouped;

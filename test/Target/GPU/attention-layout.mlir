@@ -60,3 +60,15 @@ func.func @layer(%q: tensor<1x4x200x64xbf16>, %k: tensor<1x2x200x64xbf16>, %v: t
   %dq, %dk, %dv = weft.attention_grad %do, %q, %k, %v, %o, %lse {causal} : (tensor<1x4x200x64xbf16>, tensor<1x4x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x4x200x64xbf16>, tensor<1x4x200xf32>) -> (tensor<1x4x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>)
   return %o, %dq, %dk, %dv : tensor<1x4x200x64xbf16>, tensor<1x4x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>
 }
+
+// A seq-major op (a step built with --fold-attention-layout) gets seq-major
+// units whatever --attention-layout says, its shapes read as [b, s, h, d]:
+// gpt_bf16 has batch 2, 2 heads, seq 16.
+// RUN: weft-compile %S/../../Tools/weft-run/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --fold-attention-layout --emit=kernels --tuning-table=none -o %t/step
+// RUN: FileCheck %s --check-prefix=STEP-H < %t/step/forward_step_attention_grad_0.h
+// STEP-H: Layout seq_major: tensors are contiguous [batch, len, heads, head_dim] bf16
+// STEP-H: #define forward_step_attention_grad_0_BATCH 2
+// STEP-H-NEXT: #define forward_step_attention_grad_0_Q_HEADS 2
+// STEP-H-NEXT: #define forward_step_attention_grad_0_KV_HEADS 2
+// STEP-H-NEXT: #define forward_step_attention_grad_0_Q_LEN 16
+// STEP-H-NEXT: #define forward_step_attention_grad_0_K_LEN 16
