@@ -85,7 +85,8 @@ std::string metadataText(const AotUnit &unit) {
 constexpr const char *kMetadataFormat =
     "weft_version=%s\\nformat_version=%d\\narch=%s\\ndirection=%s\\n"
     "dtype=%s\\nbatch=%d\\nq_heads=%d\\nkv_heads=%d\\nq_len=%d\\nk_len=%d\\n"
-    "head_dim=%d\\ncausal=%d\\nblock_q=%d\\nblock_k=%d\\nscale=%.9e\\n";
+    "head_dim=%d\\ncausal=%d\\nblock_q=%d\\nblock_k=%d\\nscale=%.9e\\n"
+    "layout=%s\\n";
 
 /// The launcher's pointer arguments, in its C signature's order: a packed
 /// layout takes the packed tensors once (qkv, dqkv).
@@ -381,7 +382,7 @@ LogicalResult writeUnitSource(const AotUnit &unit, std::string &source,
      << "      " << n << "_BATCH, " << n << "_Q_HEADS, " << n << "_KV_HEADS, " << n
      << "_Q_LEN, " << n << "_K_LEN,\n"
      << "      " << n << "_HEAD_DIM, " << n << "_CAUSAL, " << n << "_BLOCK_Q, " << n
-     << "_BLOCK_K, (double)" << n << "_SCALE);\n"
+     << "_BLOCK_K, (double)" << n << "_SCALE, " << n << "_LAYOUT);\n"
      << "  if (length < 0 || (size_t)length >= sizeof expected)\n"
      << "    return " << n << "_fail(WEFT_ERROR_VERSION_MISMATCH,\n"
      << "        \"" << n << ": the metadata of " << n

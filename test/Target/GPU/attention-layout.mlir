@@ -21,6 +21,9 @@
 // SM-H: #define layer_attention_0_LAYOUT "seq_major"
 // SM-H: CUresult layer_attention_0_launch(layer_attention_0_module *module, CUstream stream, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr out, CUdeviceptr lse);
 // SM-C: "layout=seq_major\n"
+// The load-time check rebuilds the metadata from the header, layout included.
+// SM-C: head_dim=%d\ncausal=%d\nblock_q=%d\nblock_k=%d\nscale=%.9e\nlayout=%s\n",
+// SM-C: (double)layer_attention_0_SCALE, layer_attention_0_LAYOUT);
 // q [1, 200, 4, 64]: dims (64, 200, 4, 1), strides (4 * 64 * 2, 64 * 2, 200 * 512).
 // SM-C: const unsigned long long dims[4] = {64ull, 200ull, 4ull, 1ull};
 // SM-C-NEXT: const unsigned long long strides[3] = {512ull, 128ull, 102400ull};
