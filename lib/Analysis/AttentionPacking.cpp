@@ -13,14 +13,6 @@ unsigned qkvOperand(Operation *op, unsigned piece) {
   return isa<AttentionGradOp>(op) ? piece + 1 : piece;
 }
 
-bool isSeqMajorAttention(Operation *op) {
-  if (auto forward = dyn_cast<AttentionOp>(op))
-    return forward.getSeqMajor();
-  if (auto grad = dyn_cast<AttentionGradOp>(op))
-    return grad.getSeqMajor();
-  return false;
-}
-
 /// The form of a split or concat along `dim` of `whole` into three pieces:
 /// Blocked along the last dim of [b, s, C]; Grouped along dim 3 of
 /// [b, s, hk, g + 2, d] with pieces of (g, 1, 1).
@@ -133,20 +125,21 @@ static std::pair<ConcatOp, std::optional<QkvPacking>> gradsConcat(AttentionGradO
   return {concat, form};
 }
 
-ConcatOp weft::packedGradsTarget(AttentionGradOp grad) {
+/// The concat and its form when its packing agrees with the operands'.
+static std::pair<ConcatOp, std::optional<QkvPacking>> packedGrads(AttentionGradOp grad) {
   auto [concat, form] = gradsConcat(grad);
   if (!concat)
     return {};
   std::optional<QkvPacking> operands = packedQkvOf(grad);
   if (operands && operands != form)
     return {};
-  return concat;
+  return {concat, form};
 }
 
+ConcatOp weft::packedGradsTarget(AttentionGradOp grad) { return packedGrads(grad).first; }
+
 std::optional<QkvPacking> weft::packedGradsOf(AttentionGradOp grad) {
-  if (!packedGradsTarget(grad))
-    return std::nullopt;
-  return gradsConcat(grad).second;
+  return packedGrads(grad).second;
 }
 
 bool weft::isPackedGradConcat(ConcatOp concat) {

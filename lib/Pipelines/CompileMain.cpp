@@ -405,57 +405,55 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       return failure();
     return success();
   };
-  // --weight-copies=auto: both variants, quietly; of those that fit, the
-  // one with the smaller roofline step estimate (carried on a tie: the same
-  // work, its conversion fused into the update). Neither: converted again,
-  // with its diagnostics.
+  // --weight-copies=auto: all carried, all converted and (below) some of
+  // each, quietly; of those that fit, the one with the smallest roofline
+  // step estimate (carried on a tie: the same work, its conversion fused into
+  // the update). None: converted again, with its diagnostics.
   auto runTraining = [&]() -> LogicalResult {
     if (!autoCopies || options.weightCopies != "carried")
       return runPipeline(*module, /*quiet=*/false);
-    auto estimate = [&](ModuleOp candidate) -> std::optional<double> {
-      auto step = candidate.lookupSymbol<func::FuncOp>(cli.entry + "_step");
-      if (!step)
-        return std::nullopt;
-      FailureOr<weft::TrainingStepReport> report =
-          weft::buildTrainingStepReport(step, std::nullopt, cli.remat);
-      return succeeded(report) ? std::optional<double>(report->stepSeconds)
-                               : std::nullopt;
-    };
-    // Each trial would write --memory-report: only the chosen one's is.
+    // Each trial would write --memory-report: only the chosen one's is,
+    // the report its estimate came from.
     std::string reportPath = options.memoryReport;
     options.memoryReport = "";
-    auto writeReport = [&](ModuleOp chosen) -> LogicalResult {
-      if (reportPath.empty())
-        return success();
-      auto step = chosen.lookupSymbol<func::FuncOp>(cli.entry + "_step");
-      std::optional<int64_t> budget;
-      if (!cli.memoryBudget.empty())
-        budget = parseByteSize(cli.memoryBudget);
-      FailureOr<weft::TrainingStepReport> report =
-          weft::buildTrainingStepReport(step, budget, cli.remat);
-      std::string message;
-      std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(reportPath, &message);
-      if (failed(report) || !file) {
-        usageError("--memory-report: " + (message.empty() ? "no report" : message));
-        return failure();
-      }
-      weft::writeTrainingStepReport(*report, file->os());
-      file->keep();
-      return success();
-    };
-    // One variant: the pipeline on a clone and its estimate (none: it does
-    // not fit or does not compile).
+    std::optional<int64_t> budget;
+    if (!cli.memoryBudget.empty())
+      budget = parseByteSize(cli.memoryBudget);
+    // One variant: the pipeline on a clone and its report (none: it does not
+    // fit or does not compile).
     struct Trial {
       OwningOpRef<ModuleOp> module;
-      std::optional<double> seconds;
+      std::optional<weft::TrainingStepReport> report;
+      std::optional<double> seconds() const {
+        return report ? std::optional<double>(report->stepSeconds) : std::nullopt;
+      }
     };
     auto attempt = [&](StringRef copies, ArrayRef<int64_t> convertedParams) {
       options.weightCopies = copies.str();
       options.convertedParams = convertedParams;
       Trial trial{OwningOpRef<ModuleOp>(cast<ModuleOp>((*module)->clone())), std::nullopt};
-      if (succeeded(runPipeline(*trial.module, /*quiet=*/true)))
-        trial.seconds = estimate(*trial.module);
+      if (failed(runPipeline(*trial.module, /*quiet=*/true)))
+        return trial;
+      if (auto step = trial.module->lookupSymbol<func::FuncOp>(cli.entry + "_step"))
+        if (FailureOr<weft::TrainingStepReport> report =
+                weft::buildTrainingStepReport(step, budget, cli.remat);
+            succeeded(report))
+          trial.report = std::move(*report);
       return trial;
+    };
+    auto choose = [&](Trial &chosen) -> LogicalResult {
+      module = std::move(chosen.module);
+      if (reportPath.empty())
+        return success();
+      std::string message;
+      std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(reportPath, &message);
+      if (!file) {
+        usageError("--memory-report: " + message);
+        return failure();
+      }
+      weft::writeTrainingStepReport(*chosen.report, file->os());
+      file->keep();
+      return success();
     };
     Trial best = attempt("carried", {});
     if (badOption)
@@ -465,26 +463,24 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
     // slower recompute, keep the largest copies converted (they are resident
     // only around their uses) and carry the rest: 1, 2, 4, ... of them, while
     // the estimate improves once one fits.
-    if (!best.seconds || (converted.seconds && *best.seconds > *converted.seconds)) {
+    if (!best.report || (converted.report && *best.seconds() > *converted.seconds())) {
       SmallVector<int64_t> largest = copyCandidatesBySize(*module, cli.entry);
       for (size_t n = 1; n < largest.size(); n *= 2) {
         Trial partial = attempt("carried", ArrayRef<int64_t>(largest).take_front(n));
-        if (!partial.seconds) {
-          if (best.seconds)
+        if (!partial.report) {
+          if (best.report)
             break;
           continue;
         }
-        if (best.seconds && *partial.seconds >= *best.seconds)
+        if (best.report && *partial.seconds() >= *best.seconds())
           break;
         best = std::move(partial);
       }
     }
-    if (converted.seconds && (!best.seconds || *converted.seconds < *best.seconds))
+    if (converted.report && (!best.report || *converted.seconds() < *best.seconds()))
       best = std::move(converted);
-    if (best.seconds) {
-      module = std::move(best.module);
-      return writeReport(*module);
-    }
+    if (best.report)
+      return choose(best);
     options.weightCopies = "converted";
     options.convertedParams = ArrayRef<int64_t>();
     options.memoryReport = reportPath;

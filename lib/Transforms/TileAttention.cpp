@@ -79,7 +79,7 @@ struct TileAttentionPass
     for (Operation *op : ops) {
       // The tiled nest indexes [b, h, s, d]; seq-major ops are for the GPU
       // kernels (weft-fold-attention-layout makes them).
-      if (op->hasAttr("seq_major")) {
+      if (isSeqMajorAttention(op)) {
         op->emitError("weft-tile-attention takes [b, h, s, d] operands; this ")
             << op->getName() << " is seq_major";
         return signalPassFailure();

@@ -334,8 +334,9 @@ def workspace_bytes(op):
     if op.name == "weft.attention_grad":
         _, q_dims = tensor_elements(op.operand_types[1])
         return 4 * q_dims[0] * q_dims[1] * q_dims[2]
-    if op.name == "weft.fused" and column_sum_workspace(op) is not None:
-        return column_sum_workspace(op)
+    scratch = column_sum_workspace(op) if op.name == "weft.fused" else None
+    if scratch is not None:
+        return scratch
     raise PlanError(f"step {op.step}: {op.name} has weft.workspace_offset but "
                     "the simulator does not know its workspace size")
 

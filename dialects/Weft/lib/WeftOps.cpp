@@ -304,6 +304,14 @@ LogicalResult MatmulOp::verify() {
 // Attention
 //===----------------------------------------------------------------------===//
 
+bool weft::isSeqMajorAttention(Operation *op) {
+  if (auto forward = dyn_cast<AttentionOp>(op))
+    return forward.getSeqMajor();
+  if (auto grad = dyn_cast<AttentionGradOp>(op))
+    return grad.getSeqMajor();
+  return false;
+}
+
 double AttentionOp::getScaleValue() { return attentionScale(getScale(), getQ()); }
 double AttentionGradOp::getScaleValue() {
   return attentionScale(getScale(), getQ());

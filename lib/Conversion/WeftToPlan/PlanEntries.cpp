@@ -244,7 +244,7 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
   config.bf16 = dtype == "bf16";
   config.headDim = qShape[3];
   config.causal = causal;
-  if (op->hasAttr("seq_major")) {
+  if (isSeqMajorAttention(op)) {
     config.layout = gpu::AttentionKernelConfig::Layout::SeqMajor;
     std::optional<QkvPacking> packing = packedQkvOf(op);
     config.packedQkv = packing.has_value();
@@ -275,7 +275,7 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
     delta = it->second;
   }
   // [b, h, s, d], or [b, s, h, d] for a seq-major op.
-  int seqDim = op->hasAttr("seq_major") ? 1 : 2, headsDim = 3 - seqDim;
+  int seqDim = isSeqMajorAttention(op) ? 1 : 2, headsDim = 3 - seqDim;
   int64_t batch = qShape[0], qHeads = qShape[headsDim], kvHeads = kShape[headsDim];
   int64_t qLen = qShape[seqDim], kLen = kShape[seqDim];
   std::string image = (backward ? "weft_attention_grad_" : "weft_attention_") +

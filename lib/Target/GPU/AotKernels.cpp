@@ -133,7 +133,7 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.stages = options.fixedStages.value_or(tiles.stages);
   // A seq-major op's tensors are seq-major whatever --attention-layout says.
   site.config.layout = options.layout;
-  if (op->hasAttr("seq_major"))
+  if (isSeqMajorAttention(op))
     site.config.layout = AttentionKernelConfig::Layout::SeqMajor;
   site.config.packedQkv = options.packed;
   site.config.packedGrads = options.packed && site.backward;

@@ -65,6 +65,10 @@ struct ColumnSumScratch {
 /// nullopt when `op` writes no column sum.
 std::optional<ColumnSumScratch> getColumnSumScratch(mlir::Operation *op);
 
+/// Whether `op` is a weft.attention or weft.attention_grad whose tensors are
+/// [b, s, h, d] (`seq_major`).
+bool isSeqMajorAttention(mlir::Operation *op);
+
 /// The kind of a weft.fused group that is one cuBLASLt GEMM with a
 /// bias-gradient epilogue (WeftBiasGrad.cpp).
 inline constexpr llvm::StringLiteral kBiasGradGemmKind = "matmul+reduce_sum";
