@@ -87,6 +87,28 @@ uint16_t bf16Bits(double value) {
 }
 double bf16Value(uint16_t bits) { return decodeBinary(bits, 8, 7); }
 
+uint16_t splitMasterHigh(float master) {
+  uint32_t bits = llvm::bit_cast<uint32_t>(master);
+  if (std::isnan(master))
+    return static_cast<uint16_t>((bits >> 16) | 0x0040);
+  // No wrap: the largest non-NaN pattern is -inf (0xff800000).
+  return static_cast<uint16_t>((bits + 0x8000u) >> 16);
+}
+
+int16_t splitMasterLow(float master) {
+  if (std::isnan(master))
+    return 0;
+  // When the high half rounded up, the low bits read as signed are exactly
+  // the (negative) remainder below it.
+  return static_cast<int16_t>(llvm::bit_cast<uint32_t>(master) & 0xffffu);
+}
+
+float joinMaster(uint16_t high, int16_t low) {
+  uint32_t bits = (static_cast<uint32_t>(high) << 16) +
+                  static_cast<uint32_t>(static_cast<int32_t>(low));
+  return llvm::bit_cast<float>(bits);
+}
+
 double roundToDType(double value, DType dtype) {
   switch (dtype) {
   case DType::F64:

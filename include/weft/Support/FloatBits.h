@@ -22,6 +22,17 @@ double f16Value(uint16_t bits);
 uint16_t bf16Bits(double value);
 double bf16Value(uint16_t bits);
 
+/// A split f32 master (--weight-copies=split) keeps an f32 weight as two
+/// 16-bit halves: the bf16 high half the GEMMs read, and an i16 low half, so
+/// that join(hi, lo) = bitcast<f32>((uint32(hi) << 16) + int32(lo)) wrapping
+/// is the master exactly. The high half rounds to nearest (ties away from
+/// zero) so it is a good bf16 weight; the low half is the signed remainder.
+/// A NaN master gives a quiet NaN high half (sign kept) and a zero low half,
+/// so the forward sees NaN rather than a silently finite weight.
+uint16_t splitMasterHigh(float master);
+int16_t splitMasterLow(float master);
+float joinMaster(uint16_t high, int16_t low);
+
 /// `value` rounded to the nearest value of `dtype`: floats round to nearest
 /// even, i64 rounds to the nearest integer (ties away from zero), i1 is
 /// `value != 0`.
