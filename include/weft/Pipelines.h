@@ -66,10 +66,10 @@ struct TrainingPipelineOptions
       llvm::cl::init("auto")};
   Option<std::string> weightCopies{
       *this, "weight-copies",
-      llvm::cl::desc("converted | carried: the bf16 copies of the f32 masters "
-                     "converted in each step, or carried between steps and "
-                     "written by the AdamW updates (weft-autodiff "
-                     "weight-copies)"),
+      llvm::cl::desc("converted | carried | split: the bf16 copies of the f32 "
+                     "masters converted in each step, carried between steps and "
+                     "written by the AdamW updates, or the masters' own bf16 "
+                     "high halves (weft-autodiff weight-copies)"),
       llvm::cl::init("converted")};
   Option<std::string> memoryReport{
       *this, "memory-report",

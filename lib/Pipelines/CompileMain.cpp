@@ -147,12 +147,15 @@ struct CompileOptions {
       cl::init("auto"), cl::cat(category)};
   cl::opt<std::string> weightCopies{
       "weight-copies",
-      cl::desc("converted (default) | carried | auto: the bf16 copies of the "
-               "f32 masters converted inside each step, or carried between "
-               "steps and written by each AdamW update (no conversion in the "
-               "forward and backward; the copies stay resident); auto: "
-               "carried when the step still fits --memory-budget, else "
-               "converted"),
+      cl::desc("converted (default) | carried | split | auto: the bf16 copies "
+               "of the f32 masters converted inside each step, or carried "
+               "between steps and written by each AdamW update (no conversion "
+               "in the forward and backward; the copies stay resident), or "
+               "split: each master stored as its bf16 high half (the weight "
+               "the GEMMs read) and an i16 low half (no copy, no conversion; "
+               "bf16 parameters); auto: split when the step fits "
+               "--memory-budget, else the fastest fit of carried, converted "
+               "and the largest few converted among carried"),
       cl::init("converted"), cl::cat(category)};
   cl::opt<std::string> memoryReport{
       "memory-report", cl::desc("Write the memory and FLOP report as JSON"),
@@ -291,8 +294,9 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.rematWeightCopies = cli.rematWeightCopies;
   options.memoryReport = cli.memoryReport;
   bool autoCopies = cli.weightCopies == "auto";
-  if (!autoCopies && cli.weightCopies != "converted" && cli.weightCopies != "carried")
-    return usageError("--weight-copies must be converted, carried or auto, got '" +
+  if (!autoCopies && cli.weightCopies != "converted" && cli.weightCopies != "carried" &&
+      cli.weightCopies != "split")
+    return usageError("--weight-copies must be converted, carried, split or auto, got '" +
                       cli.weightCopies + "'");
   options.weightCopies = autoCopies ? std::string("carried") : std::string(cli.weightCopies);
   if (autoCopies && cli.optimizer != "adamw")
@@ -405,9 +409,11 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       return failure();
     return success();
   };
-  // --weight-copies=auto: all carried, all converted and (below) some of
-  // each, quietly; of those that fit, the one with the smallest roofline
-  // step estimate (carried on a tie: the same work, its conversion fused into
+  // --weight-copies=auto: split masters when they fit (no copy and no
+  // conversion: the memory of converted copies and less work than carried
+  // ones). Else all carried, all converted and (below) some of each,
+  // quietly; of those that fit, the one with the smallest roofline step
+  // estimate (carried on a tie: the same work, its conversion fused into
   // the update). None: converted again, with its diagnostics.
   auto runTraining = [&]() -> LogicalResult {
     if (!autoCopies || options.weightCopies != "carried")
@@ -455,9 +461,13 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       file->keep();
       return success();
     };
-    Trial best = attempt("carried", {});
+    // Split masters need bf16 parameters: f16 ones refuse, quietly here.
+    Trial split = attempt("split", {});
     if (badOption)
       return failure();
+    if (split.report)
+      return choose(split);
+    Trial best = attempt("carried", {});
     Trial converted = attempt("converted", {});
     // Carried copies are resident: when they do not fit, or fit only with a
     // slower recompute, keep the largest copies converted (they are resident

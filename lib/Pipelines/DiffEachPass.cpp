@@ -63,6 +63,7 @@ double unitRoundoff(DType dtype) {
     return 0x1p-8;
   case DType::I64:
   case DType::I1:
+  case DType::I16:
     return 0;
   }
   return 0;
@@ -70,7 +71,7 @@ double unitRoundoff(DType dtype) {
 
 /// See DiffEachPassOptions::rtol.
 double toleranceFor(DType dtype, double rtol) {
-  if (dtype == DType::I64 || dtype == DType::I1)
+  if (dtype == DType::I64 || dtype == DType::I1 || dtype == DType::I16)
     return 0;
   if (dtype == DType::F64)
     return rtol;

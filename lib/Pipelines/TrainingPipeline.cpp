@@ -102,12 +102,13 @@ LogicalResult weft::buildTrainingPipeline(
   if (!llvm::is_contained(kWeightCopyModes, StringRef(options.rematWeightCopies)))
     return emitError("remat-weight-copies must be keep, recompute or auto; "
                      "got '" + options.rematWeightCopies + "'");
-  if (options.weightCopies != "converted" && options.weightCopies != "carried")
-    return emitError("weight-copies must be converted or carried; got '" +
+  if (options.weightCopies != "converted" && options.weightCopies != "carried" &&
+      options.weightCopies != "split")
+    return emitError("weight-copies must be converted, carried or split; got '" +
                      options.weightCopies + "'");
-  if (options.weightCopies == "carried" && options.optimizer != "adamw")
-    return emitError("weight-copies=carried needs optimizer=adamw (its "
-                     "updates write the copies); got optimizer '" +
+  if (options.weightCopies != "converted" && options.optimizer != "adamw")
+    return emitError("weight-copies=" + options.weightCopies +
+                     " needs optimizer=adamw (its updates write the copies); got optimizer '" +
                      options.optimizer + "'");
   if (options.rematLayers < 1)
     return emitError("remat-layers must be at least 1, got " +

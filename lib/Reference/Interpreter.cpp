@@ -34,6 +34,8 @@ std::optional<DType> dtypeOf(Type elementType) {
     return DType::BF16;
   if (elementType.isInteger(64))
     return DType::I64;
+  if (elementType.isInteger(16))
+    return DType::I16;
   if (elementType.isInteger(1))
     return DType::I1;
   return std::nullopt;

@@ -58,6 +58,11 @@ double roundValue(double value, DType dtype) {
   }
   case DType::I1:
     return value != 0.0 ? 1.0 : 0.0;
+  case DType::I16:
+    // Two's complement: the low 16 bits of the truncated value.
+    if (!std::isfinite(value))
+      return 0.0;
+    return double(int16_t(uint16_t(int64_t(std::fmod(std::trunc(value), 65536.0)))));
   }
   return value;
 }

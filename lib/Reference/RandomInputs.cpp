@@ -226,7 +226,7 @@ weft::reference::drawRandomArgs(func::FuncOp func, uint64_t seed) {
     if (!dtype || !tensorType.hasStaticShape())
       return argError(func, index,
                       "random inputs fill only statically shaped tensors of f64, "
-                      "f32, f16, bf16, i64 or i1");
+                      "f32, f16, bf16, i64, i16 or i1");
     Tensor tensor;
     tensor.shape.assign(tensorType.getShape().begin(),
                         tensorType.getShape().end());
@@ -258,17 +258,26 @@ weft::reference::drawRandomArgs(func::FuncOp func, uint64_t seed) {
       for (double &value : tensor.data)
         value = static_cast<double>(gen() >> 63);
       break;
+    case DType::I16:
+      // The low half of a split master: every bit pattern is one.
+      for (double &value : tensor.data)
+        value = static_cast<double>(int16_t(uint16_t(gen() >> 48)));
+      break;
     }
     args.push_back(std::move(tensor));
   }
   // A carried weight copy (weft.copy_of) is its master rounded, as a runtime
-  // binds it: drawn apart, the two would disagree from the first step.
+  // binds it: drawn apart, the two would disagree from the first step. The
+  // high half of a split master (its master slot i16) is drawn on its own:
+  // any bf16 with any low half is a master.
   for (unsigned index = 0; index < args.size(); ++index)
     if (auto master = func.getArgAttrOfType<IntegerAttr>(index, weft::WeftDialect::kCopyOfAttr)) {
       int64_t m = master.getInt();
       if (m < 0 || m >= int64_t(args.size()) ||
           args[m].data.size() != args[index].data.size())
         return argError(func, index, "weft.copy_of names no argument of its shape");
+      if (args[m].dtype == DType::I16)
+        continue;
       for (auto [copy, value] : llvm::zip(args[index].data, args[m].data))
         copy = roundToDType(value, args[index].dtype);
     }

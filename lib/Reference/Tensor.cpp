@@ -17,13 +17,15 @@ const char *dtypeName(DType dtype) {
     return "i64";
   case DType::I1:
     return "i1";
+  case DType::I16:
+    return "i16";
   }
   return "unknown";
 }
 
 std::optional<DType> parseDType(const std::string &name) {
   for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16,
-                      DType::I64, DType::I1})
+                      DType::I64, DType::I1, DType::I16})
     if (name == dtypeName(dtype))
       return dtype;
   return std::nullopt;

@@ -2,6 +2,8 @@
 // gradient, softmax cross-entropy and its gradient, rope, and AdamW.
 #include "Kernels.h"
 
+#include "weft/Support/FloatBits.h"
+
 #include <cmath>
 #include <limits>
 
@@ -155,8 +157,12 @@ LogicalResult runAdamW(AdamWOp op, Operands in, Results out) {
   double biasCorrection1 = 1.0 - std::pow(beta1, step);
   double biasCorrection2Sqrt = std::sqrt(1.0 - std::pow(beta2, step));
   double stepSize = lr / biasCorrection1;
+  // A split master: the f32 joined from its halves, and split again below.
+  const Tensor *low = op.getParamLow() ? in[5] : nullptr;
   for (size_t i = 0; i < param.data.size(); ++i) {
-    double p = param.data[i] * (1.0 - lr * weightDecay);
+    double master = low ? joinMaster(bf16Bits(param.data[i]), int16_t(low->data[i]))
+                        : param.data[i];
+    double p = master * (1.0 - lr * weightDecay);
     double g = grad.data[i];
     double newM = m.data[i] + (1.0 - beta1) * (g - m.data[i]); // lerp
     double newV = v.data[i] * beta2 + (1.0 - beta2) * g * g;
@@ -164,6 +170,12 @@ LogicalResult runAdamW(AdamWOp op, Operands in, Results out) {
     out[0].data[i] = p - stepSize * newM / denom;
     out[1].data[i] = newM;
     out[2].data[i] = newV;
+    if (low) {
+      // The f32 master the halves store, rounded to nearest even first.
+      auto updated = static_cast<float>(out[0].data[i]);
+      out[0].data[i] = bf16Value(splitMasterHigh(updated));
+      out[3].data[i] = splitMasterLow(updated);
+    }
   }
   return success();
 }

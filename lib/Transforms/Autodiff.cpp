@@ -13,6 +13,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -255,11 +256,21 @@ void convertMastersLate(Block &body, ArrayRef<Value> masters) {
     }
 }
 
+/// How the step holds the low-precision weights of its f32 masters.
+enum class WeightCopies { Converted, Carried, Split };
+
+/// The i16 low half of a split master of `paramType`'s shape.
+RankedTensorType lowHalfType(Type paramType) {
+  auto tensor = cast<RankedTensorType>(paramType);
+  return RankedTensorType::get(tensor.getShape(),
+                               IntegerType::get(tensor.getContext(), 16));
+}
+
 /// Builds @<entry>_step after `entry`; on failure nothing is left behind.
 FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
                                   const StepArguments &args, Optimizer optimizer,
                                   const AdamWSettings &adamw,
-                                  bool carryCopies, int64_t gemmWorkspace,
+                                  WeightCopies copies, int64_t gemmWorkspace,
                                   const llvm::SmallDenseSet<int64_t> &convertedParams) {
   MLIRContext *context = entry.getContext();
   OpBuilder builder(context);
@@ -273,6 +284,12 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
   };
   auto scalarI64 = RankedTensorType::get({}, builder.getI64Type());
   unsigned numParams = args.params.size();
+  bool carryCopies = copies != WeightCopies::Converted;
+  // A split master's slot holds its low half; its bf16 copy is the high half.
+  auto isSplit = [&](unsigned k) {
+    return copies == WeightCopies::Split &&
+           getElementTypeOrSelf(entryTypes[args.params[k]]).isBF16();
+  };
 
   // The signature.
   SmallVector<Type> inputs, results{lossType};
@@ -289,8 +306,9 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
     auto param = builder.getDictionaryAttr(
         builder.getNamedAttr(WeftDialect::kParamAttr, builder.getUnitAttr()));
     for (unsigned role = 0; role < 3; ++role)
-      for (unsigned p : args.params) {
-        inputs.push_back(masterType(entryTypes[p]));
+      for (auto [k, p] : llvm::enumerate(args.params)) {
+        inputs.push_back(role == 0 && isSplit(unsigned(k)) ? lowHalfType(entryTypes[p])
+                                                            : masterType(entryTypes[p]));
         inputAttrs.push_back(role == 0 ? param : builder.getDictionaryAttr({}));
       }
     for (unsigned b : args.batch) {
@@ -379,18 +397,30 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
     builder.setInsertionPoint(ret);
     Value stepNumber = body->getArgument(3 * numParams + args.batch.size());
     SmallVector<Value> newParams, newM, newV;
+    llvm::DenseMap<unsigned, unsigned> copyOf(copyArgs.begin(), copyArgs.end());
     for (unsigned k = 0; k < numParams; ++k) {
       Value master = body->getArgument(k);
-      Type type = master.getType();
+      Type type = master.getType(), stateType = body->getArgument(numParams + k).getType();
+      // A split master updates its halves: the bf16 copy argument (high) and
+      // the master slot (low).
+      Value param = master, low;
+      Type lowType;
+      if (isSplit(k)) {
+        param = body->getArgument(copyOf.lookup(k));
+        low = master;
+        lowType = type;
+        type = param.getType();
+      }
       auto update = AdamWOp::create(
-          builder, master.getLoc(), type, type, type, master, (*gradients)[k],
-          body->getArgument(numParams + k), body->getArgument(2 * numParams + k),
-          stepNumber, builder.getF64FloatAttr(adamw.lr),
+          builder, master.getLoc(), type, stateType, stateType, lowType, param,
+          (*gradients)[k], body->getArgument(numParams + k),
+          body->getArgument(2 * numParams + k), stepNumber, low,
+          builder.getF64FloatAttr(adamw.lr),
           builder.getF64FloatAttr(adamw.beta1), builder.getF64FloatAttr(adamw.beta2),
           builder.getF64FloatAttr(adamw.eps),
           builder.getF64FloatAttr(adamw.weightDecay));
       updates.push_back(update);
-      newParams.push_back(update.getNewParam());
+      newParams.push_back(isSplit(k) ? update.getNewParamLow() : update.getNewParam());
       newM.push_back(update.getNewM());
       newV.push_back(update.getNewV());
     }
@@ -400,11 +430,13 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
     // Result 1 + i updates argument i (params, then m, then v).
     for (unsigned i = 0; i < 3 * numParams; ++i)
       step.setResultAttr(1 + i, WeftDialect::kAliasAttr, builder.getI64IntegerAttr(i));
-    // Each carried copy: the new master converted, written over the copy.
+    // Each carried copy: the new master converted, written over the copy;
+    // a split master's high half as its update wrote it.
     for (auto [k, arg] : copyArgs) {
       Value copy = body->getArgument(arg);
-      stepResults.push_back(ConvertOp::create(builder, copy.getLoc(), copy.getType(),
-                                              newParams[k]));
+      stepResults.push_back(isSplit(k) ? updates[k].getNewParam()
+                                       : Value(ConvertOp::create(builder, copy.getLoc(),
+                                                                 copy.getType(), newParams[k])));
       carried[k] = copy;
       step.setResultAttr(unsigned(stepResults.size() - 1), WeftDialect::kAliasAttr,
                          builder.getI64IntegerAttr(arg));
@@ -493,17 +525,33 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
           << int64_t(gemmWorkspace) << " must be >= 0 bytes";
       return signalPassFailure();
     }
-    if (weightCopies != "converted" && weightCopies != "carried") {
+    std::optional<WeightCopies> copies =
+        llvm::StringSwitch<std::optional<WeightCopies>>(weightCopies)
+            .Case("converted", WeightCopies::Converted)
+            .Case("carried", WeightCopies::Carried)
+            .Case("split", WeightCopies::Split)
+            .Default(std::nullopt);
+    if (!copies) {
       module.emitError("weft-autodiff: option weight-copies = '")
-          << weightCopies << "' must be converted or carried";
+          << weightCopies << "' must be converted, carried or split";
       return signalPassFailure();
     }
-    bool carryCopies = weightCopies == "carried";
+    bool carryCopies = *copies != WeightCopies::Converted;
     if (carryCopies && kind != Optimizer::AdamW) {
-      module.emitError("weft-autodiff: weight-copies=carried needs "
-                       "optimizer=adamw (the update writes the copies)");
+      module.emitError("weft-autodiff: weight-copies=")
+          << weightCopies << " needs optimizer=adamw (the update writes the copies)";
       return signalPassFailure();
     }
+    // Split masters hold a bf16 high half: an f16 parameter has none.
+    if (*copies == WeightCopies::Split)
+      for (auto [k, p] : llvm::enumerate(args.params))
+        if (getElementTypeOrSelf(entryFn.getArgumentTypes()[p]).isF16()) {
+          mlir::emitError(entryFn.getArgument(p).getLoc(), "weft-autodiff: weight-copies=split "
+                          "keeps a bf16 high half of each f32 master, but parameter ")
+              << k << " (argument " << p << ") is " << entryFn.getArgumentTypes()[p]
+              << "; use carried or converted copies for f16";
+          return signalPassFailure();
+        }
     llvm::SmallDenseSet<int64_t> converted;
     for (int64_t k : convertedParams) {
       if (k < 0 || k >= int64_t(args.params.size())) {
@@ -514,12 +562,12 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
       }
       converted.insert(k);
     }
-    if (!converted.empty() && !carryCopies) {
+    if (!converted.empty() && *copies != WeightCopies::Carried) {
       module.emitError("weft-autodiff: converted-params keeps some copies "
                        "converted among carried ones; it needs weight-copies=carried");
       return signalPassFailure();
     }
-    if (failed(buildStep(entryFn, stepName, args, kind, adamw, carryCopies,
+    if (failed(buildStep(entryFn, stepName, args, kind, adamw, *copies,
                          gemmWorkspace, converted)))
       return signalPassFailure();
   }

@@ -36,6 +36,8 @@ llvm::StringRef weft::elementTypeName(Type type) {
     return "i64";
   if (element.isInteger(32))
     return "i32";
+  if (element.isInteger(16))
+    return "i16";
   if (element.isInteger(1))
     return "bool";
   return "";
@@ -230,12 +232,14 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("expects '")
              << name << "' on argument " << argIndex << " to be a unit attribute";
-    // A parameter is trained: a floating-point tensor.
+    // A parameter is trained: a floating-point tensor, or the i16 low half
+    // of a split master (its bf16 high half is marked weft.copy_of).
     auto tensor = dyn_cast_or_null<RankedTensorType>(type);
-    if (!tensor || !isa<FloatType>(tensor.getElementType()))
+    if (!tensor ||
+        !(isa<FloatType>(tensor.getElementType()) || tensor.getElementType().isInteger(16)))
       return op->emitOpError("expects '")
              << name << "' on argument " << argIndex
-             << " of floating-point tensor type, got " << type;
+             << " of floating-point (or i16 split-master) tensor type, got " << type;
     return success();
   }
   if (name == kRangeAttr) {
@@ -266,7 +270,8 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (name == kCopyOfAttr) {
-    // A carried copy of a master weight: same shape, a narrower float.
+    // A carried copy of a master weight: same shape, a narrower float; or
+    // the bf16 high half of a split master whose slot holds the i16 low half.
     auto index = dyn_cast<IntegerAttr>(attr.getValue());
     auto function = dyn_cast<FunctionOpInterface>(op);
     if (!index || !index.getType().isInteger(64) || !function)
@@ -283,14 +288,16 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
     auto source = dyn_cast<RankedTensorType>(arguments[master]);
     auto narrower = [&] {
       auto c = dyn_cast<FloatType>(copy.getElementType());
+      if (source.getElementType().isInteger(16))
+        return c && c.isBF16();
       auto s = dyn_cast<FloatType>(source.getElementType());
       return c && s && c.getWidth() < s.getWidth();
     };
     if (!copy || !source || copy.getShape() != source.getShape() || !narrower())
       return op->emitOpError("expects argument ")
              << argIndex << " (" << type << ") marked '" << name
-             << "' to be a narrower float tensor of the shape of argument " << master
-             << " (" << arguments[master] << ")";
+             << "' to be a narrower float tensor (bf16 for an i16 split-master low half) "
+             << "of the shape of argument " << master << " (" << arguments[master] << ")";
     return success();
   }
   return op->emitOpError("has unknown weft argument attribute '")

@@ -769,6 +769,23 @@ LogicalResult AdamWOp::verify() {
       failed(verifySameTypes(*this, {{"m", getM()}, {"new_m", getNewM()}})) ||
       failed(verifySameTypes(*this, {{"v", getV()}, {"new_v", getNewV()}})))
     return failure();
+  if (Value low = getParamLow()) {
+    // A split master: bf16 high half, i16 low half, f32 moments.
+    if (!getNewParamLow())
+      return emitOpError("with param_low expects a new_param_low result");
+    if (!getParam().getType().getElementType().isBF16())
+      return emitOpError("with param_low expects a bf16 param (the master's high half), got ")
+             << getParam().getType();
+    if (failed(verifyShape(*this, "param_low", low, shape)) ||
+        failed(verifySameTypes(*this, {{"param_low", low}, {"new_param_low", getNewParamLow()}})))
+      return failure();
+    for (auto [name, value] : {std::pair<StringRef, Value>{"m", getM()}, {"v", getV()}})
+      if (!cast<RankedTensorType>(value.getType()).getElementType().isF32())
+        return emitOpError("with param_low expects an f32 ")
+               << name << " (the master's precision), got " << value.getType();
+  } else if (getNewParamLow()) {
+    return emitOpError("has a new_param_low result but no param_low operand");
+  }
   double lr = getLr().convertToDouble(), wd = getWeightDecay().convertToDouble();
   if (!(lr >= 0.0) || std::isinf(lr))
     return emitOpError("expects a finite lr >= 0, got ") << lr;

@@ -10,7 +10,7 @@
 
 namespace weft {
 
-enum class DType { F64, F32, F16, BF16, I64, I1 };
+enum class DType { F64, F32, F16, BF16, I64, I1, I16 };
 
 /// "f64", "f32", "f16", "bf16", "i64", "i1".
 const char *dtypeName(DType dtype);

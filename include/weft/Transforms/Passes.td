@@ -28,7 +28,11 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
     order): its copy, marked `weft.copy_of = <master index>`, which the
     forward and backward read instead of converting the master, and one more
     result after v' (aliased to it): the updated master converted right after
-    its AdamW update.
+    its AdamW update. With `weight-copies=split`, each bf16 parameter's master
+    is stored split: the copy argument is its bf16 high half (what the
+    forward and backward read, never converted) and the master slot is an
+    i16 tensor of its low half; the AdamW update (with `param_low`) rewrites
+    both halves, in place.
 
     Values the backward needs are the saved activations; nothing else of the
     forward stays live. Random ops keep their `weft.rng_id`; attention_grad
@@ -49,11 +53,13 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
     Option<"eps", "eps", "double", "1.0e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.01", "AdamW weight decay">,
     Option<"weightCopies", "weight-copies", "std::string", "\"converted\"",
-           "converted | carried: with optimizer=adamw, the low-precision "
+           "converted | carried | split: with optimizer=adamw, the low-precision "
            "copies of the f32 masters are converted inside each step "
            "(converted), or are step arguments marked weft.copy_of that each "
            "AdamW update writes right after its master (carried; "
-           "Megatron's bf16 parameters beside fp32 main parameters)">,
+           "Megatron's bf16 parameters beside fp32 main parameters), or are "
+           "the masters' own bf16 high halves, the low halves in i16 master "
+           "slots (split: no copy and no conversion; bf16 parameters only)">,
     ListOption<"convertedParams", "converted-params", "int64_t",
                "With weight-copies=carried: the parameters (weft.param "
                "arguments of the entry, from 0) whose copies stay converted "

@@ -40,6 +40,7 @@ size_t elementBytes(DType dtype) {
     return 4;
   case DType::F16:
   case DType::BF16:
+  case DType::I16:
     return 2;
   case DType::I1:
     return 1;
@@ -75,6 +76,11 @@ void writeElement(uint8_t *at, DType dtype, double value) {
   case DType::I1:
     *at = value != 0.0;
     return;
+  case DType::I16: {
+    auto integer = static_cast<int16_t>(value);
+    std::memcpy(at, &integer, 2);
+    return;
+  }
   }
 }
 
@@ -103,6 +109,11 @@ double readElement(const uint8_t *at, DType dtype) {
   }
   case DType::I1:
     return (*at & 1) ? 1.0 : 0.0;
+  case DType::I16: {
+    int16_t value;
+    std::memcpy(&value, at, 2);
+    return static_cast<double>(value);
+  }
   }
   llvm_unreachable("unknown dtype");
 }

@@ -1490,7 +1490,7 @@ func.func @param_not_unit(%w: tensor<8xf32> {weft.param = 1 : i64}) {
 
 // Regression: weft.param was accepted on integer arguments; a parameter is
 // trained, so it is a floating-point tensor.
-// expected-error @+1 {{'func.func' op expects 'weft.param' on argument 1 of floating-point tensor type, got 'tensor<8xi64>'}}
+// expected-error @+1 {{'func.func' op expects 'weft.param' on argument 1 of floating-point (or i16 split-master) tensor type, got 'tensor<8xi64>'}}
 func.func @param_type(%x: tensor<8xf32>, %ids: tensor<8xi64> {weft.param}) {
   return
 }
@@ -1499,7 +1499,7 @@ func.func @param_type(%x: tensor<8xf32>, %ids: tensor<8xi64> {weft.param}) {
 
 // The check reads the function type, so declarations (no entry block) are
 // verified too.
-// expected-error @+1 {{'func.func' op expects 'weft.param' on argument 0 of floating-point tensor type, got 'f32'}}
+// expected-error @+1 {{'func.func' op expects 'weft.param' on argument 0 of floating-point (or i16 split-master) tensor type, got 'f32'}}
 func.func private @param_scalar_decl(f32 {weft.param})
 
 // -----

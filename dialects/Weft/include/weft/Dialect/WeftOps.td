@@ -467,6 +467,15 @@ def Weft_AdamWOp : Weft_Op<"adamw"> {
     `p -= lr * weight_decay * p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
     p -= lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)`.
     Results are the new parameter, m and v with their operands' types.
+
+    With `param_low` (i16) the f32 master is stored split: `param` (bf16)
+    holds its high half rounded and `param_low` the rest, so the bf16 weight
+    the GEMMs read is the master itself, never a converted copy. The master
+    is `bitcast<f32>((bits(param) << 16) + sext(param_low))` (exact); the
+    updated f32 master `x` (bits `B`) is stored as `new_param = (B + 0x8000)
+    >> 16` (round to nearest, ties away from zero) and `new_param_low =
+    trunc<i16>(B)`, which join back to `x` exactly. A NaN master stores a
+    quiet bf16 NaN and low bits 0. m and v are f32.
     ```mlir
     %p1, %m1, %v1 = weft.adamw %p, %g, %m, %v, %t {lr = 1.0e-03 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, weight_decay = 0.01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<i64>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
     ```
@@ -474,12 +483,14 @@ def Weft_AdamWOp : Weft_Op<"adamw"> {
   let arguments = (ins Weft_FloatTensor:$param, Weft_FloatTensor:$grad,
                        Weft_FloatTensor:$m, Weft_FloatTensor:$v,
                        Weft_ScalarI64:$step,
+                       Optional<Weft_LowBitsTensor>:$param_low,
                        F64Attr:$lr, DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
   let results = (outs Weft_FloatTensor:$new_param, Weft_FloatTensor:$new_m,
-                      Weft_FloatTensor:$new_v);
+                      Weft_FloatTensor:$new_v,
+                      Optional<Weft_LowBitsTensor>:$new_param_low);
 }
 
 //===----------------------------------------------------------------------===//
