@@ -1,8 +1,10 @@
 // Tests of the split f32 master helpers (splitMasterHigh / splitMasterLow /
 // joinMaster in weft/Support/FloatBits.h) that --weight-copies=split relies
 // on: every non-NaN f32 joins back bit-exactly, the high half is the bf16
-// round-to-nearest (ties away) weight, and NaN stays NaN.
+// round-to-nearest (ties away) weight, and NaN stays NaN. And the i16 low
+// halves in .npz files (numpy '<i2').
 #include "weft/Support/FloatBits.h"
+#include "weft/Support/Npz.h"
 
 #include "llvm/ADT/bit.h"
 
@@ -11,6 +13,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <string>
 
 using namespace weft;
 
@@ -93,6 +97,66 @@ TEST(SplitMasterTest, HighHalfIsTheNearestBf16) {
       continue;
     EXPECT_EQ(splitMasterHigh(value), bf16Bits(static_cast<double>(value)))
         << value;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// i16 tensors in .npz
+//===----------------------------------------------------------------------===//
+
+Tensor i16Tensor(std::vector<int64_t> shape, std::vector<double> data) {
+  Tensor tensor;
+  tensor.shape = std::move(shape);
+  tensor.dtype = DType::I16;
+  tensor.data = std::move(data);
+  return tensor;
+}
+
+std::string npzBytes(const NpzArchive &archive, llvm::Error &err) {
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  err = writeNpz(os, archive);
+  return bytes;
+}
+
+TEST(NpzI16Test, RoundTripsAsLittleEndianInt16) {
+  NpzArchive archive;
+  archive.set("arg3", i16Tensor({2, 3}, {0, -1, 32767, -32768, 1234, -32767}));
+  archive.set("arg4", i16Tensor({0}, {}));
+  llvm::Error err = llvm::Error::success();
+  std::string bytes = npzBytes(archive, err);
+  ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+  // numpy's int16 descr and the raw little-endian values, and the dtype list
+  // names it i16.
+  EXPECT_NE(bytes.find("'descr': '<i2'"), std::string::npos);
+  const char raw[] = {'\x00', '\x00', '\xff', '\xff', '\xff', '\x7f',
+                      '\x00', '\x80', '\xd2', '\x04', '\x01', '\x80'};
+  EXPECT_NE(bytes.find(std::string(raw, sizeof(raw))), std::string::npos);
+  EXPECT_NE(bytes.find(std::string("a\0\0\0r\0\0\0g\0\0\0" "3\0\0\0:\0\0\0"
+                                   "i\0\0\0" "1\0\0\0" "6\0\0\0", 32)),
+            std::string::npos);
+  llvm::Expected<NpzArchive> read = parseNpz(bytes, "mem.npz");
+  ASSERT_TRUE(static_cast<bool>(read)) << llvm::toString(read.takeError());
+  for (const char *key : {"arg3", "arg4"}) {
+    const Tensor *tensor = read->lookup(key);
+    ASSERT_NE(tensor, nullptr) << key;
+    EXPECT_EQ(tensor->dtype, DType::I16) << key;
+    EXPECT_EQ(tensor->shape, archive.lookup(key)->shape) << key;
+    EXPECT_EQ(tensor->data, archive.lookup(key)->data) << key;
+  }
+}
+
+TEST(NpzI16Test, RefusesValuesOutsideInt16) {
+  for (double bad : {32768.0, -32769.0, 0.5, double(NAN)}) {
+    NpzArchive archive;
+    archive.set("low", i16Tensor({2}, {7, bad}));
+    llvm::Error err = llvm::Error::success();
+    npzBytes(archive, err);
+    ASSERT_TRUE(static_cast<bool>(err)) << bad;
+    std::string message = llvm::toString(std::move(err));
+    EXPECT_NE(message.find("'low': i16 element 1 is "), std::string::npos) << message;
+    EXPECT_NE(message.find("not an integer in [-32768, 32767]"), std::string::npos)
+        << message;
   }
 }
 

@@ -121,6 +121,8 @@ double roundToDType(double value, DType dtype) {
     return bf16Value(bf16Bits(value));
   case DType::I64:
     return std::round(value);
+  case DType::I16:
+    return double(int16_t(uint16_t(int64_t(std::fmod(std::round(value), 65536.0)))));
   case DType::I1:
     return value != 0 ? 1.0 : 0.0;
   }

@@ -55,12 +55,12 @@ Error makeError(const Twine &message) {
 /// The dtype names of the .npz convention. Kept here rather than using
 /// weft::dtypeName (lib/Reference) so WeftSupport does not depend on the
 /// interpreter library.
-constexpr DType kAllDTypes[] = {DType::F64, DType::F32, DType::F16,
-                                DType::BF16, DType::I64, DType::I1};
+constexpr DType kAllDTypes[] = {DType::F64,  DType::F32, DType::F16, DType::BF16,
+                                DType::I64, DType::I1,  DType::I16};
 
 StringRef npzTypeName(DType dtype) {
-  static constexpr StringRef kNames[] = {"f64", "f32", "f16",
-                                         "bf16", "i64", "i1"};
+  static constexpr StringRef kNames[] = {"f64", "f32", "f16", "bf16",
+                                         "i64", "i1",  "i16"};
   return kNames[static_cast<int>(dtype)];
 }
 
@@ -185,7 +185,7 @@ private:
 };
 
 /// The .npy element encodings Weft reads.
-enum class NpyKind { F8, F4, F2, U2, I8, I4, B1, U1, Unicode, Bytes };
+enum class NpyKind { F8, F4, F2, U2, I8, I4, I2, B1, U1, Unicode, Bytes };
 
 struct NpyArray {
   NpyKind kind;
@@ -248,7 +248,8 @@ Expected<NpyArray> parseNpy(StringRef bytes, StringRef file, StringRef key) {
   } kKinds[] = {{"f8", NpyKind::F8, 8}, {"f4", NpyKind::F4, 4},
                 {"f2", NpyKind::F2, 2}, {"u2", NpyKind::U2, 2},
                 {"i8", NpyKind::I8, 8}, {"i4", NpyKind::I4, 4},
-                {"b1", NpyKind::B1, 1}, {"u1", NpyKind::U1, 1}};
+                {"i2", NpyKind::I2, 2}, {"b1", NpyKind::B1, 1},
+                {"u1", NpyKind::U1, 1}};
   bool known = false;
   for (const auto &k : kKinds) {
     if (code == k.code) {
@@ -268,7 +269,7 @@ Expected<NpyArray> parseNpy(StringRef bytes, StringRef file, StringRef key) {
   if (!known)
     return fileError(file, key,
                      "unsupported dtype '" + descr +
-                         "' (Weft reads <f8 <f4 <f2 <u2 <i8 <i4 |b1 |u1)");
+                         "' (Weft reads <f8 <f4 <f2 <u2 <i8 <i4 <i2 |b1 |u1)");
   if (header->fortranOrder)
     return fileError(file, key,
                      "Fortran-order arrays are not supported; save a C-order "
@@ -348,6 +349,8 @@ Expected<DType> inferDType(const NpyArray &array, StringRef file,
   case NpyKind::I8:
   case NpyKind::I4:
     return DType::I64;
+  case NpyKind::I2:
+    return DType::I16;
   case NpyKind::B1:
   case NpyKind::U1:
     return DType::I1;
@@ -388,6 +391,9 @@ Expected<Tensor> decodeTensor(const NpyArray &array, DType dtype,
     break;
   case DType::I1:
     ok = array.kind == NpyKind::B1 || array.kind == NpyKind::U1;
+    break;
+  case DType::I16:
+    ok = array.kind == NpyKind::I2;
     break;
   }
   if (!ok)
@@ -432,6 +438,9 @@ Expected<Tensor> decodeTensor(const NpyArray &array, DType dtype,
     }
     case NpyKind::I4:
       value = in.read<int32_t>(at);
+      break;
+    case NpyKind::I2:
+      value = in.read<int16_t>(at);
       break;
     case NpyKind::B1:
     case NpyKind::U1: {
@@ -489,7 +498,8 @@ std::string npyHeader(StringRef descr, llvm::ArrayRef<int64_t> shape) {
 
 /// The .npy bytes of `tensor` in the encoding the convention fixes per dtype.
 std::string encodeNpy(const Tensor &tensor) {
-  static const char *const kDescr[] = {"<f8", "<f4", "<f2", "<u2", "<i8", "|b1"};
+  static const char *const kDescr[] = {"<f8", "<f4", "<f2", "<u2",
+                                       "<i8", "|b1", "<i2"};
   std::string out =
       npyHeader(kDescr[static_cast<int>(tensor.dtype)], tensor.shape);
   for (double value : tensor.data) {
@@ -511,6 +521,9 @@ std::string encodeNpy(const Tensor &tensor) {
       break;
     case DType::I1:
       out += static_cast<char>(value != 0 ? 1 : 0);
+      break;
+    case DType::I16:
+      appendLE<uint16_t>(out, static_cast<uint16_t>(static_cast<int16_t>(value)));
       break;
     }
   }
@@ -561,6 +574,14 @@ Error checkWritable(const NpzArchive &archive) {
           return makeError("'" + key + "': i64 element " + Twine(i) + " is " +
                            text + ", not an integer in range");
         }
+    if (tensor.dtype == DType::I16)
+      for (auto [i, value] : llvm::enumerate(tensor.data))
+        if (!(std::trunc(value) == value && value >= -32768 && value <= 32767)) {
+          std::string text;
+          llvm::raw_string_ostream(text) << llvm::format("%.17g", value);
+          return makeError("'" + key + "': i16 element " + Twine(i) + " is " +
+                           text + ", not an integer in [-32768, 32767]");
+        }
   }
   return Error::success();
 }
@@ -609,7 +630,7 @@ Expected<NpzArchive> weft::parseNpz(StringRef bytes, StringRef name) {
         return fileError(name, key,
                          "entry \"" + item +
                              "\" is not \"key:dtype\" with dtype one of f64, "
-                             "f32, f16, bf16, i64, i1");
+                             "f32, f16, bf16, i64, i1, i16");
       namedTypes[itemKey] = *dtype;
     }
   }

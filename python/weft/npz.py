@@ -2,7 +2,8 @@
 
 Keys are `arg<i>` (inputs, in function-argument order) and `res<i>` (results).
 Every file carries `__weft_dtypes__`, a 1-D unicode array of "key:dtype"
-strings naming each key's element type (f64, f32, f16, bf16, i64, i1); numpy
+strings naming each key's element type (f64, f32, f16, bf16, i64, i1, i16);
+numpy
 has no bfloat16, so bf16 tensors are stored as their uint16 bit patterns.
 """
 import numpy as np
@@ -17,6 +18,7 @@ TORCH_DTYPES = {
     "bf16": torch.bfloat16,
     "i64": torch.int64,
     "i1": torch.bool,
+    "i16": torch.int16,
 }
 NAME_OF_TORCH_DTYPE = {v: k for k, v in TORCH_DTYPES.items()}
 # How each element type is stored in the .npz (bf16: raw bits).
@@ -27,6 +29,7 @@ STORAGE = {
     "bf16": np.uint16,
     "i64": np.int64,
     "i1": np.bool_,
+    "i16": np.int16,
 }
 NAME_OF_NUMPY_DTYPE = {
     np.dtype(np.float64): "f64",
@@ -34,6 +37,7 @@ NAME_OF_NUMPY_DTYPE = {
     np.dtype(np.float16): "f16",
     np.dtype(np.int64): "i64",
     np.dtype(np.bool_): "i1",
+    np.dtype(np.int16): "i16",
 }
 
 
@@ -54,6 +58,29 @@ def bf16_bits_to_f32(bits):
     """Widens bfloat16 bit patterns (uint16) to float32, exactly."""
     wide = np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)
     return wide.view(np.float32)
+
+
+def split_master(values):
+    """A split f32 master (--weight-copies=split): (bf16 high half as uint16
+    bits, i16 low half). The high half rounds to nearest, ties away from zero;
+    the low half is the signed remainder, so join_master gives the f32 back
+    bit-exactly. A NaN gives a quiet NaN high half (sign kept) and low 0.
+    As splitMasterHigh / splitMasterLow in weft/Support/FloatBits.h."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    bits = values.view(np.uint32)
+    high = ((bits.astype(np.uint64) + np.uint64(0x8000)) >> np.uint64(16)).astype(np.uint16)
+    low = (bits & np.uint32(0xFFFF)).astype(np.uint16).view(np.int16)
+    nan = np.isnan(values)
+    quiet = (bits >> np.uint32(16)).astype(np.uint16) | np.uint16(0x0040)
+    return np.where(nan, quiet, high), np.where(nan, np.int16(0), low)
+
+
+def join_master(high, low):
+    """The f32 master from its bf16 high half (uint16 bits) and i16 low half:
+    bitcast((high << 16) + low) in wrapping 32-bit arithmetic."""
+    high = np.asarray(high, dtype=np.uint16).astype(np.uint32) << np.uint32(16)
+    low = np.asarray(low, dtype=np.int16).astype(np.int32).view(np.uint32)
+    return (high + low).astype(np.uint32).view(np.float32)
 
 
 def to_storage(value):

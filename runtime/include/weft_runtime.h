@@ -249,11 +249,14 @@ typedef struct weft_step_buffer {
   int arg, result;      /* the step function's argument / result, -1 if none */
   int rank;             /* parsed from type; -1 when type is empty */
   long long shape[WEFT_STEP_MAX_RANK];
-  const char *dtype;    /* "bf16", "f16", "f32", "f64", "i64", "i32", "i1", "" */
+  const char *dtype;    /* "bf16", "f16", "f32", "f64", "i64", "i32", "i16", "i1", "" */
   int has_initial_data; /* the package holds its bytes, copied in at load */
-  int copy_of;          /* a carried weight copy: its master's argument (bind
-                           the copy as the master rounded to nearest even);
-                           -1 otherwise */
+  int copy_of;          /* a weight copy: its master's argument, -1 otherwise.
+                           Master f32: a carried copy (bind it as the master
+                           rounded to nearest even). Master i16, copy bf16: a
+                           split f32 master, the master argument its low half
+                           and this its high half (weft/Support/FloatBits.h:
+                           splitMasterHigh / splitMasterLow / joinMaster) */
 } weft_step_buffer;
 
 /* What cuMemGetInfo saw: used = total - free at each point. */

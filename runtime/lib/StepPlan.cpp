@@ -230,11 +230,11 @@ bool parseTensorType(const std::string &type, BufferShape &shape, std::string &e
   parts.push_back(inner.substr(start));
   shape.dtype = parts.back();
   parts.pop_back();
-  static const char *const known[] = {"bf16", "f16", "f32", "f64", "i64", "i32", "i1"};
+  static const char *const known[] = {"bf16", "f16", "f32", "f64", "i64", "i32", "i16", "i1"};
   if (std::find_if(std::begin(known), std::end(known),
                    [&](const char *name) { return shape.dtype == name; }) == std::end(known)) {
     error = "buffer type '" + type + "' has element type '" + shape.dtype +
-            "', not one of bf16, f16, f32, f64, i64, i32, i1";
+            "', not one of bf16, f16, f32, f64, i64, i32, i16, i1";
     return false;
   }
   if (parts.size() > WEFT_STEP_MAX_RANK) {

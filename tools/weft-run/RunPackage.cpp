@@ -2,7 +2,10 @@
 // inputs from an .npz (a leading step dimension), restores and saves the
 // parameters and optimizer state, runs the steps and prints the loss per step
 // and the device memory cuMemGetInfo saw. --dry-run does everything up to the
-// first driver call, so it is tested without a GPU.
+// first driver call, so it is tested without a GPU. State files hold f32
+// masters whatever the package keeps: carried bf16 copies are derived from
+// them, and split masters (an i16 low half + a bf16 high half) are split from
+// and joined back into them.
 #include "RunPackage.h"
 #include "StepTiming.h"
 
@@ -49,7 +52,7 @@ size_t elementBytes(const std::string &dtype) {
     return 8;
   if (dtype == "f32" || dtype == "i32")
     return 4;
-  if (dtype == "bf16" || dtype == "f16")
+  if (dtype == "bf16" || dtype == "f16" || dtype == "i16")
     return 2;
   return 1; // i1
 }
@@ -75,6 +78,9 @@ std::string toBytes(const std::vector<double> &data, size_t start, size_t count,
     } else if (dtype == "i32") {
       int32_t n = int32_t(roundToDType(v, DType::I64));
       std::memcpy(out + 4 * i, &n, 4);
+    } else if (dtype == "i16") {
+      int16_t n = int16_t(int64_t(roundToDType(v, DType::I64)));
+      std::memcpy(out + 2 * i, &n, 2);
     } else {
       out[i] = v != 0;
     }
@@ -105,6 +111,10 @@ std::vector<double> fromBytes(const std::string &bytes, const std::string &dtype
       int32_t n;
       std::memcpy(&n, in + 4 * i, 4);
       data[i] = n;
+    } else if (dtype == "i16") {
+      int16_t n;
+      std::memcpy(&n, in + 2 * i, 2);
+      data[i] = n;
     } else {
       data[i] = in[i] != 0;
     }
@@ -120,9 +130,21 @@ struct BufferView {
   std::string type() const { return info.type[0] ? info.type : "(untyped)"; }
 };
 
+/// A buffer with weft.copy_of and its master. Carried: an f32 master and its
+/// bf16/f16 copy (the master rounded to nearest even). Split: the master
+/// argument holds the i16 low half and the copy the bf16 high half of one f32
+/// master (splitMasterHigh / splitMasterLow).
+struct CopyPair {
+  const BufferView *copy = nullptr, *master = nullptr;
+  bool split = false;
+};
+
 /// Where a buffer's bytes come from before each step.
 struct Binding {
   const BufferView *buffer = nullptr;
+  /// A split master's high half: the f32 master bound to `buffer` is split,
+  /// its low half written there and its high half here.
+  const BufferView *high = nullptr;
   const Tensor *tensor = nullptr;
   std::string source; // for the dry-run listing
   int64_t steps = 0;  // > 0: the tensor has a leading step dim of this size
@@ -207,25 +229,42 @@ int runPackage(const RunPackageOptions &options) {
   // and optimizer state from --load-state, else --data, else the package.
   std::vector<Binding> bindings;
   std::map<std::string, bool> usedKeys;
-  // Carried weight copies, each with its master: derived after the state
-  // is bound, never read from a file.
-  std::vector<std::pair<const BufferView *, const BufferView *>> copies;
+  // Weight copies, each with its master, never read from a file: a carried
+  // copy is derived after the state is bound; a split master's high half is
+  // bound with its low half.
+  std::vector<CopyPair> copies;
+  std::map<const BufferView *, const BufferView *> highHalfOf;
   for (const BufferView &buffer : buffers) {
     const weft_step_buffer &info = buffer.info;
-    if (info.copy_of >= 0) {
-      const BufferView *master = nullptr;
-      for (const BufferView &m : buffers)
-        if (m.info.arg == info.copy_of && isState(m.info))
-          master = &m;
-      if (!master || master->elements != buffer.elements ||
-          std::string(master->info.dtype) != "f32" ||
-          (std::string(info.dtype) != "bf16" && std::string(info.dtype) != "f16"))
-        return error(2, llvm::Twine("buffer '") + info.name + "' (" + buffer.type() +
-                            ") is a copy of argument " + llvm::Twine(info.copy_of) +
-                            ", which is no f32 state buffer of its shape");
-      copies.push_back({&buffer, master});
+    if (info.copy_of < 0)
       continue;
-    }
+    const BufferView *master = nullptr;
+    for (const BufferView &m : buffers)
+      if (m.info.arg == info.copy_of && isState(m.info) && m.info.copy_of < 0)
+        master = &m;
+    std::string masterType = master ? std::string(master->info.dtype) : "";
+    std::string copyType = info.dtype;
+    bool sameCount = master && master->elements == buffer.elements;
+    bool carried = sameCount && masterType == "f32" &&
+                   (copyType == "bf16" || copyType == "f16");
+    bool split = sameCount && masterType == "i16" && copyType == "bf16";
+    if (!carried && !split)
+      return error(2, llvm::Twine("buffer '") + info.name + "' (" + buffer.type() +
+                          ") is a copy of argument " + llvm::Twine(info.copy_of) + ", whose " +
+                          (master ? "buffer '" + std::string(master->info.name) + "' (" +
+                                        master->type() + ")"
+                                  : std::string("state buffer does not exist and")) +
+                          " is neither an f32 master nor an i16 split low half of " +
+                          llvm::Twine(buffer.elements) + " elements (a copy is bf16 or f16 "
+                          "of an f32 master, or bf16 of an i16 low half)");
+    copies.push_back({&buffer, master, split});
+    if (split)
+      highHalfOf[master] = &buffer;
+  }
+  for (const BufferView &buffer : buffers) {
+    const weft_step_buffer &info = buffer.info;
+    if (info.copy_of >= 0)
+      continue;
     bool input = info.role == WEFT_ROLE_INPUT && info.arg >= 0;
     if (!input && !isState(info))
       continue;
@@ -234,6 +273,9 @@ int runPackage(const RunPackageOptions &options) {
                           "' has no tensor type in the package: cannot bind it");
     Binding binding;
     binding.buffer = &buffer;
+    auto half = highHalfOf.find(&buffer);
+    if (half != highHalfOf.end())
+      binding.high = half->second;
     const Tensor *tensor = nullptr;
     std::string file;
     if (isState(info) && state && (tensor = state->lookup(info.name)))
@@ -247,6 +289,12 @@ int runPackage(const RunPackageOptions &options) {
       continue;
     }
     if (!tensor) {
+      if (binding.high && info.has_initial_data && !binding.high->info.has_initial_data)
+        return error(2, llvm::Twine("split master '") + info.name + "' (" + buffer.type() +
+                            ") has its low half in the package but its high half '" +
+                            binding.high->info.name +
+                            "' has none: give the f32 master with --load-state, --data or "
+                            "--init-state");
       if (isState(info) && info.has_initial_data)
         continue; // copied from the package at load
       return error(2, llvm::Twine(input ? "input" : "state buffer") + " '" + info.name +
@@ -262,6 +310,15 @@ int runPackage(const RunPackageOptions &options) {
     if (!tensorDType(info.dtype))
       return error(2, llvm::Twine("buffer '") + info.name + "' has element type " + info.dtype +
                           ", which .npz files cannot hold");
+    // A state file holds a split master as the f32 master, as it does for a
+    // converted or carried package, never as its halves.
+    if (binding.high && tensor->dtype != DType::F32 && tensor->dtype != DType::F64)
+      return error(2, file + ": '" + info.name + "' is " +
+                          describe(tensor->shape, dtypeName(tensor->dtype)) +
+                          ", but the step keeps it as a split f32 master (low half '" +
+                          info.name + "' " + buffer.type() + ", high half '" +
+                          binding.high->info.name + "' " + binding.high->type() +
+                          "): give the f32 master");
     std::vector<int64_t> perStep(buffer.shape);
     perStep.insert(perStep.begin(), 0);
     bool leading = input && tensor->shape.size() == buffer.shape.size() + 1 &&
@@ -308,15 +365,58 @@ int runPackage(const RunPackageOptions &options) {
       }
       llvm::outs() << "\n";
     }
-    for (auto [copy, master] : copies)
-      llvm::outs() << "state: " << copy->info.name << " <- " << master->info.name
-                   << " rounded to " << copy->info.dtype << "\n";
+    for (const CopyPair &pair : copies) {
+      if (pair.split)
+        llvm::outs() << "state: " << pair.master->info.name << " <- low half (i16), "
+                     << pair.copy->info.name << " <- high half (bf16) of the f32 master '"
+                     << pair.master->info.name << "'\n";
+      else
+        llvm::outs() << "state: " << pair.copy->info.name << " <- " << pair.master->info.name
+                     << " rounded to " << pair.copy->info.dtype << "\n";
+    }
     if (loss)
       llvm::outs() << "loss: buffer '" << loss->info.name << "'\n";
     return 0;
   }
 
+  auto bindBytes = [&](const BufferView &buffer, const std::string &host) -> bool {
+    if (weft_step_bind(step.get(), buffer.index, host.data(), host.size())) {
+      error(1, llvm::Twine("binding '") + buffer.info.name + "': " + weft_last_error());
+      return false;
+    }
+    return true;
+  };
+  // A split master: the f32 master (from a file, or drawn exactly as the f32
+  // master of a converted package is) split into its two halves.
+  auto bindSplit = [&](const Binding &b) -> bool {
+    const BufferView &low = *b.buffer, &high = *b.high;
+    std::vector<float> master(size_t(low.elements));
+    if (b.draw) {
+      weft_step_buffer asF32 = low.info;
+      asF32.dtype = "f32";
+      asF32.size = master.size() * 4;
+      std::string host, why;
+      if (!drawStateBytes(asF32, uint64_t(options.initState), host, why)) {
+        error(2, why);
+        return false;
+      }
+      std::memcpy(master.data(), host.data(), master.size() * 4);
+    } else {
+      for (size_t i = 0; i < master.size(); ++i)
+        master[i] = float(b.tensor->data[i]);
+    }
+    std::string lowBytes(low.info.size, '\0'), highBytes(high.info.size, '\0');
+    for (size_t i = 0; i < master.size(); ++i) {
+      int16_t lo = splitMasterLow(master[i]);
+      uint16_t hi = splitMasterHigh(master[i]);
+      std::memcpy(lowBytes.data() + 2 * i, &lo, 2);
+      std::memcpy(highBytes.data() + 2 * i, &hi, 2);
+    }
+    return bindBytes(low, lowBytes) && bindBytes(high, highBytes);
+  };
   auto bind = [&](const Binding &b, int64_t s) -> bool {
+    if (b.high)
+      return bindSplit(b);
     if (b.draw) {
       std::string host, why;
       if (!drawStateBytes(b.buffer->info, uint64_t(options.initState), host, why)) {
@@ -338,12 +438,18 @@ int runPackage(const RunPackageOptions &options) {
     }
     return true;
   };
-  auto readBack = [&](const BufferView &buffer, Tensor &tensor) -> bool {
-    std::string host(buffer.info.size, '\0');
+  auto readRaw = [&](const BufferView &buffer, std::string &host) -> bool {
+    host.assign(buffer.info.size, '\0');
     if (weft_step_read(step.get(), buffer.index, host.data(), host.size())) {
       error(1, llvm::Twine("reading '") + buffer.info.name + "': " + weft_last_error());
       return false;
     }
+    return true;
+  };
+  auto readBack = [&](const BufferView &buffer, Tensor &tensor) -> bool {
+    std::string host;
+    if (!readRaw(buffer, host))
+      return false;
     tensor.shape = buffer.shape;
     tensor.dtype = *tensorDType(buffer.info.dtype);
     tensor.data = fromBytes(host, buffer.info.dtype);
@@ -359,7 +465,9 @@ int runPackage(const RunPackageOptions &options) {
       return 1;
   // Each carried copy: its master as bound (from a file, drawn, or the
   // package's bytes), rounded to nearest even as the step's convert does.
-  for (auto [copy, master] : copies) {
+  for (auto [copy, master, split] : copies) {
+    if (split)
+      continue; // bound with its low half
     std::string host(master->info.size, '\0'), bytes(copy->info.size, '\0');
     if (weft_step_read(step.get(), master->index, host.data(), host.size()))
       return error(1, llvm::Twine("reading '") + master->info.name + "': " + weft_last_error());
@@ -421,10 +529,28 @@ int runPackage(const RunPackageOptions &options) {
     NpzArchive archive;
     for (const BufferView &buffer : buffers) {
       if (!isState(buffer.info) || buffer.info.rank < 0 || buffer.info.copy_of >= 0)
-        continue; // a carried copy is derived again from its master
+        continue; // a copy is derived again from (or split again from) its master
       Tensor tensor;
-      if (!readBack(buffer, tensor))
+      auto half = highHalfOf.find(&buffer);
+      if (half != highHalfOf.end()) {
+        // The f32 master joined from its halves' bits, so one state file
+        // serves converted, carried and split packages alike.
+        std::string low, high;
+        if (!readRaw(buffer, low) || !readRaw(*half->second, high))
+          return 1;
+        tensor.shape = buffer.shape;
+        tensor.dtype = DType::F32;
+        tensor.data.resize(size_t(buffer.elements));
+        for (size_t i = 0; i < tensor.data.size(); ++i) {
+          uint16_t hi;
+          int16_t lo;
+          std::memcpy(&hi, high.data() + 2 * i, 2);
+          std::memcpy(&lo, low.data() + 2 * i, 2);
+          tensor.data[i] = joinMaster(hi, lo);
+        }
+      } else if (!readBack(buffer, tensor)) {
         return 1;
+      }
       archive.set(buffer.info.name, std::move(tensor));
     }
     if (llvm::Error err = writeNpz(options.saveState, archive))

@@ -46,7 +46,7 @@ private:
 /// Reads an .npz file as np.savez / np.savez_compressed write it (stored or
 /// deflated ZIP entries, zip64 records, .npy versions 1.0-3.0). Element types
 /// come from `__weft_dtypes__` when it names a key, else from the .npy descr
-/// (<f8 <f4 <f2 <i8 <i4 |b1 |u1; <u2 only when named bf16). Every malformed
+/// (<f8 <f4 <f2 <i8 <i4 <i2 |b1 |u1; <u2 only when named bf16). Every malformed
 /// input gives an error naming the file, the key and the problem.
 llvm::Expected<NpzArchive> readNpz(llvm::StringRef path);
 

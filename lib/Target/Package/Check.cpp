@@ -82,8 +82,19 @@ private:
     }
   }
 
+  /// The element type of a buffer's "tensor<...xT>" type, or "" if untyped.
+  static std::string elementType(const std::string &type) {
+    size_t x = type.rfind('x'), lt = type.find('<');
+    size_t start = x == std::string::npos ? lt : x;
+    if (start == std::string::npos || type.empty() || type.back() != '>')
+      return "";
+    return type.substr(start + 1, type.size() - start - 2);
+  }
+
   /// A carried weight copy: an argument buffer whose master is another
-  /// argument's parameter buffer of twice its bytes (f32 -> bf16 / f16).
+  /// argument's parameter buffer of twice its bytes (f32 -> bf16 / f16), or
+  /// the bf16 high half of a split master whose i16 low half is the master
+  /// argument (--weight-copies=split: the same bytes).
   void checkCopy(uint32_t i) {
     const Buffer &b = package.buffers[i];
     std::string name = "buffer '" + b.name + "' (a copy of argument " +
@@ -96,11 +107,18 @@ private:
     }
     for (const Buffer &m : package.buffers)
       if (m.arg == b.copyOf) {
-        if (m.role != Role::Parameter || m.copyOf >= 0 || m.size != 2 * b.size)
+        bool split = elementType(m.type) == "i16";
+        if (split && elementType(b.type) != "bf16")
+          report(Subject::Buffer, i,
+                 name + ": its master '" + m.name + "' (" + m.type +
+                     ") is a split low half, but the copy is " + b.type +
+                     ", not the bf16 high half");
+        else if (m.role != Role::Parameter || m.copyOf >= 0 ||
+                 m.size != (split ? 1 : 2) * b.size)
           report(Subject::Buffer, i,
                  name + ": its master '" + m.name + "' (role " + roleName(m.role) +
                      ", " + str(m.size) + " bytes) is not a parameter of " +
-                     str(2 * b.size) + " bytes");
+                     str((split ? 1 : 2) * b.size) + " bytes");
         return;
       }
     report(Subject::Buffer, i, name + ": no buffer holds that argument");
