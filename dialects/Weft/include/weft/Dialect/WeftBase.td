@@ -67,7 +67,7 @@ def Weft_IdTensor : RankedTensorOf<[I64]>;
 def Weft_MaskTensor : RankedTensorOf<[I1]>;
 // The low 16 bits of split f32 master weights (weft.adamw's param_low).
 def Weft_LowBitsTensor : RankedTensorOf<[I16]>;
-def Weft_AnyTensor : RankedTensorOf<[F64, F32, F16, BF16, I64, I1]>;
+def Weft_AnyTensor : RankedTensorOf<[F64, F32, F16, BF16, I64, I1, I16]>;
 // 0-d i64 tensors: the dropout seed and the optimizer step.
 def Weft_ScalarI64 : 0DTensorOf<[I64]>;
 
