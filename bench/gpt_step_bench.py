@@ -9,11 +9,10 @@ three memory budgets, next to PyTorch eager and torch.compile, in one run.
       state and the activations above it, the copies on the resident side),
       then at budgets leaving 100/50/30 % of those activations with
       --remat=budget and each fixed policy that fits, each with
-      --weight-copies=auto (the copies carried between steps and written by
-      AdamW where that fits the budget, else the largest few converted) and
-      --fold-attention-layout (attention in place on the packed qkv); below
-      100 % also budget_carried (--weight-copies=carried, every copy
-      carried) beside auto's choice; a small instance (2 blocks, hidden 256)
+      --weight-copies=auto (split masters: each f32 master stored as the
+      bf16 weight the GEMMs read and an i16 low half, so no copy is converted
+      or carried) and --fold-attention-layout (attention in place on the
+      packed qkv); a small instance (2 blocks, hidden 256)
       without optimizer for the gradient check; ships weft-run (xz) as
       test/gpu/package_check.py does. Nothing carried holds parameters:
       weft-run --init-state draws them on the device machine.
@@ -142,9 +141,12 @@ def prepare(directory, build):
               "error": None if ok else msg, "compile_s": round(time.time() - t, 1)}
         if ok:
             r = json.load(open(rep))
+            copies = r.get("weight_copies", {})
             pk.update(planned_bytes=r["peak_bytes"], recompute_flops=r["recompute_flops"],
                       estimate_s=r["step_time_estimate_s"],
-                      carried_copies=carries_copies(os.path.join(directory, name + ".weftpkg")))
+                      carried_copies=copies.get("carried",
+                                                carries_copies(os.path.join(directory, name + ".weftpkg"))),
+                      split_masters=copies.get("split", 0))
         print(name, "ok" if ok else "does not fit/compile", pk.get("planned_bytes"), flush=True)
         return pk
 
@@ -152,11 +154,6 @@ def prepare(directory, build):
         entry = {"fraction": fraction, "bytes": budget, "packages": []}
         for policy in ("budget",) + table.FIXED_POLICIES:
             entry["packages"].append(budget_package(fraction, budget, policy, policy, "auto"))
-        # Below 100 %, the budget policy with every copy carried too, measured
-        # beside auto's choice (auto decides on its roofline estimate).
-        if fraction < 1.0:
-            entry["packages"].append(
-                budget_package(fraction, budget, "budget_carried", "budget", "carried"))
         manifest["budgets"].append(entry)
     small_ir = os.path.join(directory, "small.mlir")
     generate(SMALL, small_ir, env)
@@ -416,7 +413,8 @@ def run(directory, quick=False):
         runs = []
         for pk in b["packages"]:
             r = {"policy": pk["policy"], "fused": pk["fused"], "ms": None,
-                 "carried_copies": pk.get("carried_copies")}
+                 "carried_copies": pk.get("carried_copies"),
+                 "split_masters": pk.get("split_masters")}
             if pk.get("not_carried"):
                 r["error"] = "not run: " + pk["not_carried"]
             elif pk["package"] is None:

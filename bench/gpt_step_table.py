@@ -154,8 +154,9 @@ def markdown(results):
                 continue
             tc = b.get("torch_compile") or {}
             ratio = r["ms"] / tc["ms"] if tc.get("ms") else None
-            n = r.get("carried_copies")
-            copies = f" ({n} copies carried)" if n and n is not True else \
+            n, split = r.get("carried_copies"), r.get("split_masters")
+            copies = f" ({split} split masters)" if split else \
+                f" ({n} copies carried)" if n and n is not True else \
                 " (copies carried)" if n else ""
             lines.append(
                 f"| {int(100 * b['fraction'])} % | {r['policy']}{copies} | {fmt(r['ms'])} | {fmt(r.get('optimizer_ms'))} | "

@@ -6,6 +6,7 @@
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -121,6 +122,16 @@ weft::buildTrainingStepReport(func::FuncOp step, std::optional<int64_t> budget,
   report.ceilings = ceilings;
   if (failed(readMemoryPlan(step, report)))
     return failure();
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (auto master = step.getArgAttrOfType<IntegerAttr>(i, WeftDialect::kCopyOfAttr)) {
+      Type masterType = master.getInt() >= 0 && master.getInt() < step.getNumArguments()
+                            ? step.getArgument(master.getInt()).getType()
+                            : Type();
+      if (masterType && getElementTypeOrSelf(masterType).isInteger(16))
+        ++report.splitMasters;
+      else
+        ++report.carriedCopies;
+    }
   FailureOr<ScheduleLiveness> liveness = ScheduleLiveness::compute(step);
   if (failed(liveness))
     return failure();
@@ -203,6 +214,10 @@ void weft::writeTrainingStepReport(const TrainingStepReport &report,
     json.attribute("recomputed_ops", report.recomputedOps);
     json.attribute("recompute_time_estimate_s", report.recomputeSeconds);
     json.attribute("step_time_estimate_s", report.stepSeconds);
+    json.attributeObject("weight_copies", [&] {
+      json.attribute("carried", report.carriedCopies);
+      json.attribute("split", report.splitMasters);
+    });
     json.attributeObject("roofline", [&] {
       json.attribute("flops_per_s", report.ceilings.flopsPerSecond);
       json.attribute("bytes_per_s", report.ceilings.bytesPerSecond);

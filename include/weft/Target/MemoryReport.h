@@ -65,6 +65,10 @@ struct TrainingStepReport {
   /// op, in layer order; saved activations of ops outside any layer.
   llvm::SmallVector<LayerMemory> layers;
   int64_t unlayeredSavedBytes = 0;
+  /// Step arguments marked weft.copy_of: bf16 copies carried beside f32
+  /// masters, and the bf16 high halves of split masters (i16 low halves).
+  int64_t carriedCopies = 0;
+  int64_t splitMasters = 0;
 };
 
 /// Builds the report of `step`, which must carry `weft.memory_plan`. Fails

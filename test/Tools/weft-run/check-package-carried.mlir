@@ -38,6 +38,17 @@
 // AUTOSPLIT: func.func @forward_step(%arg0: tensor<64x128xi16> {{{.*}}weft.param}
 // AUTOSPLIT-SAME: tensor<64x128xbf16> {weft.copy_of = 0 : i64
 // AUTOSPLIT-NOT: weft.convert %arg
+// The memory report counts the copies: split masters here, carried below.
+// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --weight-copies=auto --memory-budget=2250000 --memory-report=%t.split.json -o /dev/null
+// RUN: FileCheck %s --check-prefix=SPLITREPORT < %t.split.json
+// SPLITREPORT: "weight_copies": {
+// SPLITREPORT-NEXT: "carried": 0,
+// SPLITREPORT-NEXT: "split": 17
+// RUN: weft-compile %S/Inputs/gpt_bf16.mlir --entry forward --train --optimizer=adamw --weight-copies=carried --memory-report=%t.carried.json -o /dev/null
+// RUN: FileCheck %s --check-prefix=CARRIEDREPORT < %t.carried.json
+// CARRIEDREPORT: "weight_copies": {
+// CARRIEDREPORT-NEXT: "carried": 17,
+// CARRIEDREPORT-NEXT: "split": 0
 // RUN: sed 's/bf16/f16/g' %S/Inputs/gpt_bf16.mlir > %t.f16.mlir
 // RUN: weft-compile %t.f16.mlir --entry forward --train --optimizer=adamw --weight-copies=auto --memory-budget=64MiB -o - | FileCheck %s --check-prefix=AUTO
 // AUTO: weft.copy_of
