@@ -303,7 +303,9 @@ int runPackage(const RunPackageOptions &options) {
                           (input ? "give --data with '" + std::string(info.name) +
                                        "' of shape [steps, ...] or its own shape"
                                  : "give --load-state (or --data) with '" +
-                                       std::string(info.name) + "'"));
+                                       std::string(info.name) + "'" +
+                                       (binding.high ? " (its f32 master: the step splits it)"
+                                                     : "")));
     }
     if (file == options.data)
       usedKeys[info.name] = true;

@@ -31,7 +31,10 @@ std::vector<Segment> classifySegments(const std::vector<std::string> &names,
 /// rank >= 2 uniform with the variance of N(0, 1/fan_in), fan_in its last dim;
 /// of rank <= 1 (norm weights and biases alike: the buffer does not say
 /// which) uniform in [0.4, 0.6]; optimizer state zero. f32, bf16 or f16
-/// buffers only; false with `error` naming the buffer otherwise.
+/// buffers only; false with `error` naming the buffer otherwise. weft-run
+/// draws a split master (its i16 low half's buffer) as that buffer in f32, so
+/// it gets the values a converted package's f32 master of the same argument
+/// gets, and splits them.
 bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &bytes,
                     std::string &error);
 
