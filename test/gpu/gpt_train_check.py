@@ -5,8 +5,9 @@ Two phases, so the GPU machine builds nothing:
 
   prepare (here, with the build):  gpt_train_check.py prepare DIR
       writes the char GPT's IR (python/weft/train_gpt.py), compiles its AdamW
-      step to four sm_90a packages (plain, --fuse-elementwise, that with
-      --weight-copies=carried, and that with --fold-attention-layout) and
+      step to five sm_90a packages (plain, --fuse-elementwise, that with
+      --weight-copies=carried, that with --fold-attention-layout, and that
+      with --weight-copies=split instead of carried) and
       ships weft-run with its libraries (package_check.ship_weft_run).
   check (on the H100):             gpt_train_check.py check DIR
       makes the data and the initial parameters with train_gpt's functions
@@ -45,7 +46,12 @@ PACKAGES = {"plain": [], "fused": ["--fuse-elementwise"],
             # attention reads the packed qkv and writes the packed dqkv in
             # place (seq-major kernels; no split, transposes or concat)
             "packed": ["--fuse-elementwise", "--weight-copies=carried",
-                       "--fold-attention-layout"]}
+                       "--fold-attention-layout"],
+            # split f32 masters: the bf16 high half is the weight the GEMMs
+            # read, an i16 low half beside it (weft-run splits the f32
+            # masters it loads and joins them when it saves)
+            "split": ["--fuse-elementwise", "--weight-copies=split",
+                      "--fold-attention-layout"]}
 
 
 def prepare(directory, build):
