@@ -16,7 +16,6 @@ import pytest
 import torch
 
 from harness import REPO, tool
-from test_remat import assert_bitwise_equal
 from weft import npz
 
 MODEL = os.path.join(REPO, "test", "Tools", "weft-run", "Inputs", "gpt_bf16.mlir")
