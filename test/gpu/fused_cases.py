@@ -114,6 +114,38 @@ def cases(small):
                  op(["lp"], "convert", ["np"], "", [p], [lp])], ["np", "nm", "nv", "lp"])))
             out.append(func(f"convert_{d}", [("x", t(pw, "f32"))], [("y", x)],
                             op(["y"], "convert", ["x"], "", [t(pw, "f32")], [x])))
+    # AdamW on split f32 masters (--weight-copies=split): the bf16 high half
+    # (the weight the GEMMs read), f32 moments and the i16 low half. Alone
+    # with the bf16 gradient autodiff gives it; as weft-fuse-elementwise
+    # wraps it in a training step (a group of kind "adamw") over a domain
+    # with a scalar tail (37 x 129); fused with its gradient's producer (two
+    # f32 contributions added).
+    hyper = ("lr = 1.0e-03 : f64, beta1 = 0.9 : f64, beta2 = 0.95 : f64, "
+             "eps = 1.0e-08 : f64, weight_decay = 0.1 : f64")
+    names = ["p", "grad", "m", "v", "step", "low"]
+    results = ["np", "nm", "nv", "nlow"]
+    for name, shape, gd in (("adamw_split_bf16", rw[1:], "bf16"),
+                            ("adamw_split_tail_bf16", [37, 129], "bf16"),
+                            ("add_adamw_split_bf16", rw[1:], "f32")):
+        hi, f, lo, st = t(shape, "bf16"), t(shape, "f32"), t(shape, "i16"), "tensor<i64>"
+        gt = t(shape, gd)
+        ins, outs = [hi, gt, f, f, st, lo], [hi, f, f, lo]
+        if name == "adamw_split_bf16":
+            out.append(func(name, list(zip(names, ins)), list(zip(results, outs)),
+                            op(results, "adamw", names, hyper, ins, outs)))
+        elif name == "adamw_split_tail_bf16":
+            out.append(func(name, list(zip(names, ins)), list(zip(results, outs)), fused(
+                results, "adamw", names, ins, outs,
+                [op(results, "adamw", [f"a{i}" for i in range(6)], hyper, ins, outs)],
+                results)))
+        else:
+            args = ["p", "g0", "g1", "m", "v", "step", "low"]
+            types = [hi, gt, gt, f, f, st, lo]
+            out.append(func(name, list(zip(args, types)), list(zip(results, outs)), fused(
+                results, "add+adamw", args, types, outs,
+                [op(["g"], "add", ["a1", "a2"], "", [gt, gt], [gt]),
+                 op(results, "adamw", ["a0", "g", "a3", "a4", "a5", "a6"], hyper, ins, outs)],
+                results)))
     # Data movement and the other unfused ops of a GPT step (bf16).
     d = "bf16"
     b, s, heads, hd = (2, 64, 4, 32) if small else (8, 1024, 16, 64)

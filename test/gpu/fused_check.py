@@ -29,9 +29,13 @@ import torch.nn.functional as F  # noqa: E402
 from poison import Poisoned  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
-          "f64": torch.float64, "i64": torch.int64, "bool": torch.bool}
+          "f64": torch.float64, "i64": torch.int64, "bool": torch.bool, "i16": torch.int16}
 # Max |weft - float64| / max |float64| per output dtype.
 TOLERANCE = {"bf16": 1.6e-2, "f16": 2e-3, "f32": 2e-4}
+# A split master's update (new_param joined with new_param_low) against the
+# float64 AdamW: f32's level (a few ulps of the largest weight). Rounded to
+# bf16, or with the low half lost, the error would be ~2^-9.
+SPLIT_MASTER_TOLERANCE = 2e-6
 
 
 class UnitError(Exception):
@@ -106,6 +110,137 @@ def _adamw(p, g, m, v, step, a):
     return pd - (lr / bc1) * nm / (nv.sqrt() / bc2 + eps), nm, nv
 
 
+# ------------------------------------------------------ split f32 masters
+
+def join_master(high, low):
+    """The f32 master of a bf16 high half and an i16 low half:
+    bitcast((bits(high) << 16) + sext(low)), wrapping as u32."""
+    bits = ((high.view(torch.int16).to(torch.int64) & 0xFFFF) << 16) + low.to(torch.int64)
+    bits = bits & 0xFFFFFFFF
+    bits = torch.where(bits >= 1 << 31, bits - (1 << 32), bits)
+    return bits.to(torch.int32).view(torch.float32)
+
+
+def split_master(master):
+    """(bf16 high half, i16 low half) of f32 `master`: the high half rounded
+    to nearest, ties away from zero, the low half the signed remainder; a NaN
+    gives a quiet NaN high half (sign kept) and low half 0."""
+    bits = master.to(torch.float32).view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    nan = torch.isnan(master)
+    rounded = ((bits + 0x8000) >> 16) & 0xFFFF
+    high = torch.where(nan, ((bits >> 16) | 0x40) & 0xFFFF, rounded)
+    low = torch.where(nan, torch.zeros_like(bits), bits - (rounded << 16))
+    high = torch.where(high >= 1 << 15, high - (1 << 16), high)
+    return high.to(torch.int16).view(torch.bfloat16), low.to(torch.int16)
+
+
+def _split_adamw(p, g, m, v, step, low, a, reference):
+    """AdamW of a split master: (new master, m, v, new master) in float64
+    (`reference`; the low half's reference is the master it completes), else
+    in f32 as the kernel computes it, the new master split again."""
+    master = join_master(p.to(torch.bfloat16), low)
+    acc = torch.float64 if reference else torch.float32
+    x, nm, nv = _adamw(master.to(acc), g.to(acc), m.to(acc), v.to(acc), step, a)
+    if reference:
+        return [x, nm, nv, x]
+    high, new_low = split_master(x)
+    return [high, nm, nv, new_low]
+
+
+def split_adamw_op(unit):
+    """(body index, op) of the unit's weft.adamw on a split master, or None."""
+    for j, member in enumerate(unit.get("body", {}).get("ops", [])):
+        if member["op"] == "weft.adamw" and len(member["operands"]) == 6:
+            return j, member
+    return None
+
+
+def _masked_rel_error(value, ref, keep):
+    value, ref = value.to(torch.float64)[keep], ref.to(torch.float64)[keep]
+    return rel_error(value, ref)
+
+
+def split_adamw_failures(unit, outputs, reference):
+    """The checks of a split-master AdamW unit's outputs (kernel's or any
+    candidate's) against the float64 reference; (failures, max error). The
+    joined new master must be within SPLIT_MASTER_TOLERANCE of float64 AdamW;
+    new_param / new_param_low must be the ties-away split of that master bit
+    for bit (and join back to it); where the reference is NaN (a NaN
+    gradient) new_param must be a quiet NaN with low half 0, and nowhere
+    else may anything be NaN; m and v as f32 outputs."""
+    j, _ = split_adamw_op(unit)
+    slot = {ref[2]: k for k, ref in enumerate(unit["body"]["yield"])
+            if ref[0] == "op" and ref[1] == j}
+    if sorted(slot) != [0, 1, 2, 3]:
+        return [f"the split AdamW yields results {sorted(slot)}, expected [0, 1, 2, 3]"], math.inf
+    high, new_m, new_v, low = (outputs[slot[r]] for r in range(4))
+    ref_x, ref_m, ref_v = (reference[slot[r]] for r in range(3))
+    nan = torch.isnan(ref_x)
+    finite = ~nan
+    failures = []
+    joined = join_master(high, low)
+    got_nan = torch.isnan(high.to(torch.float32))
+    if not torch.equal(got_nan, nan):
+        failures.append(f"new_param is NaN at {int(got_nan.sum())} elements, the float64 "
+                        f"update at {int(nan.sum())} (NaN gradients)")
+    high_bits = high.view(torch.int16).to(torch.int32) & 0xFFFF
+    if bool(((high_bits & 0x40) == 0)[nan & got_nan].any()):
+        failures.append("a NaN new_param is not a quiet NaN")
+    if bool((low[nan] != 0).any()):
+        failures.append(f"new_param_low is not 0 at {int((low[nan] != 0).sum())} NaN masters")
+    want_high, want_low = split_master(joined)
+    keep = finite & ~got_nan
+    bad = (high.view(torch.int16) != want_high.view(torch.int16)) | (low != want_low)
+    if bool(bad[keep].any()):
+        failures.append(f"{int(bad[keep].sum())} elements are not the ties-away split of "
+                        f"their own master")
+    round_trip = join_master(want_high, want_low).view(torch.int32)
+    if not torch.equal(round_trip[keep], joined.view(torch.int32)[keep]):
+        failures.append("join(new_param, new_param_low) differs from the master it split")
+    err = _masked_rel_error(joined, ref_x, keep)
+    if not err <= SPLIT_MASTER_TOLERANCE:
+        failures.append(f"joined master: rel err {err:.3g} > {SPLIT_MASTER_TOLERANCE:g}")
+    for name, value, ref in (("new_m", new_m, ref_m), ("new_v", new_v, ref_v)):
+        value_nan = torch.isnan(value)
+        if not torch.equal(value_nan, torch.isnan(ref)):
+            failures.append(f"{name} is NaN at {int(value_nan.sum())} elements, the float64 "
+                            f"update at {int(torch.isnan(ref).sum())}")
+        e = _masked_rel_error(value, ref, ~torch.isnan(ref) & ~value_nan)
+        if not e <= TOLERANCE["f32"]:
+            failures.append(f"{name}: rel err {e:.3g} > {TOLERANCE['f32']:g}")
+    return failures, err
+
+
+def split_master_inputs(unit, inputs, generator):
+    """A split-master AdamW unit's inputs made as a training step has them:
+    random f32 masters (N(0, 1), so many updates lie below the bf16 step)
+    split into (param, param_low), a step > 1, and NaN gradients at two
+    elements (one in the scalar tail when there is one)."""
+    found = split_adamw_op(unit)
+    if not found:
+        return
+    _, member = found
+    refs = member["operands"]
+    for position in (0, 4, 5):
+        if refs[position][0] != "arg":
+            raise UnitError(f"split AdamW operand {position} is computed in the group")
+    p_index, step_index, low_index = refs[0][1], refs[4][1], refs[5][1]
+    shape = list(inputs[p_index].shape)
+    master = torch.randn(shape, generator=generator, dtype=torch.float32)
+    high, low = split_master(master)
+    inputs[p_index] = high.to(inputs[p_index].device)
+    inputs[low_index] = low.to(inputs[low_index].device)
+    inputs[step_index] = torch.randint(2, 1000, (), generator=generator).to(
+        inputs[step_index].device)
+    # The gradient: the unit's argument, or the first argument of its producer.
+    ref = refs[1]
+    while ref[0] == "op":
+        ref = unit["body"]["ops"][ref[1]]["operands"][0]
+    grad = inputs[ref[1]].view(-1)
+    grad[grad.numel() // 3] = float("nan")
+    grad[grad.numel() - 1] = float("nan")
+
+
 def run_op(name, attrs, xs, types, reference):
     """One body op; `types` are its result dtypes (cast to them unless
     `reference`, which stays in float64)."""
@@ -158,6 +293,8 @@ def run_op(name, attrs, xs, types, reference):
         return out(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)))
     if name == "weft.cross_entropy_grad":
         return out(_cross_entropy_grad(*xs))
+    if name == "weft.adamw" and len(xs) == 6:
+        return out(*_split_adamw(*xs, a, reference))
     if name == "weft.adamw":
         return out(*_adamw(*xs, a))
     if name == "weft.transpose":
@@ -238,7 +375,9 @@ def make_inputs(unit, generator):
     for index, p in enumerate(params):
         shape, dtype = p["shape"], DTYPES[p["dtype"]]
         op, position = roles.get(index, ("", -1))
-        if p["dtype"] == "i64":
+        if p["dtype"] == "i16":
+            x = torch.zeros(shape, dtype=torch.int16)  # split_master_inputs fills it
+        elif p["dtype"] == "i64":
             if op == "weft.adamw":
                 x = torch.randint(1, 1000, shape, generator=generator, device="cpu")
             elif op == "weft.dropout":
@@ -260,6 +399,7 @@ def make_inputs(unit, generator):
                 x = torch.ones(shape)
             x = x.to(dtype)
         inputs.append(x.to(_DEVICE))
+    split_master_inputs(unit, inputs, generator)
     return inputs
 
 
@@ -322,7 +462,8 @@ def unit_bytes(unit):
             n = 1
             for d in p["shape"]:
                 n *= d
-            total += n * {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "i64": 8, "bool": 1}[p["dtype"]]
+            total += n * {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "i64": 8, "bool": 1,
+                          "i16": 2}[p["dtype"]]
     return total
 
 
@@ -344,6 +485,12 @@ def check_unit(rt, unit, opts, stream):
     reference = unit_outputs(unit, inputs, reference=True)
     eager = unit_outputs(unit, inputs, reference=False)
     failures, errors, eager_errors = [], [], []
+    if split_adamw_op(unit):
+        # A split master is graded as one f32 master across its two halves.
+        failures, err = split_adamw_failures(unit, outputs, reference)
+        errors.append(err)
+        eager_errors.append(split_adamw_failures(unit, eager, reference)[1])
+        out_params = []
     for k, (p, out, ref, eg) in enumerate(zip(out_params, outputs, reference, eager)):
         err = rel_error(out, ref)
         eerr = rel_error(eg, ref)

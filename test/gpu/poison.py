@@ -6,6 +6,7 @@ import torch
 GUARD_FRONT_BYTES = 256  # keeps the tensor 256-byte aligned, as cudaMalloc's own
 GUARD_BACK_BYTES = 64 << 10
 SENTINEL = 1536.0  # 1.5 x 2^10: exact in bf16, f16 and f32
+INT_POISON = -21846  # 0xAAAA as an i16
 
 
 class Poisoned:
@@ -23,7 +24,9 @@ class Poisoned:
         self.buffer = torch.full((self.front + numel + self.back,), SENTINEL, dtype=dtype,
                                  device=device)
         self.tensor = self.buffer[self.front:self.front + numel].view(shape)
-        self.tensor.fill_(float("nan"))
+        # Integers have no NaN: a bit pattern a kernel is unlikely to compute
+        # (every i16 is a valid low half, so its checker grades values).
+        self.tensor.fill_(float("nan") if dtype.is_floating_point else INT_POISON)
 
     def guard_violations(self):
         """How many guard elements no longer hold the sentinel."""

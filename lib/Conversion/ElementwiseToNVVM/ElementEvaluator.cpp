@@ -72,32 +72,70 @@ Value ElementEvaluator::value(Value v) {
   return result;
 }
 
-// As lib/Reference/Training.cpp's runAdamW; the three results at once.
+// As lib/Reference/Training.cpp's runAdamW; the three results at once (four
+// with a split master).
 void ElementEvaluator::computeAdamW(AdamWOp o) {
   auto v = [&](Value x) { return value(x); };
-            double lr = o.getLr().convertToDouble();
-            double beta1 = o.getBeta1().convertToDouble();
-            double beta2 = o.getBeta2().convertToDouble();
-            Value step = m.i64ToF32(id(o.getStep()));
-            // beta^step = 2^(step log2 beta), in f32 on the device.
-            Value one = m.f32c(1.0);
-            Value bc1 = m.fsub(one, m.exp2(m.fmul(step, m.f32c(std::log2(beta1)))));
-            Value bc2Sqrt =
-                m.sqrt(m.fsub(one, m.exp2(m.fmul(step, m.f32c(std::log2(beta2))))));
-            Value stepSize = m.fdiv(m.f32c(lr), bc1);
-            Value p = m.fmul(v(o.getParam()),
-                             m.f32c(1.0 - lr * o.getWeightDecay().convertToDouble()));
-            Value g = v(o.getGrad()), mm = v(o.getM()), vv = v(o.getV());
-            Value newM = m.fadd(mm, m.fmul(m.f32c(1.0 - beta1), m.fsub(g, mm)));
-            Value newV = m.fadd(m.fmul(vv, m.f32c(beta2)),
-                                m.fmul(m.fmul(m.f32c(1.0 - beta2), g), g));
-            Value denom = m.fadd(m.fdiv(m.sqrt(newV), bc2Sqrt),
-                                 m.f32c(o.getEps().convertToDouble()));
-            Value newP = m.fsub(p, m.fdiv(m.fmul(stepSize, newM), denom));
-            cache[o.getNewM()] = m.round(newM, elementOf(o.getNewM()));
-            cache[o.getNewV()] = m.round(newV, elementOf(o.getNewV()));
-            cache[o.getNewParam()] = m.round(newP, elementOf(o.getNewParam()));
-            }
+  double lr = o.getLr().convertToDouble();
+  double beta1 = o.getBeta1().convertToDouble();
+  double beta2 = o.getBeta2().convertToDouble();
+  Value step = m.i64ToF32(id(o.getStep()));
+  // beta^step = 2^(step log2 beta), in f32 on the device.
+  Value one = m.f32c(1.0);
+  Value bc1 = m.fsub(one, m.exp2(m.fmul(step, m.f32c(std::log2(beta1)))));
+  Value bc2Sqrt = m.sqrt(m.fsub(one, m.exp2(m.fmul(step, m.f32c(std::log2(beta2))))));
+  Value stepSize = m.fdiv(m.f32c(lr), bc1);
+  Value master = v(o.getParam());
+  Value low = o.getParamLow();
+  if (low)
+    master = joinSplitMaster(master, v(low));
+  Value p = m.fmul(master, m.f32c(1.0 - lr * o.getWeightDecay().convertToDouble()));
+  Value g = v(o.getGrad()), mm = v(o.getM()), vv = v(o.getV());
+  Value newM = m.fadd(mm, m.fmul(m.f32c(1.0 - beta1), m.fsub(g, mm)));
+  Value newV = m.fadd(m.fmul(vv, m.f32c(beta2)), m.fmul(m.fmul(m.f32c(1.0 - beta2), g), g));
+  Value denom =
+      m.fadd(m.fdiv(m.sqrt(newV), bc2Sqrt), m.f32c(o.getEps().convertToDouble()));
+  Value newP = m.fsub(p, m.fdiv(m.fmul(stepSize, newM), denom));
+  cache[o.getNewM()] = m.round(newM, elementOf(o.getNewM()));
+  cache[o.getNewV()] = m.round(newV, elementOf(o.getNewV()));
+  if (!low) {
+    cache[o.getNewParam()] = m.round(newP, elementOf(o.getNewParam()));
+    return;
+  }
+  auto [high, lowBits] = splitMaster(newP);
+  cache[o.getNewParam()] = high;
+  cache[o.getNewParamLow()] = lowBits;
+}
+
+// bits(high) is hi << 16 already (the bf16's f32 widening); adding the
+// sign-extended low half wraps as u32 arithmetic: the master, exactly.
+Value ElementEvaluator::joinSplitMaster(Value high, Value low) {
+  Value bits = m.add(arith::BitcastOp::create(m.b, m.i32, high), low);
+  return arith::BitcastOp::create(m.b, m.f32, bits);
+}
+
+std::pair<Value, Value> ElementEvaluator::splitMaster(Value master) {
+  Value bits = arith::BitcastOp::create(m.b, m.i32, master);
+  Value highMask = m.i32c(-0x10000); // 0xFFFF0000
+  // Round to nearest, ties away from zero, on the magnitude bits: the carry
+  // of + 0x8000 moves the high half one bf16 ulp away from zero (to inf at
+  // the top); low = B - (high << 16) then lies in [-0x8000, 0x7FFF].
+  Value rounded = m.andi(m.add(bits, m.i32c(0x8000)), highMask);
+  // A NaN keeps its sign and becomes quiet in bf16 (bit 6 of the high half),
+  // low bits 0: the forward reads a NaN weight, never a finite one.
+  Value quietNan = arith::OrIOp::create(m.b, m.andi(bits, highMask), m.i32c(0x00400000));
+  Value isNan = arith::CmpFOp::create(m.b, arith::CmpFPredicate::UNO, master, master);
+  Value highBits = m.select(isNan, quietNan, rounded);
+  // B & 0xFFFF as a signed 16-bit value, i.e. B - (rounded high << 16).
+  Value lowBits = m.select(isNan, m.i32c(0), m.sub(bits, rounded));
+  return {arith::BitcastOp::create(m.b, m.f32, highBits), lowBits};
+}
+
+bool isSplitMasterHigh(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  auto adamw = result ? dyn_cast<AdamWOp>(result.getOwner()) : AdamWOp();
+  return adamw && adamw.getParamLow() && result == adamw.getNewParam();
+}
 
 Value ElementEvaluator::compute(OpResult result) {
   Operation *op = result.getOwner();

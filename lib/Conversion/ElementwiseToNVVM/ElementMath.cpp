@@ -24,6 +24,34 @@ Type storageType(Type element) {
 }
 } // namespace
 
+Value ElementMath::widen(Value raw, Type element) {
+  if (element.isInteger(1))
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, raw,
+                                 arith::ConstantIntOp::create(b, raw.getType(), 0));
+  // The low half of a split master: computed on as a signed i32.
+  if (element.isInteger(16))
+    return arith::ExtSIOp::create(b, i32, raw);
+  if (element.isInteger(64) || element.isF32())
+    return raw;
+  return arith::ExtFOp::create(b, f32, raw);
+}
+
+Value ElementMath::narrow(Value value, Type element, bool exactBits) {
+  if (element.isInteger(16))
+    return arith::TruncIOp::create(b, element, value);
+  if (element.isF32())
+    return value;
+  if (exactBits && element.isBF16()) {
+    // The high 16 bits as they are: cvt.rn.bf16.f32 would be exact for a
+    // number but may canonicalize a NaN (its sign and payload are kept).
+    Value bits = arith::BitcastOp::create(b, i32, value);
+    Value high = arith::ShRUIOp::create(b, bits, i32c(16));
+    return arith::BitcastOp::create(
+        b, element, arith::TruncIOp::create(b, b.getI16Type(), high));
+  }
+  return arith::TruncFOp::create(b, element, value);
+}
+
 ElementMath::ElementMath(ImplicitLocOpBuilder &b, mlir::gpu::GPUFuncOp func,
                          int64_t threads)
     : WarpEmitter(b, /*bf16=*/true), func(func), threads(threads) {}
@@ -32,19 +60,14 @@ Value ElementMath::loadElement(Value base, Type element, Value index) {
   Value offset = i64Mul(index, i64c(elementBytes(element)));
   Type storage = storageType(element);
   Value raw = load(storage, globalAt(base, offset), unsigned(elementBytes(element)));
-  if (element.isInteger(1))
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, raw,
-                                 arith::ConstantIntOp::create(b, storage, 0));
-  if (element.isInteger(64) || element.isF32())
-    return raw;
-  return arith::ExtFOp::create(b, f32, raw);
+  return widen(raw, element);
 }
 
-void ElementMath::storeElement(Value base, Type element, Value index, Value value) {
+void ElementMath::storeElement(Value base, Type element, Value index, Value value,
+                               bool exactBits) {
   Value offset = i64Mul(index, i64c(elementBytes(element)));
-  if (!element.isF32())
-    value = arith::TruncFOp::create(b, element, value);
-  store(value, globalAt(base, offset), unsigned(elementBytes(element)));
+  store(narrow(value, element, exactBits), globalAt(base, offset),
+        unsigned(elementBytes(element)));
 }
 
 SmallVector<Value> ElementMath::loadVector(Value base, Type element, Value index,
@@ -56,26 +79,20 @@ SmallVector<Value> ElementMath::loadVector(Value base, Type element, Value index
                       unsigned(std::min<int64_t>(16, width * size)));
   SmallVector<Value> lanes;
   for (int64_t lane = 0; lane < width; ++lane) {
-    Value raw = LLVM::ExtractElementOp::create(b, vector, i32c(lane));
-    if (element.isInteger(1))
-      raw = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, raw,
-                                  arith::ConstantIntOp::create(b, raw.getType(), 0));
-    else if (!element.isInteger(64) && !element.isF32())
-      raw = arith::ExtFOp::create(b, f32, raw);
-    lanes.push_back(raw);
+    lanes.push_back(widen(LLVM::ExtractElementOp::create(b, vector, i32c(lane)), element));
   }
   return lanes;
 }
 
 void ElementMath::storeVector(Value base, Type element, Value index,
-                              ArrayRef<Value> values) {
+                              ArrayRef<Value> values, bool exactBits) {
   int64_t size = elementBytes(element);
   int64_t width = int64_t(values.size());
   auto vectorType = VectorType::get({width}, element);
   Value vector = LLVM::UndefOp::create(b, vectorType);
   for (auto [lane, value] : llvm::enumerate(values)) {
-    Value narrow = element.isF32() ? value : arith::TruncFOp::create(b, element, value);
-    vector = LLVM::InsertElementOp::create(b, vector, narrow, i32c(int64_t(lane)));
+    vector = LLVM::InsertElementOp::create(b, vector, narrow(value, element, exactBits),
+                                           i32c(int64_t(lane)));
   }
   Value offset = i64Mul(index, i64c(size));
   store(vector, globalAt(base, offset), unsigned(std::min<int64_t>(16, width * size)));
@@ -84,8 +101,8 @@ void ElementMath::storeVector(Value base, Type element, Value index,
 Value ElementMath::round(Value value, Type element) {
   if (element.isF32())
     return value;
-  Value narrow = arith::TruncFOp::create(b, element, value);
-  return arith::ExtFOp::create(b, f32, narrow);
+  Value rounded = arith::TruncFOp::create(b, element, value);
+  return arith::ExtFOp::create(b, f32, rounded);
 }
 
 Value ElementMath::fdiv(Value x, Value y) { return arith::DivFOp::create(b, x, y); }

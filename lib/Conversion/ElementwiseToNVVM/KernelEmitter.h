@@ -38,20 +38,27 @@ public:
   mlir::Value param(unsigned index) { return func.getArgument(index); }
 
   /// Element `index` (i64) of a tensor of `element` type at `base`, widened
-  /// to f32 (floats), kept as i64 (ids) or as i1 (masks).
+  /// to f32 (floats), kept as i64 (ids) or as i1 (masks), sign-extended to
+  /// i32 (i16: the low halves of split masters).
   mlir::Value loadElement(mlir::Value base, mlir::Type element, mlir::Value index);
-  /// Stores an f32 rounded to `element` (bf16/f16/f32).
+  /// Stores an f32 rounded to `element` (bf16/f16/f32), or an i32 truncated
+  /// to i16. `exactBits`: a bf16 whose f32 already holds its bits (hi << 16,
+  /// a split master's high half) is stored by its bits, NaNs included.
   void storeElement(mlir::Value base, mlir::Type element, mlir::Value index,
-                    mlir::Value value);
+                    mlir::Value value, bool exactBits = false);
   /// `width` consecutive elements from element `index` (16-byte aligned
-  /// vectors when width * size allows), each widened to f32.
+  /// vectors when width * size allows), each widened as loadElement's.
   llvm::SmallVector<mlir::Value> loadVector(mlir::Value base, mlir::Type element,
                                             mlir::Value index, int64_t width);
   void storeVector(mlir::Value base, mlir::Type element, mlir::Value index,
-                   llvm::ArrayRef<mlir::Value> values);
+                   llvm::ArrayRef<mlir::Value> values, bool exactBits = false);
   /// f32 rounded to `element` and widened back: the value an unfused op
   /// would have stored.
   mlir::Value round(mlir::Value value, mlir::Type element);
+  /// A loaded element in the kernel's compute type (see loadElement) and a
+  /// computed one in its storage type (see storeElement).
+  mlir::Value widen(mlir::Value raw, mlir::Type element);
+  mlir::Value narrow(mlir::Value value, mlir::Type element, bool exactBits);
 
   // f32 math.
   mlir::Value fdiv(mlir::Value x, mlir::Value y);
@@ -115,6 +122,12 @@ public:
 private:
   mlir::Value compute(mlir::OpResult result);
   void computeAdamW(AdamWOp op);
+  /// A split master's f32 from its high half (f32, bits hi << 16) and low
+  /// half (i32, sign-extended).
+  mlir::Value joinSplitMaster(mlir::Value high, mlir::Value low);
+  /// An f32 master split: the high half as an f32 with bits hi << 16 (its
+  /// bf16 store is exact) and the low half as an i32 in [-0x8000, 0x7FFF].
+  std::pair<mlir::Value, mlir::Value> splitMaster(mlir::Value master);
   mlir::Value leaf(mlir::Value v);
   ElementMath &m;
   const KernelGroup &group;
@@ -122,6 +135,11 @@ private:
   mlir::Value row, col, linearIndex;
   llvm::DenseMap<mlir::Value, mlir::Value> cache;
 };
+
+/// Whether `value` is the new_param of a weft.adamw with param_low: a bf16
+/// high half whose f32 value the evaluator computed bit-exact (stored with
+/// exactBits).
+bool isSplitMasterHigh(mlir::Value value);
 
 using RowStats = llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>>;
 

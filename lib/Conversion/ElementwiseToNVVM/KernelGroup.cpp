@@ -22,11 +22,12 @@ std::string typeText(Type type) {
   return text;
 }
 
-/// bf16, f16, f32 tensors (the kernels' I/O), i64 ids and i1 masks.
+/// bf16, f16, f32 tensors (the kernels' I/O), i64 ids, i1 masks and the i16
+/// low halves of split masters.
 bool isKernelElement(Type type) {
   Type element = cast<ShapedType>(type).getElementType();
   return element.isBF16() || element.isF16() || element.isF32() ||
-         element.isInteger(64) || element.isInteger(1);
+         element.isInteger(64) || element.isInteger(1) || element.isInteger(16);
 }
 
 bool isRowOp(Operation *op) { return rowStatCount(op) > 0; }
@@ -137,7 +138,8 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
   for (Type type : group.paramTypes)
     if (!isa<RankedTensorType>(type) || !isKernelElement(type))
       return refuse("the GPU kernels take bf16, f16 or f32 tensors (i64 ids, "
-                    "i1 masks), got " + typeText(type));
+                    "i1 masks, i16 low halves of split masters), got " +
+                    typeText(type));
   // Each operand must broadcast onto the domain (or be its rows).
   for (Type type : group.paramTypes)
     if (!KernelGroup::isIndexable(cast<ShapedType>(type).getShape(), *domain))

@@ -1,6 +1,7 @@
 // Pointwise groups: a grid-stride loop over the domain's elements, V at a
-// time with 16-byte vector loads and stores (8 x bf16/f16, 4 x f32; an f32
-// tensor in a group with 16-bit ones moves 2 x 16 bytes), then a scalar tail.
+// time with 16-byte vector loads and stores (8 x bf16/f16/i16, 4 x f32; an
+// f32 tensor in a group with 16-bit ones moves 2 x 16 bytes), then a scalar
+// tail.
 #include "KernelEmitter.h"
 
 using namespace mlir;
@@ -125,7 +126,7 @@ void emitPointwiseBody(ElementMath &m, const KernelGroup &group) {
              }
              for (auto [k, output] : llvm::enumerate(group.outputs))
                m.storeVector(m.param(output.second), elementOf(output.first.getType()),
-                             base, results[k]);
+                             base, results[k], isSplitMasterHigh(output.first));
              return {};
            });
   }
@@ -139,7 +140,7 @@ void emitPointwiseBody(ElementMath &m, const KernelGroup &group) {
            ElementEvaluator ev(m, group, noStats, row, col);
            for (auto [value, param] : group.outputs)
              m.storeElement(m.param(param), elementOf(value.getType()), ev.linear(),
-                            ev.value(value));
+                            ev.value(value), isSplitMasterHigh(value));
            return {};
          });
 }

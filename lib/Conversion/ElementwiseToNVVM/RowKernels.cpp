@@ -250,10 +250,13 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
                    if (results[k].empty())
                      continue;
                    Type element = elementOf(output.first);
+                   bool exactBits = isSplitMasterHigh(output.first);
                    if (width > 1)
-                     m.storeVector(m.param(output.second), element, base, results[k]);
+                     m.storeVector(m.param(output.second), element, base, results[k],
+                                   exactBits);
                    else
-                     m.storeElement(m.param(output.second), element, base, results[k][0]);
+                     m.storeElement(m.param(output.second), element, base,
+                                    results[k][0], exactBits);
                  }
                  return {};
                });

@@ -15,7 +15,7 @@ func.func @reduce_last(%x: tensor<4x64xbf16>) -> tensor<4xbf16> {
   return %y : tensor<4xbf16>
 }
 
-// CHECK: error: no GPU kernel for weft.gelu: the GPU kernels take bf16, f16 or f32 tensors (i64 ids, i1 masks), got tensor<4x64xf64>
+// CHECK: error: no GPU kernel for weft.gelu: the GPU kernels take bf16, f16 or f32 tensors (i64 ids, i1 masks, i16 low halves of split masters), got tensor<4x64xf64>
 func.func @gelu_f64(%x: tensor<4x64xf64>) -> tensor<4x64xf64> {
   %y = weft.gelu %x : (tensor<4x64xf64>) -> tensor<4x64xf64>
   return %y : tensor<4x64xf64>
