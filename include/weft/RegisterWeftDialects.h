@@ -37,6 +37,7 @@ inline void registerWeftPasses() {
   registerFuseAttentionPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();
+  registerFuseGemmEpiloguePass();
   registerFoldAttentionLayoutPass();
   registerPlanMemoryPass();
   registerAutodiffPass();

@@ -99,6 +99,9 @@ int64_t FusedOp::getWorkspaceBytes() {
   // A bias-gradient GEMM group runs its matmul's cuBLASLt GEMM.
   if (std::optional<BiasGradGemm> gemm = getBiasGradGemm(*this))
     return cast<MatmulOp>(gemm->matmul).getWorkspaceBytes();
+  // So does a GELU GEMM group, its linear's or matmul's.
+  if (std::optional<GeluGemm> gemm = getGeluGemm(*this))
+    return cast<MemoryOpInterface>(gemm->gemm).getWorkspaceBytes();
   std::optional<ColumnSumScratch> scratch = getColumnSumScratch(*this);
   return scratch ? scratch->workspaceBytes : 0;
 }

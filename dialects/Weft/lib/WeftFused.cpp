@@ -141,6 +141,22 @@ LogicalResult FusedOp::verifyRegions() {
   // A GEMM group: one cuBLASLt GEMM with the bias-gradient epilogue (named
   // so, or holding both ops; a lone matmul gets the per-op error below).
   auto holds = [&](auto isOp) { return llvm::any_of(body.without_terminator(), isOp); };
+  // A GELU GEMM group (named so, or a GEMM holding a gelu / gelu_grad).
+  bool holdsGelu = holds([](Operation &op) { return isa<GeluOp, GeluGradOp>(op); });
+  if (getKind() == kLinearGeluGemmKind || getKind() == kDGeluGemmKind ||
+      (holdsGelu && holds([](Operation &op) { return isa<LinearOp, MatmulOp>(op); }))) {
+    std::string why;
+    std::optional<GeluGemm> gemm = getGeluGemm(*this, &why);
+    if (!gemm)
+      return emitOpError("is not a GELU GEMM group (a linear and its tanh gelu, "
+                         "or dY W and its tanh gelu_grad): ")
+             << why;
+    StringRef kind = gemm->backward ? kDGeluGemmKind : kLinearGeluGemmKind;
+    if (getKind() != kind)
+      return emitOpError("is a GELU GEMM group but has kind '")
+             << getKind() << "', expected '" << kind << "'";
+    return success();
+  }
   if (getKind() == kBiasGradGemmKind ||
       (holds([](Operation &op) { return isa<MatmulOp>(op); }) &&
        holds([](Operation &op) { return isa<ReduceSumOp>(op); }))) {

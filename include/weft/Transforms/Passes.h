@@ -25,6 +25,11 @@ namespace weft {
 /// how many groups it formed.
 int64_t fuseBiasGradients(mlir::func::FuncOp func);
 
+/// weft-fuse-gemm-epilogue's rewrite: groups each linear with its tanh gelu
+/// and each dY W matmul with its tanh gelu_grad; returns how many groups it
+/// formed.
+int64_t fuseGemmEpilogues(mlir::func::FuncOp func);
+
 } // namespace weft
 
 #endif // WEFT_TRANSFORMS_PASSES_H

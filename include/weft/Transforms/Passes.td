@@ -245,6 +245,45 @@ def FuseBiasGradPass : Pass<"weft-fuse-bias-grad", "mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def FuseGemmEpiloguePass : Pass<"weft-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
+  let summary = "Fold tanh GELU and its gradient into their GEMMs (cuBLASLt epilogues)";
+  let description = [{
+    Forward: `u = weft.linear x, w[, b]` read by `weft.gelu {approximate =
+    "tanh"}` becomes one `weft.fused` of kind `linear+gelu`, one cuBLASLt
+    GEMM with D = gelu(x w^T + b): GELU_BIAS (GELU without a bias), or,
+    when anything else reads u (the backward's gelu_grad), GELU_AUX_BIAS
+    (GELU_AUX) writing u as the aux matrix, so the group yields (gelu(u), u).
+    Backward: `dg = weft.matmul dy, w` whose only reader is `weft.gelu_grad
+    dg, u {approximate = "tanh"}` becomes one group of kind
+    `matmul+gelu_grad` taking (dy, w, u), cuBLASLt's DGELU epilogue reading
+    u: du is written from the accumulator and dg is never a tensor.
+
+    A pair is left alone, with a debug note (`-debug-only=weft-fuse-gemm-epilogue`)
+    saying why, when it does not fit the epilogue (`isLinearGeluPair`,
+    `isDGeluPair`): an exact (erf) GELU, element types other than bf16 or
+    f16 or mixed, an aux matrix whose row length is not a multiple of 8
+    (cuBLASLt's aux leading dimension), a batched or transposed-a matmul,
+    or a dg that something else reads. Run before weft-fuse-elementwise
+    (which would take the gelu into a kernel) and before remat and memory
+    planning, which then see each group as one op with the GEMM's workspace.
+    The group runs its body, so the reference interpreter's values are those
+    of the unfused ops.
+
+    ```mlir
+    %u = weft.linear %x, %w, %b : (tensor<256x256xbf16>, tensor<1024x256xbf16>, tensor<1024xbf16>) -> tensor<256x1024xbf16>
+    %g = weft.gelu %u {approximate = "tanh"} : (tensor<256x1024xbf16>) -> tensor<256x1024xbf16>
+    // (u also read by the backward) becomes
+    %g, %u = weft.fused %x, %w, %b {kind = "linear+gelu"} : ... {
+    ^bb0(%a: tensor<256x256xbf16>, %c: tensor<1024x256xbf16>, %d: tensor<1024xbf16>):
+      %0 = weft.linear %a, %c, %d : ...
+      %1 = weft.gelu %0 {approximate = "tanh"} : ...
+      weft.yield %1, %0 : tensor<256x1024xbf16>, tensor<256x1024xbf16>
+    }
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FoldAttentionLayoutPass : Pass<"weft-fold-attention-layout", "mlir::func::FuncOp"> {
   let summary = "Attention reads [b, s, h, d] operands in place of transposes";
   let description = [{

@@ -92,6 +92,45 @@ struct BiasGradGemm {
 /// nullopt otherwise, with the reason in `why` (if given).
 std::optional<BiasGradGemm> getBiasGradGemm(mlir::Operation *op,
                                             std::string *why = nullptr);
+
+/// Kinds of the weft.fused groups that are one cuBLASLt GEMM with a GELU
+/// epilogue (WeftGeluGemm.cpp): a linear and its tanh gelu (GELU_BIAS, or
+/// GELU_AUX_BIAS writing the pre-activation too), and dY W with the tanh
+/// gelu_grad reading the pre-activation (DGELU).
+inline constexpr llvm::StringLiteral kLinearGeluGemmKind = "linear+gelu";
+inline constexpr llvm::StringLiteral kDGeluGemmKind = "matmul+gelu_grad";
+/// cuBLASLt's EPILOGUE_AUX_LD for a GELU input matrix: a multiple of 8.
+inline constexpr int64_t kGeluAuxLdMultiple = 8;
+/// Whether `linear` (u = x W^T [+ b]) and `gelu` (tanh, of u) are one GEMM
+/// with a GELU epilogue: static tensors, a 2-d weight, bf16 everywhere or
+/// f16 everywhere; with `withAux` (u is also read elsewhere, so the GEMM
+/// writes it as cuBLASLt's aux matrix) n a multiple of kGeluAuxLdMultiple.
+/// When not, `why` (if given) says which condition failed.
+bool isLinearGeluPair(mlir::Operation *linear, mlir::Operation *gelu,
+                      bool withAux, std::string *why = nullptr);
+/// Whether `matmul` (dG = dY W, no transpose_a, a 2-d b) and `geluGrad`
+/// (tanh, dy = dG, x = u) are one GEMM with cuBLASLt's DGELU epilogue
+/// reading u as its aux matrix: static shapes, u shaped as dG, one half
+/// type, n a multiple of kGeluAuxLdMultiple.
+bool isDGeluPair(mlir::Operation *matmul, mlir::Operation *geluGrad,
+                 std::string *why = nullptr);
+/// A weft.fused group of kind kLinearGeluGemmKind or kDGeluGemmKind.
+struct GeluGemm {
+  /// The linear or matmul, and the gelu or gelu_grad.
+  mlir::Operation *gemm = nullptr, *gelu = nullptr;
+  /// DGELU (matmul + gelu_grad), else the forward.
+  bool backward = false;
+  /// Forward: the result holding u (the aux output), -1 when u is not
+  /// yielded. Backward: the input holding u (the aux input).
+  int auxResult = -1;
+  unsigned auxInput = 0;
+};
+/// The group's GEMM when `op` is a well-formed GELU GEMM group: body
+/// (weft.linear, weft.gelu) yielding (gelu(u)[, u]) with the linear's
+/// operands the group's inputs, or (weft.matmul, weft.gelu_grad) yielding
+/// du with the matmul's operands and u inputs. nullopt otherwise, with the
+/// reason in `why` (if given).
+std::optional<GeluGemm> getGeluGemm(mlir::Operation *op, std::string *why = nullptr);
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFTDIALECT_H
