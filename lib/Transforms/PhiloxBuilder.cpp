@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 
 using namespace mlir;
 
@@ -23,11 +24,9 @@ static Value constantI32(ImplicitLocOpBuilder &b, uint32_t value) {
       b, b.getI32Type(), b.getI32IntegerAttr(static_cast<int32_t>(value)));
 }
 
-Value buildPhiloxDraw(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
-                      Value index) {
+std::array<Value, 4> buildPhiloxBlock(ImplicitLocOpBuilder &b, Value seed,
+                                      int64_t rngId, Value block) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  Value block = b.createOrFold<arith::ShRUIOp>(
-      index, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(2)));
   Value blockHigh = b.createOrFold<arith::ShRUIOp>(
       block, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(32)));
   Value zero = constantI32(b, 0);
@@ -54,30 +53,41 @@ Value buildPhiloxDraw(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
         b.createOrFold<arith::XOrIOp>(product0.getHigh(), counter[3]), key1);
     counter = {lane0, product1.getLow(), lane2, product0.getLow()};
   }
+  return counter;
+}
+
+Value buildPhiloxDraw(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
+                      Value index) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value block = b.createOrFold<arith::ShRUIOp>(
+      index, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(2)));
+  std::array<Value, 4> words = buildPhiloxBlock(b, seed, rngId, block);
   // Lane index % 4 of the block's four draws.
   Value lane = b.createOrFold<arith::TruncIOp>(
       i32, b.createOrFold<arith::AndIOp>(
                index, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(3))));
-  Value draw = counter[3];
+  Value draw = words[3];
   for (int which = 2; which >= 0; --which) {
     Value isLane = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
                                          constantI32(b, which));
-    draw = arith::SelectOp::create(b, isLane, counter[which], draw);
+    draw = arith::SelectOp::create(b, isLane, words[which], draw);
   }
   return draw;
 }
 
+Value buildDrawKept(ImplicitLocOpBuilder &b, Value draw, double p) {
+  auto threshold = static_cast<uint64_t>(std::ldexp(p, 32));
+  // p < 1 (the verifiers' range) puts the threshold below 2^32: an unsigned
+  // 32-bit comparison. At 2^32 no draw reaches it.
+  if (threshold > UINT32_MAX)
+    return arith::ConstantOp::create(b, b.getI1Type(), b.getBoolAttr(false));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::uge, draw,
+                               constantI32(b, static_cast<uint32_t>(threshold)));
+}
+
 Value buildDropoutKeep(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
                        Value index, double p) {
-  Type i64 = b.getI64Type();
-  Value draw = buildPhiloxDraw(b, seed, rngId, index);
-  // uint64(ldexp(p, 32)) <= 2^32 fits an i64; compare unsigned in 64 bits.
-  auto threshold = static_cast<uint64_t>(std::ldexp(p, 32));
-  Value wideDraw = arith::ExtUIOp::create(b, i64, draw);
-  return arith::CmpIOp::create(
-      b, arith::CmpIPredicate::uge, wideDraw,
-      arith::ConstantOp::create(
-          b, i64, b.getI64IntegerAttr(static_cast<int64_t>(threshold))));
+  return buildDrawKept(b, buildPhiloxDraw(b, seed, rngId, index), p);
 }
 
 } // namespace weft::tiling

@@ -1,18 +1,34 @@
-// Philox4x32-10 written with arith ops, so tiled kernels draw the dropout mask
-// of the reference interpreter bit for bit (weft/Reference/Numerics.h states
-// the rule): key (uint32(seed), uint32(rng_id)), counter (uint32(i/4),
-// uint32((i/4) >> 32), 0, 0), lane i % 4, kept iff draw >= uint64(p * 2^32).
+// Philox4x32-10 written with arith ops, so the CPU attention tiles and the GPU
+// elementwise kernels (ElementwiseToNVVM links WeftTransforms for it) draw the
+// dropout mask of the reference interpreter bit for bit (the rule is in
+// weft/Reference/Numerics.h): key (uint32(seed), uint32(rng_id)), counter
+// (uint32(i/4), uint32((i/4) >> 32), 0, 0), lane i % 4, kept iff
+// draw >= uint64(p * 2^32).
 #ifndef WEFT_LIB_TRANSFORMS_PHILOXBUILDER_H
 #define WEFT_LIB_TRANSFORMS_PHILOXBUILDER_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <array>
+
 namespace weft::tiling {
+
+/// The four 32-bit (i32) draws of Philox block `block` (i64: the elements
+/// 4 * block .. 4 * block + 3, lane k drawing word k) for an op with `seed`
+/// (i64) and `rngId`: one Philox call serves four consecutive elements.
+std::array<mlir::Value, 4> buildPhiloxBlock(mlir::ImplicitLocOpBuilder &b,
+                                            mlir::Value seed, int64_t rngId,
+                                            mlir::Value block);
 
 /// The 32-bit (i32) draw of element `index` (i64, the row-major index into the
 /// op's global logical tensor) for an op with `seed` (i64) and `rngId`.
 mlir::Value buildPhiloxDraw(mlir::ImplicitLocOpBuilder &b, mlir::Value seed,
                             int64_t rngId, mlir::Value index);
+
+/// Whether a draw (i32) keeps its element under dropout probability `p`
+/// (an i1): draw >= uint64(p * 2^32), compared unsigned.
+mlir::Value buildDrawKept(mlir::ImplicitLocOpBuilder &b, mlir::Value draw,
+                          double p);
 
 /// Whether element `index` survives dropout with probability `p` (an i1).
 mlir::Value buildDropoutKeep(mlir::ImplicitLocOpBuilder &b, mlir::Value seed,

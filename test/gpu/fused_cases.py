@@ -71,6 +71,31 @@ def cases(small):
              op(["s"], "add", ["dr", "a2"], "", [r, r], [r]),
              op(["y"], "layer_norm", ["s", "a3", "a4"], "eps = 1.0e-05 : f64", [r, g, g], [r])],
             ["s", "y"])))
+        # The same with dropout p = 0.1 (the Philox mask), and its backward
+        # group as weft-autodiff + weft-fuse-elementwise make it: the
+        # LayerNorm gradient plus the residual stream's gradient (dsum,
+        # dres), and dx = dropout(dsum) under the forward's seed and rng_id.
+        seed = "tensor<i64>"
+        drop = "p = 0.1 : f64, weft.rng_id = 7 : i64"
+        out.append(func(f"dropout_p01_add_layer_norm_{d}",
+                        [("x", r), ("seed", seed), ("res", r), ("g", g), ("b", g)],
+                        [("s", r), ("y", r)], fused(
+            ["s", "y"], "dropout+add+layer_norm", ["x", "seed", "res", "g", "b"],
+            [r, seed, r, g, g], [r, r],
+            [op(["dr"], "dropout", ["a0", "a1"], drop, [r, seed], [r]),
+             op(["s"], "add", ["dr", "a2"], "", [r, r], [r]),
+             op(["y"], "layer_norm", ["s", "a3", "a4"], "eps = 1.0e-05 : f64", [r, g, g], [r])],
+            ["s", "y"])))
+        out.append(func(f"layer_norm_grad_add_dropout_p01_{d}",
+                        [("dy", r), ("x", r), ("g", g), ("dres", r), ("seed", seed)],
+                        [("dg", g), ("db", g), ("dsum", r), ("dx", r)], fused(
+            ["dg", "db", "dsum", "dx"], "layer_norm_grad+add+dropout",
+            ["dy", "x", "g", "dres", "seed"], [r, r, g, r, seed], [g, g, r, r],
+            [op(["dn", "dg", "db"], "layer_norm_grad", ["a0", "a1", "a2"],
+                "eps = 1.0e-05 : f64", [r, r, g], [r, g, g]),
+             op(["dsum"], "add", ["a3", "dn"], "", [r, r], [r]),
+             op(["dx"], "dropout", ["dsum", "a4"], drop, [r, seed], [r])],
+            ["dg", "db", "dsum", "dx"])))
         out.append(func(f"rms_norm_{d}", [("x", r), ("g", g)], [("y", r)],
                         op(["y"], "rms_norm", ["x", "g"], "eps = 1.0e-06 : f64", [r, g], [r])))
         out.append(func(f"softmax_{d}", [("x", r)], [("y", r)],
@@ -146,6 +171,14 @@ def cases(small):
                 [op(["g"], "add", ["a1", "a2"], "", [gt, gt], [gt]),
                  op(results, "adamw", ["a0", "g", "a3", "a4", "a5", "a6"], hyper, ins, outs)],
                 results)))
+    # Dropout alone (p = 0.1) over 37 x 129: bf16 vectors of 8 (two Philox
+    # blocks each) and f32 vectors of 4 (one), then a scalar tail of 5 / 1
+    # elements that draw one element each.
+    for d in ("bf16", "f32"):
+        x, seed = t([37, 129], d), "tensor<i64>"
+        out.append(func(f"dropout_p01_tail_{d}", [("x", x), ("seed", seed)], [("y", x)],
+                        op(["y"], "dropout", ["x", "seed"], "p = 0.1 : f64, weft.rng_id = 11 : i64",
+                           [x, seed], [x])))
     # Data movement and the other unfused ops of a GPT step (bf16).
     d = "bf16"
     b, s, heads, hd = (2, 64, 4, 32) if small else (8, 1024, 16, 64)

@@ -9,6 +9,11 @@ median) next to torch eager and torch.compile of the same group, with GB/s
 over the bytes the unit reads and writes. Prints a pass/fail table; exit 1 on
 any failure.
 
+A weft.dropout with p > 0 is referenced with weft's Philox mask
+(python/weft/philox.py, the reference interpreter's rule), and the mask the
+kernel applied is read back from its outputs and must equal the reference's
+at every element (dropout_mask_failures).
+
     PYTHONPATH=python python3 test/gpu/fused_check.py --kernels DIR [--no-compile]
 """
 import argparse
@@ -27,6 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from poison import Poisoned  # noqa: E402
+from weft import philox  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
           "f64": torch.float64, "i64": torch.int64, "bool": torch.bool, "i16": torch.int16}
@@ -241,7 +247,97 @@ def split_master_inputs(unit, inputs, generator):
     grad[grad.numel() - 1] = float("nan")
 
 
-def run_op(name, attrs, xs, types, reference):
+# ------------------------------------------------------------------ dropout
+
+def dropout_keep(unit, j, inputs, shape):
+    """The reference keep mask (bool, on the inputs' device) of body op j, a
+    weft.dropout of a tensor of `shape`: philox.keep_mask over its row-major
+    indices with
+    the unit's seed and the op's weft.rng_id. Cached in the unit for the
+    same seed tensor, so timed torch runs neither draw it again nor read the
+    seed back from the device."""
+    masks = unit.setdefault("dropout_masks", {})
+    member = unit["body"]["ops"][j]
+    seed_ref = member["operands"][1]
+    if seed_ref[0] != "arg":
+        raise UnitError("a dropout seed computed inside the group")
+    seed_tensor = inputs[seed_ref[1]]
+    if j not in masks or masks[j][0] is not seed_tensor:
+        keep = philox.keep_mask(list(shape), member["attrs"]["p"], int(seed_tensor.item()),
+                                member["attrs"]["weft.rng_id"])
+        masks[j] = (seed_tensor, torch.from_numpy(keep).to(seed_tensor.device))
+    return masks[j][1]
+
+
+def dropout_ops(unit):
+    return [j for j, member in enumerate(unit.get("body", {}).get("ops", []))
+            if member["op"] == "weft.dropout" and member["attrs"].get("p", 0.0) != 0.0]
+
+
+def observed_keep(unit, j, inputs, outputs):
+    """The mask the kernel applied at body op j (a dropout), read from the
+    outputs: (kept, where it is readable), or None. A yielded dropout keeps
+    exactly its nonzero outputs (readable where its input is nonzero); a
+    dropout of a unit argument (|x| >= 1, make_inputs) added to another
+    argument r changes r exactly where it keeps: |x / (1 - p)| is above
+    r's rounding, a dropped element adds 0."""
+    body = unit["body"]
+    yields = body["yield"]
+    mine = ["op", j, 0]
+
+    def known(ref):
+        if ref[0] == "arg":
+            return inputs[ref[1]]
+        return outputs[yields.index(ref)] if ref in yields else None
+
+    x_ref = body["ops"][j]["operands"][0]
+    if mine in yields:
+        x = known(x_ref)
+        if x is None:
+            return None
+        y = outputs[yields.index(mine)].to(torch.float64)
+        x = x.to(torch.float64)
+        return y != 0, (x != 0) & ~torch.isnan(x)
+    for k, user in enumerate(body["ops"]):
+        if user["op"] != "weft.add" or mine not in user["operands"] or x_ref[0] != "arg":
+            continue
+        other = user["operands"][1 - user["operands"].index(mine)]
+        r, s = known(other), known(["op", k, 0])
+        if r is None or s is None or r.shape != s.shape:
+            continue
+        x = inputs[x_ref[1]].to(torch.float64)
+        return s.to(torch.float64) != r.to(torch.float64), x.abs() >= 1
+    return None
+
+
+def dropout_mask_failures(unit, inputs, outputs):
+    """Each p > 0 dropout's applied mask against the reference's, element
+    by element (failures, notes)."""
+    failures, notes = [], []
+    for j in dropout_ops(unit):
+        seen = observed_keep(unit, j, inputs, outputs)
+        if seen is None:
+            failures.append(f"the mask of dropout (body op {j}) cannot be read from the outputs")
+            continue
+        got, readable = seen
+        want = dropout_keep(unit, j, inputs, got.shape)
+        if int(readable.sum()) < 0.99 * readable.numel():
+            failures.append(f"dropout (body op {j}): the mask is readable at only "
+                            f"{int(readable.sum())} of {readable.numel()} elements")
+        bad = (got != want) & readable
+        wrong = int(bad.sum())
+        notes.append(f"op {j}: kept {int(got[readable].sum())}/{int(readable.sum())} "
+                     f"(reference {int(want[readable].sum())}), {wrong} differ")
+        if wrong:
+            at = int(bad.reshape(-1).nonzero()[0].item())
+            failures.append(
+                f"dropout (body op {j}, rng_id {unit['body']['ops'][j]['attrs']['weft.rng_id']}):"
+                f" {wrong} elements kept/dropped unlike the reference mask (first at"
+                f" flat index {at}: kernel {'kept' if got.reshape(-1)[at] else 'dropped'})")
+    return failures, notes
+
+
+def run_op(name, attrs, xs, types, reference, keep=None):
     """One body op; `types` are its result dtypes (cast to them unless
     `reference`, which stays in float64)."""
     a = attrs
@@ -259,9 +355,10 @@ def run_op(name, attrs, xs, types, reference):
     if name == "weft.convert":
         return out(xs[0])
     if name == "weft.dropout":
-        if a.get("p", 0.0) != 0.0:
-            raise UnitError("dropout with p > 0 has no GPU kernel")
-        return out(xs[0])
+        p = a.get("p", 0.0)
+        if p == 0.0:
+            return out(xs[0])
+        return out(torch.where(keep, xs[0] / (1.0 - p), torch.zeros_like(xs[0])))
     if name == "weft.where":
         return out(torch.where(xs[0], xs[1], xs[2]))
     if name == "weft.gelu":
@@ -329,7 +426,7 @@ def unit_outputs(unit, inputs, reference):
     if reference:
         inputs = [x.to(torch.float64) if x.is_floating_point() else x for x in inputs]
     values = []
-    for member in body["ops"]:
+    for j, member in enumerate(body["ops"]):
         xs = []
         for ref in member["operands"]:
             xs.append(inputs[ref[1]] if ref[0] == "arg" else values[ref[1]][ref[2]])
@@ -342,7 +439,9 @@ def unit_outputs(unit, inputs, reference):
             table.index_add_(0, ids.reshape(-1), dy.reshape(-1, hid).to(acc))
             values.append([table if reference else table.to(DTYPES[member["types"][0]])])
             continue
-        values.append(run_op(member["op"], member["attrs"], xs, member["types"], reference))
+        keep = dropout_keep(unit, j, inputs, xs[0].shape) if j in dropout_ops(unit) else None
+        values.append(run_op(member["op"], member["attrs"], xs, member["types"], reference,
+                             keep))
     return [inputs[r[1]] if r[0] == "arg" else values[r[1]][r[2]] for r in body["yield"]]
 
 
@@ -358,10 +457,14 @@ def make_inputs(unit, generator):
     decides its range (ids, labels, AdamW's v >= 0 and step >= 1, gamma ~ 1)."""
     params = [p for p in unit["params"] if p.get("role") == "input"]
     roles = {}
+    dropped = set()  # arguments a p > 0 dropout reads as x
     for member in unit["body"]["ops"]:
         for position, ref in enumerate(member["operands"]):
             if ref[0] == "arg":
                 roles.setdefault(ref[1], (member["op"], position))
+                if (member["op"] == "weft.dropout" and position == 0
+                        and member["attrs"].get("p", 0.0) != 0.0):
+                    dropped.add(ref[1])
     vocab = None
     for member in unit["body"]["ops"]:
         if member["op"] in ("weft.cross_entropy", "weft.cross_entropy_grad"):
@@ -381,7 +484,9 @@ def make_inputs(unit, generator):
             if op == "weft.adamw":
                 x = torch.randint(1, 1000, shape, generator=generator, device="cpu")
             elif op == "weft.dropout":
-                x = torch.zeros(shape, dtype=torch.int64)
+                # Beyond 32 bits (the key takes the low 32) and within 2^52
+                # (the reference interpreter stores i64 in float64).
+                x = torch.randint(-2**52, 2**52, shape, generator=generator, dtype=torch.int64)
             else:
                 x = torch.randint(0, vocab, shape, generator=generator, device="cpu")
         elif p["dtype"] == "bool":
@@ -397,6 +502,10 @@ def make_inputs(unit, generator):
                 x = torch.softmax(x, -1)  # y is a softmax
             if op == "weft.cross_entropy_grad" and position == 0:
                 x = torch.ones(shape)
+            if index in dropped:
+                # |x| >= 1: a kept element visibly changes what it is added
+                # to (observed_keep reads the mask from the sum).
+                x = torch.where(x >= 0, x + 1, x - 1)
             x = x.to(dtype)
         inputs.append(x.to(_DEVICE))
     split_master_inputs(unit, inputs, generator)
@@ -500,6 +609,10 @@ def check_unit(rt, unit, opts, stream):
         if not err <= tol:
             failures.append(f"output {k} ({p['dtype']}): rel err {err:.3g} > {tol:g}"
                             f" (torch eager {eerr:.3g})")
+    mask_failures, mask_notes = dropout_mask_failures(unit, inputs, outputs)
+    failures += mask_failures
+    if mask_notes:
+        row["mask"] = "; ".join(mask_notes)
     guards = sum(p.guard_violations() for p in poisoned + workspaces)
     if guards:
         failures.append(f"{guards} guard elements overwritten (write out of bounds)")
@@ -548,6 +661,8 @@ def print_table(rows):
             print(f"    FAIL: {r['why']}")
         if "compile_note" in r:
             print(f"    note: {r['compile_note']}")
+        if "mask" in r:
+            print(f"    dropout mask: {r['mask']}")
 
 
 def main(argv=None):

@@ -4,9 +4,12 @@
 // declared type as the unfused op would store it.
 #include "KernelEmitter.h"
 
+#include "../../Transforms/PhiloxBuilder.h"
+
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -63,6 +66,45 @@ Value ElementEvaluator::leaf(Value v) {
 }
 
 Value ElementEvaluator::id(Value v) { return leaf(v); }
+
+void ElementEvaluator::atLane(VectorLanes &lanes, int64_t laneIndex) {
+  for (auto &[leafValue, values] : lanes.leaves)
+    preset[leafValue] = values[laneIndex];
+  vector = &lanes;
+  lane = laneIndex;
+}
+
+Value ElementEvaluator::computeDropout(DropoutOp o) {
+  Value x = value(o.getX());
+  double p = o.getP().convertToDouble();
+  if (p == 0.0)
+    return x;
+  Value seed = id(o.getSeed());
+  int64_t rngId = o->getAttrOfType<IntegerAttr>(WeftDialect::kRngIdAttr).getInt();
+  Value draw;
+  if (vector && vector->base && vector->width % 4 == 0) {
+    // One Philox block per 4 lanes, drawn by the first lane that needs it.
+    std::array<Value, 4> &words = vector->blocks[{o.getOperation(), lane / 4}];
+    if (!words[0]) {
+      Value block = m.b.createOrFold<arith::ShRUIOp>(vector->base, m.i64c(2));
+      if (lane >= 4)
+        block = m.i64Add(block, m.i64c(lane / 4));
+      words = tiling::buildPhiloxBlock(m.b, seed, rngId, block);
+    }
+    draw = words[lane % 4];
+  } else {
+    draw = tiling::buildPhiloxDraw(m.b, seed, rngId, linear());
+  }
+  Value kept = tiling::buildDrawKept(m.b, draw, p);
+  // x / (1 - p) as the reference (float64, then one rounding): the factor
+  // split into two f32s, x * hi + x * lo with one fma, is within about half
+  // an f32 ulp of it; x * f32(1 / (1 - p)) alone would be off by up to one.
+  double factor = 1.0 / (1.0 - p);
+  double factorHigh = static_cast<float>(factor);
+  Value scaled = math::FmaOp::create(m.b, x, m.f32c(factorHigh),
+                                     m.fmul(x, m.f32c(factor - factorHigh)));
+  return m.select(kept, scaled, m.f32c(0.0));
+}
 
 Value ElementEvaluator::value(Value v) {
   if (Value cached = cache.lookup(v))
@@ -156,8 +198,7 @@ Value ElementEvaluator::compute(OpResult result) {
             return m.fmul(v(o.getX()), m.f32c(o.getValue().convertToDouble()));
           })
           .Case([&](ConvertOp o) { return v(o.getX()); })
-          // analyzeGroup refuses p > 0.
-          .Case([&](DropoutOp o) { return v(o.getX()); })
+          .Case([&](DropoutOp o) { return computeDropout(o); })
           .Case([&](WhereOp o) {
             return m.select(v(o.getCond()), v(o.getLhs()), v(o.getRhs()));
           })

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <array>
 #include <functional>
 
 namespace weft::gpu {
@@ -97,6 +98,21 @@ public:
   llvm::SmallVector<mlir::Value> blockSums(llvm::ArrayRef<mlir::Value> xs);
 };
 
+/// What the evaluators of one vector's lanes share: each leaf's lane values
+/// (loadLeafLanes) and the Philox blocks its dropouts drew. With a width that
+/// is a multiple of 4 (and `base` one of the width), lane k is element
+/// base + k: word k % 4 of block base / 4 + k / 4, so four lanes share one
+/// Philox call.
+struct VectorLanes {
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Value>> leaves;
+  /// The domain element (i64) of lane 0; null for a single element.
+  mlir::Value base;
+  int64_t width = 1;
+  /// (dropout op, block offset k / 4) -> the block's four draws.
+  llvm::DenseMap<std::pair<mlir::Operation *, int64_t>, std::array<mlir::Value, 4>>
+      blocks;
+};
+
 /// A group's body evaluated at one element (row, col) of the domain, in f32,
 /// each op's value rounded to its declared type as the unfused op stores it.
 class ElementEvaluator {
@@ -112,6 +128,9 @@ public:
   mlir::Value id(mlir::Value v);
   /// Leaf values already loaded (vector lanes).
   llvm::DenseMap<mlir::Value, mlir::Value> preset;
+  /// This evaluator is lane `lane` of `vector`: its leaves are preset from
+  /// the vector's loads and its dropout draws shared with the other lanes.
+  void atLane(VectorLanes &vector, int64_t lane);
   /// The contribution of this element to a column-sum result.
   mlir::Value columnTerm(mlir::Value result);
   /// This row's loss term of a cross_entropy op (lse - logit[label]).
@@ -122,6 +141,10 @@ public:
 private:
   mlir::Value compute(mlir::OpResult result);
   void computeAdamW(AdamWOp op);
+  /// weft.dropout at this element: the Philox draw of its index (the
+  /// domain element: analyzeGroup checked that x covers the domain), then
+  /// the kept value scaled by 1/(1-p) or 0.
+  mlir::Value computeDropout(DropoutOp op);
   /// A split master's f32 from its high half (f32, bits hi << 16) and low
   /// half (i32, sign-extended).
   mlir::Value joinSplitMaster(mlir::Value high, mlir::Value low);
@@ -134,6 +157,8 @@ private:
   const llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>> &stats;
   mlir::Value row, col, linearIndex;
   llvm::DenseMap<mlir::Value, mlir::Value> cache;
+  VectorLanes *vector = nullptr;
+  int64_t lane = 0;
 };
 
 /// Whether `value` is the new_param of a weft.adamw with param_low: a bf16
@@ -189,9 +214,8 @@ mlir::Value stridedIndex(ElementMath &m, const KernelGroup &group,
 /// Every used leaf's `width` lane values (f32, or ids / masks) at the domain
 /// elements base..base+width-1 of row `row` (null: base / cols): one vector
 /// load per full or suffix tensor, one scalar shared by the lanes otherwise.
-llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Value>>
-loadLeafLanes(ElementMath &m, const KernelGroup &group, mlir::Value base,
-              mlir::Value row, int64_t width);
+VectorLanes loadLeafLanes(ElementMath &m, const KernelGroup &group,
+                          mlir::Value base, mlir::Value row, int64_t width);
 
 } // namespace weft::gpu
 

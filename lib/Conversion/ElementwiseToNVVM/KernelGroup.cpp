@@ -9,6 +9,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace weft::gpu {
@@ -41,6 +43,26 @@ std::optional<SmallVector<int64_t>> singleOpDomain(Operation *op) {
     if (auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
         type && type.hasStaticShape() && type.getRank() > 0)
       return SmallVector<int64_t>(type.getShape());
+  return std::nullopt;
+}
+
+/// A dropout's mask is drawn at the row-major index of its own tensor, which
+/// the kernels take to be the domain element: x must cover the domain (a
+/// broadcast x would need its own index), and the seed must be loaded. The
+/// reason when it cannot run.
+std::optional<std::string> dropoutRefusal(const KernelGroup &group,
+                                          DropoutOp dropout) {
+  if (group.place(dropout.getX()).extent != Extent::Full)
+    return std::string(llvm::formatv(
+        "weft.dropout of {0} in a group over [{1}]: the GPU kernels draw the "
+        "Philox mask at the domain's element index, so x must cover the domain",
+        typeText(dropout.getX().getType()),
+        llvm::make_range(group.domain.begin(), group.domain.end())));
+  if (!group.leafParam.count(dropout.getSeed()))
+    return std::string("weft.dropout's seed is computed inside its group; the "
+                       "GPU kernels load it as an operand");
+  if (!dropout->getAttrOfType<IntegerAttr>(WeftDialect::kRngIdAttr))
+    return std::string("weft.dropout has no integer weft.rng_id");
   return std::nullopt;
 }
 
@@ -163,10 +185,8 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
   for (Operation *member : group.body) {
     if (auto dropout = dyn_cast<DropoutOp>(member);
         dropout && dropout.getP().convertToDouble() != 0.0)
-      return refuse(llvm::formatv(
-          "weft.dropout with p = {0}: the GPU kernels do not generate the "
-          "Philox mask yet (only p = 0 runs on the GPU)",
-          dropout.getP().convertToDouble()));
+      if (std::optional<std::string> why = dropoutRefusal(group, dropout))
+        return refuse(*why);
     rowOps |= isRowOp(member);
     loss |= isa<CrossEntropyOp>(member);
     for (Value result : member->getResults()) {

@@ -58,11 +58,12 @@ int64_t rowVectorWidth(const KernelGroup &group) {
   return group.cols % width == 0 ? width : 1;
 }
 
-llvm::DenseMap<Value, SmallVector<Value>> loadLeafLanes(ElementMath &m,
-                                                        const KernelGroup &group,
-                                                        Value base, Value row,
-                                                        int64_t width) {
-  llvm::DenseMap<Value, SmallVector<Value>> lanes;
+VectorLanes loadLeafLanes(ElementMath &m, const KernelGroup &group, Value base,
+                          Value row, int64_t width) {
+  VectorLanes vector;
+  vector.base = base;
+  vector.width = width;
+  llvm::DenseMap<Value, SmallVector<Value>> &lanes = vector.leaves;
   for (auto [leaf, param] : group.leafParam) {
     if (leaf.use_empty())
       continue;
@@ -97,7 +98,7 @@ llvm::DenseMap<Value, SmallVector<Value>> loadLeafLanes(ElementMath &m,
     }
     }
   }
-  return lanes;
+  return vector;
 }
 
 void emitPointwiseBody(ElementMath &m, const KernelGroup &group) {
@@ -113,14 +114,12 @@ void emitPointwiseBody(ElementMath &m, const KernelGroup &group) {
              Value base = m.i64Mul(i, m.i64c(width));
              // Each leaf once per vector: lanes of a vector load, or one
              // value shared by the lanes.
-             llvm::DenseMap<Value, SmallVector<Value>> lanes =
-                 loadLeafLanes(m, group, base, Value(), width);
+             VectorLanes lanes = loadLeafLanes(m, group, base, Value(), width);
              SmallVector<SmallVector<Value>> results(group.outputs.size());
              for (int64_t lane = 0; lane < width; ++lane) {
                Value linear = m.i64Add(base, m.i64c(lane));
                ElementEvaluator ev(m, group, noStats, m.i64c(0), linear);
-               for (auto &[leaf, values] : lanes)
-                 ev.preset[leaf] = values[lane];
+               ev.atLane(lanes, lane);
                for (auto [k, output] : llvm::enumerate(group.outputs))
                  results[k].push_back(ev.value(output.first));
              }

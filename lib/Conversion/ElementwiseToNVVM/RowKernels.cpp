@@ -22,21 +22,19 @@ namespace {
 
 Type elementOf(Value value) { return cast<ShapedType>(value.getType()).getElementType(); }
 
-using Lanes = llvm::DenseMap<Value, SmallVector<Value>>;
-
 /// The row's columns strided over the CTA, rowVectorWidth at a time: the
 /// leaves of each vector loaded once (loadLeafLanes), then `body` per lane
 /// (column col of lane `lane`) with the carried values.
 SmallVector<Value> forRowVectors(
     ElementMath &m, const KernelGroup &group, Value row, ValueRange init,
-    llvm::function_ref<SmallVector<Value>(Value, const Lanes &, int64_t, ValueRange)>
+    llvm::function_ref<SmallVector<Value>(Value, VectorLanes &, int64_t, ValueRange)>
         body) {
   int64_t width = rowVectorWidth(group);
   Value first = m.i64Mul(m.tid64(), m.i64c(width));
   return m.loop(first, m.i64c(group.cols), m.i64c(m.threads * width), init,
                 [&](Value col0, ValueRange acc) -> SmallVector<Value> {
                   Value base = m.i64Add(m.i64Mul(row, m.i64c(group.cols)), col0);
-                  Lanes lanes;
+                  VectorLanes lanes;
                   if (width > 1)
                     lanes = loadLeafLanes(m, group, base, row, width);
                   SmallVector<Value> carried(acc.begin(), acc.end());
@@ -55,10 +53,9 @@ Value rowReduce(ElementMath &m, const KernelGroup &group, Value row,
   Value init = m.f32c(max ? -std::numeric_limits<double>::infinity() : 0.0);
   SmallVector<Value> partial = forRowVectors(
       m, group, row, ValueRange{init},
-      [&](Value col, const Lanes &lanes, int64_t lane, ValueRange acc) -> SmallVector<Value> {
+      [&](Value col, VectorLanes &lanes, int64_t lane, ValueRange acc) -> SmallVector<Value> {
         ElementEvaluator ev(m, group, stats, row, col);
-        for (auto &[leaf, values] : lanes)
-          ev.preset[leaf] = values[lane];
+        ev.atLane(lanes, lane);
         Value t = term(ev);
         return {max ? m.fmax(acc[0], t) : m.fadd(acc[0], t)};
       });
@@ -72,10 +69,9 @@ SmallVector<Value> rowSums(ElementMath &m, const KernelGroup &group, Value row,
   SmallVector<Value> init(count, m.f32c(0.0));
   SmallVector<Value> partial = forRowVectors(
       m, group, row, init,
-      [&](Value col, const Lanes &lanes, int64_t lane, ValueRange acc) -> SmallVector<Value> {
+      [&](Value col, VectorLanes &lanes, int64_t lane, ValueRange acc) -> SmallVector<Value> {
         ElementEvaluator ev(m, group, stats, row, col);
-        for (auto &[leaf, values] : lanes)
-          ev.preset[leaf] = values[lane];
+        ev.atLane(lanes, lane);
         SmallVector<Value> t = terms(ev);
         SmallVector<Value> next;
         for (int64_t k = 0; k < count; ++k)
@@ -233,15 +229,14 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
         m.loop(first, m.i64c(group.cols), m.i64c(m.threads * width), {},
                [&](Value col0, ValueRange) -> SmallVector<Value> {
                  Value base = m.i64Add(m.i64Mul(row, m.i64c(group.cols)), col0);
-                 Lanes lanes;
+                 VectorLanes lanes;
                  if (width > 1)
                    lanes = loadLeafLanes(m, group, base, row, width);
                  SmallVector<SmallVector<Value>> results(group.outputs.size());
                  for (int64_t lane = 0; lane < width; ++lane) {
                    Value col = lane ? m.i64Add(col0, m.i64c(lane)) : col0;
                    ElementEvaluator ev(m, group, stats, row, col);
-                   for (auto &[leaf, values] : lanes)
-                     ev.preset[leaf] = values[lane];
+                   ev.atLane(lanes, lane);
                    for (auto [k, output] : llvm::enumerate(group.outputs))
                      if (group.place(output.first).extent == Extent::Full)
                        results[k].push_back(ev.value(output.first));

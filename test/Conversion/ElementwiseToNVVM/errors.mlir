@@ -3,12 +3,6 @@
 // kernel without an image (weft-run --check then reports it).
 // RUN: not weft-compile %s --emit=elementwise-ir 2>&1 | FileCheck %s
 
-// CHECK: error: no GPU kernel for weft.dropout: weft.dropout with p = 0.10: the GPU kernels do not generate the Philox mask yet (only p = 0 runs on the GPU)
-func.func @dropout(%x: tensor<4x64xbf16>, %seed: tensor<i64>) -> tensor<4x64xbf16> {
-  %y = weft.dropout %x, %seed {p = 0.1 : f64, weft.rng_id = 3 : i64} : (tensor<4x64xbf16>, tensor<i64>) -> tensor<4x64xbf16>
-  return %y : tensor<4x64xbf16>
-}
-
 // CHECK: error: no GPU kernel for weft.reduce_sum: weft.reduce_sum over dims that are not the leading ones: the GPU kernel sums over leading dims (column sums)
 func.func @reduce_last(%x: tensor<4x64xbf16>) -> tensor<4xbf16> {
   %y = weft.reduce_sum %x {dims = array<i64: 1>} : (tensor<4x64xbf16>) -> tensor<4xbf16>

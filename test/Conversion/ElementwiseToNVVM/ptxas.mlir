@@ -1,13 +1,13 @@
 // REQUIRES: ptxas
 // ptxas -arch=sm_90a -v accepts every kernel of every case fused_check.py
-// runs on the GPU (test/gpu/fused_cases.py, small shapes): 73 kernels, none
+// runs on the GPU (test/gpu/fused_cases.py, small shapes): 84 kernels, none
 // with spill stores, spill loads or a stack frame.
 // RUN: rm -rf %t && %python %S/../../gpu/fused_cases.py --small > %t.mlir
 // RUN: weft-compile %t.mlir --emit=elementwise-kernels -o %t > %t.resources
 // RUN: FileCheck %s --input-file=%t.resources
 // RUN: not grep -v "spill_stores=0 spill_loads=0 stack=0 " %t.resources
 // RUN: grep -c registers= %t.resources | FileCheck %s --check-prefix=COUNT
-// COUNT: 73
+// COUNT: 84
 // The three kernels of a lone norm-weight gradient (statistics, column sums,
 // then dx over the statistics' scratch) and the single loss kernel.
 // CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0_stats: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
@@ -15,6 +15,12 @@
 // CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
 // CHECK-DAG: cross_entropy_bf16_0 cross_entropy_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
 // CHECK-DAG: adamw_convert_bf16_0 adamw_convert_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// Dropout p = 0.1 (the Philox draws) fused with the residual add and
+// LayerNorm, its backward group (rows, column sums) and alone with a tail.
+// CHECK-DAG: dropout_p01_add_layer_norm_bf16_0 dropout_p01_add_layer_norm_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: layer_norm_grad_add_dropout_p01_bf16_0 layer_norm_grad_add_dropout_p01_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: layer_norm_grad_add_dropout_p01_bf16_0 layer_norm_grad_add_dropout_p01_bf16_0_colsum: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: dropout_p01_tail_f32_0 dropout_p01_tail_f32_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
 // The split-master updates (i16 low halves): alone, as a step's group (with
 // a scalar tail) and fused with the gradient's producer.
 // CHECK-DAG: adamw_split_bf16_0 adamw_split_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
