@@ -415,9 +415,10 @@ def run_op(name, attrs, xs, types, reference, keep=None):
     raise UnitError(f"the checker has no reference for {name}")
 
 
-def unit_outputs(unit, inputs, reference):
+def unit_outputs(unit, inputs, reference, masks=None):
     """The unit's outputs from its body, in float64 (`reference`) or in the
-    declared dtypes (PyTorch eager)."""
+    declared dtypes (PyTorch eager). `masks`: the dropouts' keep masks by
+    body op, drawn beforehand (torch.compile traces no Philox draw)."""
     if unit["op"] == "arith.constant":
         p = unit["params"]
         dtype = torch.float64 if reference else DTYPES[p[0]["dtype"]]
@@ -439,7 +440,9 @@ def unit_outputs(unit, inputs, reference):
             table.index_add_(0, ids.reshape(-1), dy.reshape(-1, hid).to(acc))
             values.append([table if reference else table.to(DTYPES[member["types"][0]])])
             continue
-        keep = dropout_keep(unit, j, inputs, xs[0].shape) if j in dropout_ops(unit) else None
+        keep = None
+        if j in dropout_ops(unit):
+            keep = masks[j] if masks is not None else dropout_keep(unit, j, inputs, xs[0].shape)
         values.append(run_op(member["op"], member["attrs"], xs, member["types"], reference,
                              keep))
     return [inputs[r[1]] if r[0] == "arg" else values[r[1]][r[2]] for r in body["yield"]]
@@ -630,8 +633,10 @@ def check_unit(rt, unit, opts, stream):
             # Every unit compiles the same lambda: without a reset dynamo's
             # recompile limit would silently leave later units in eager.
             torch._dynamo.reset()
-            compiled = torch.compile(lambda *xs: unit_outputs(unit, list(xs), reference=False),
-                                     dynamic=False)
+            masks = {j: unit["dropout_masks"][j][1] for j in dropout_ops(unit)}
+            compiled = torch.compile(
+                lambda *xs: unit_outputs(unit, list(xs), reference=False, masks=masks),
+                dynamic=False)
             compiled(*inputs)
             row["compile_s"] = bench(lambda: compiled(*inputs), opts.quick)
         except Exception as e:  # a group torch.compile cannot take is reported, not fatal
