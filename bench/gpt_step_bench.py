@@ -448,8 +448,16 @@ def run(directory, quick=False):
     # torch's target: the Weft budget's planned peak above the resident state
     # (f32 masters, moments, bf16 weight copies; torch's resident state is its
     # bf16 weights, its gradients count above them as Weft's do).
-    # table.resident_bytes already counts the bf16 weight copies.
-    targets = {str(b["fraction"]): b["bytes"] - resident for b in manifest["budgets"]}
+    # table.resident_bytes already counts the bf16 weight copies. Split
+    # masters hold the bf16 weights inside the masters' 4 bytes: Weft's own
+    # state is then the copies' bytes smaller, and the activations it may use
+    # that much larger, so torch gets the same room above its weights.
+    copy_bytes = resident - table.resident_bytes(manifest["report"], low_precision_copy=0)
+    def split_budget(b):
+        return any(pk["policy"] == "budget" and pk.get("split_masters") for pk in b["packages"])
+    targets = {str(b["fraction"]): b["bytes"] - resident + (copy_bytes if split_budget(b) else 0)
+               for b in manifest["budgets"]}
+    results["torch_targets"] = targets
     results["torch"] = torch_anchors(targets)
     for b in results["budgets"]:
         b["torch_compile"] = results["torch"]["matched"].get(str(b["fraction"]))
