@@ -80,6 +80,13 @@ struct TrainingPipelineOptions
                      "weft.fused kernels (weft-fuse-elementwise) before "
                      "weft-remat, which then decides on groups"),
       llvm::cl::init(false)};
+  Option<bool> fuseGemmEpilogue{
+      *this, "fuse-gemm-epilogue",
+      llvm::cl::desc("Fold each linear's tanh gelu and each data-gradient "
+                     "matmul's tanh gelu_grad into the GEMM as cuBLASLt GELU "
+                     "epilogues (weft-fuse-gemm-epilogue), before the "
+                     "elementwise fusion and remat"),
+      llvm::cl::init(false)};
   ListOption<int64_t> convertedParams{
       *this, "converted-params",
       llvm::cl::desc("With weight-copies=carried: parameters (weft.param "

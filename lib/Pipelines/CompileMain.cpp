@@ -126,6 +126,12 @@ struct CompileOptions {
       cl::desc("Group pointwise, norm and row-reduction ops into weft.fused "
                "kernels (weft-fuse-elementwise) before weft-remat"),
       cl::init(false), cl::cat(category)};
+  cl::opt<bool> fuseGemmEpilogue{
+      "fuse-gemm-epilogue",
+      cl::desc("Run each linear's tanh GELU, and each data-gradient matmul's "
+               "tanh GELU gradient, in the GEMM's cuBLASLt epilogue "
+               "(weft-fuse-gemm-epilogue; default: on with --emit=package)"),
+      cl::init(false), cl::cat(category)};
   cl::opt<bool> foldAttentionLayout{
       "fold-attention-layout",
       cl::desc("Attention reads q, k, v and writes its gradients as [b, s, h, "
@@ -290,6 +296,10 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   options.foldAttentionLayout = cli.foldAttentionLayout.getNumOccurrences()
                                     ? bool(cli.foldAttentionLayout)
                                     : emitPackage;
+  // cuBLASLt runs a package's GEMMs, so their GELU epilogues come with them.
+  options.fuseGemmEpilogue = cli.fuseGemmEpilogue.getNumOccurrences()
+                                 ? bool(cli.fuseGemmEpilogue)
+                                 : emitPackage;
   options.rematLayers = cli.rematLayers;
   options.rematWeightCopies = cli.rematWeightCopies;
   options.memoryReport = cli.memoryReport;

@@ -1,4 +1,5 @@
-// weft-train-pipeline: weft-autodiff -> [weft-fuse-elementwise] -> weft-remat
+// weft-train-pipeline: weft-autodiff -> [weft-fold-attention-layout] ->
+// [weft-fuse-gemm-epilogue] -> [weft-fuse-elementwise] -> weft-remat
 // -> weft-plan-memory ->
 // weft-training-report, one definition for weft-opt's named pipeline and
 // weft-compile --train.
@@ -145,6 +146,12 @@ LogicalResult weft::buildTrainingPipeline(
   pm.addPass(createAutodiffPass(autodiff));
   if (options.foldAttentionLayout)
     pm.addNestedPass<func::FuncOp>(createFoldAttentionLayoutPass());
+
+  // GEMM epilogue groups first: weft-fuse-elementwise would take the gelu and
+  // gelu_grad into its kernels. Like the others, they form before remat and
+  // planning, which see one op with the GEMM's workspace (dg never a buffer).
+  if (options.fuseGemmEpilogue)
+    pm.addNestedPass<func::FuncOp>(createFuseGemmEpiloguePass());
 
   // Groups form on the whole step (forward and backward apart) so that remat
   // recomputes and the planner places groups, never their intermediates.

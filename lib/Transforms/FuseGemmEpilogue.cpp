@@ -95,10 +95,19 @@ bool fuseBackward(GeluGradOp grad, Block &block) {
     LDBG() << "not fusing " << matmul << " with " << grad << ": " << why;
     return false;
   }
-  // At the gelu_grad: u exists there, and the matmul's operands before it.
+  // At the matmul, so its operands are read when they were (a carried weight
+  // copy is updated in place by AdamW after its last reader); u comes from
+  // the forward, so it exists there, else the pair stays apart.
+  Value u = grad.getX();
+  if (Operation *def = u.getDefiningOp();
+      def && (def->getBlock() != &block || !def->isBeforeInBlock(matmul))) {
+    LDBG() << "not fusing " << matmul << " with " << grad
+           << ": the pre-activation is defined after the matmul";
+    return false;
+  }
   SmallVector<Value> inputs(matmul->getOperands());
-  inputs.push_back(grad.getX());
-  buildGroup(matmul, grad, grad, inputs, {grad.getDx()}, kDGeluGemmKind);
+  inputs.push_back(u);
+  buildGroup(matmul, grad, matmul, inputs, {grad.getDx()}, kDGeluGemmKind);
   return true;
 }
 

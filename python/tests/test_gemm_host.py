@@ -313,11 +313,11 @@ def test_bgrad_a_desc():
     with pytest.raises(rt.WeftError) as error:
         rt.gemm_check(batched)
     assert "epilogue BGRAD_A needs batch=1, got batch=2" in error.value.message
-    desc.epilogue = 5
+    desc.epilogue = 8
     with pytest.raises(rt.WeftError) as error:
         rt.gemm_check(desc)
-    assert "epilogue 5 is not a weft_gemm_epilogue (NONE=0, BIAS=1, GELU=2, BIAS_GELU=3, " \
-           "BGRAD_A=4)" in error.value.message
+    assert "epilogue 8 is not a weft_gemm_epilogue (NONE=0, BIAS=1, GELU=2, BIAS_GELU=3, " \
+           "BGRAD_A=4, GELU_AUX=5, GELU_AUX_BIAS=6, DGELU=7)" in error.value.message
 
 
 @pytest.mark.parametrize("trans_a, trans_b", [(1, 0), (0, 0), (1, 1)])

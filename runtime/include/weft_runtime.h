@@ -151,6 +151,15 @@ typedef enum weft_gemm_epilogue {
    * bias gradient next to its weight gradient dY^T X: trans_a, batch 1).
    * cuBLASLt's CUBLASLT_EPILOGUE_BGRADB on the column-major problem. */
   WEFT_GEMM_EPILOGUE_BGRAD_A = 4,
+  /* The GELU epilogues with an aux matrix [m, n], row-major with row pitch
+   * aux_ld (>= n, a multiple of 8 elements), of `dtype`, batch 1; given to
+   * weft_gemm_run_aux. GELU_AUX: D = gelu_tanh(x) and aux = x, the
+   * pre-activation the backward reads (cuBLASLt's GELU_AUX); GELU_AUX_BIAS
+   * the same with x + bias[n] (GELU_AUX_BIAS). DGELU: D = x * gelu_tanh'(aux),
+   * aux read (cuBLASLt's DGELU): the data gradient through the GELU. */
+  WEFT_GEMM_EPILOGUE_GELU_AUX = 5,
+  WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS = 6,
+  WEFT_GEMM_EPILOGUE_DGELU = 7,
 } weft_gemm_epilogue;
 
 /* D[m,n] = epilogue(alpha * op(A)[m,k] op(B)[k,n] + beta * C[m,n]), each
@@ -179,7 +188,8 @@ typedef struct weft_gemm_algo {
 } weft_gemm_algo;
 
 /* Host-only: checks a descriptor (dims > 0, batch >= 1, trans 0/1, dtype bf16
- * or f16, a known epilogue, strides of batched operands >= their matrix) and
+ * or f16, a known epilogue, batch 1 for BGRAD_A and the aux epilogues,
+ * strides of batched operands >= their matrix) and
  * names the values that break it. No library is loaded. */
 WEFT_API weft_status weft_gemm_check(const weft_gemm_desc *desc);
 /* sizeof(weft_gemm_desc) and sizeof(weft_gemm_algo), for bindings to check
@@ -205,6 +215,20 @@ WEFT_API weft_status weft_gemm_run(const weft_gemm_desc *desc, const weft_gemm_a
                                    const void *a, const void *b, const void *c, void *d,
                                    const void *bias, void *workspace, size_t workspace_bytes,
                                    CUstream stream);
+/* The aux epilogues (GELU_AUX, GELU_AUX_BIAS, DGELU) take the aux matrix and
+ * its row pitch aux_ld in elements (cuBLASLt's EPILOGUE_AUX_POINTER and
+ * EPILOGUE_AUX_LD): weft_gemm_select_aux chooses an algorithm for that pitch
+ * (weft_gemm_select assumes aux_ld = n), weft_gemm_run_aux runs it; aux is a
+ * device pointer, 16-byte aligned, written by GELU_AUX* and read by DGELU.
+ * weft_gemm_run refuses an aux epilogue, weft_gemm_run_aux any other one. */
+WEFT_API weft_status weft_gemm_select_aux(const weft_gemm_desc *desc, long long aux_ld,
+                                          size_t workspace_limit, weft_gemm_algo *algo,
+                                          size_t *workspace_bytes);
+WEFT_API weft_status weft_gemm_run_aux(const weft_gemm_desc *desc, const weft_gemm_algo *algo,
+                                       const void *a, const void *b, const void *c, void *d,
+                                       const void *bias, void *aux, long long aux_ld,
+                                       void *workspace, size_t workspace_bytes,
+                                       CUstream stream);
 
 /* ---- Running a compiled step (a package of weft-compile --emit=package) ---
  * weft_step_load reads the package (bounds, checksums, format version), runs

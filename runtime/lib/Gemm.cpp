@@ -56,13 +56,15 @@ std::string algoKey(const weft_gemm_algo &algo) {
 }
 
 // Everything that shapes the cuBLASLt objects; alpha and beta are passed per
-// call, only whether C is read matters.
-std::string gemmKey(const weft_gemm_desc &g, CUdevice device) {
+// call, only whether C is read matters; the aux pitch is part of the
+// descriptor (EPILOGUE_AUX_LD), the aux pointer is set per call.
+std::string gemmKey(const weft_gemm_desc &g, CUdevice device, long long auxLd) {
   bool batched = g.batch > 1;
-  return format("%d|%d,%d,%d|%d|%lld,%lld,%lld,%lld|%d,%d|%d|%d|%d", static_cast<int>(device),
-                g.m, g.n, g.k, g.batch, batched ? g.stride_a : 0, batched ? g.stride_b : 0,
-                batched ? g.stride_c : 0, batched ? g.stride_d : 0, g.trans_a, g.trans_b,
-                static_cast<int>(g.dtype), static_cast<int>(g.epilogue), g.beta != 0.0f ? 1 : 0);
+  return format("%d|%d,%d,%d|%d|%lld,%lld,%lld,%lld|%d,%d|%d|%d|%d|%lld",
+                static_cast<int>(device), g.m, g.n, g.k, g.batch, batched ? g.stride_a : 0,
+                batched ? g.stride_b : 0, batched ? g.stride_c : 0, batched ? g.stride_d : 0,
+                g.trans_a, g.trans_b, static_cast<int>(g.dtype), static_cast<int>(g.epilogue),
+                g.beta != 0.0f ? 1 : 0, epilogueHasAux(g.epilogue) ? auxLd : 0);
 }
 
 weft_status handleFor(const CublasLtApi &api, CUdevice device, const weft_gemm_desc &desc,
@@ -115,10 +117,11 @@ weft_status setOpAttribute(const CublasLtApi &api, const weft_gemm_desc &desc,
   return WEFT_OK;
 }
 
-// The cached cuBLASLt objects for `desc` on `device`; call with gemmMutex held.
-weft_status prepare(const CublasLtApi &api, const weft_gemm_desc &desc, CUdevice device,
-                    PreparedGemm *&out) {
-  std::string key = gemmKey(desc, device);
+// The cached cuBLASLt objects for `desc` (and the aux pitch of an aux
+// epilogue) on `device`; call with gemmMutex held.
+weft_status prepare(const CublasLtApi &api, const weft_gemm_desc &desc, long long auxLd,
+                    CUdevice device, PreparedGemm *&out) {
+  std::string key = gemmKey(desc, device, auxLd);
   auto found = preparedGemms.find(key);
   if (found != preparedGemms.end()) {
     out = found->second.get();
@@ -142,6 +145,13 @@ weft_status prepare(const CublasLtApi &api, const weft_gemm_desc &desc, CUdevice
   if (weft_status status =
           setOpAttribute(api, desc, gemm->op, CUBLASLT_MATMUL_DESC_EPILOGUE, "EPILOGUE", epilogue))
     return status;
+  if (epilogueHasAux(desc.epilogue)) {
+    int64_t ld = auxLd;
+    if (weft_status status =
+            setOpAttribute(api, desc, gemm->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                           "EPILOGUE_AUX_LD", ld))
+      return status;
+  }
   if (weft_status status = createLayout(api, desc, plan.first, plan.batch, "B", gemm->first))
     return status;
   if (weft_status status = createLayout(api, desc, plan.second, plan.batch, "A", gemm->second))
@@ -189,21 +199,21 @@ struct GemmSession {
   PreparedGemm *gemm = nullptr;
 };
 
-weft_status openGemm(const char *caller, const weft_gemm_desc &desc, GemmSession &session) {
+weft_status openGemm(const char *caller, const weft_gemm_desc &desc, long long auxLd,
+                     GemmSession &session) {
   if (weft_status status = gemmContext(caller, session.api, session.device))
     return status;
   session.problem = describeGemm(desc);
   session.lock = std::unique_lock<std::mutex>(gemmMutex);
   if (weft_status status = handleFor(*session.api, session.device, desc, session.handle))
     return status;
-  return prepare(*session.api, desc, session.device, session.gemm);
+  return prepare(*session.api, desc, auxLd, session.device, session.gemm);
 }
 
-weft_status selectAlgo(const weft_gemm_desc &desc, size_t workspaceLimit, weft_gemm_algo &algo,
-                       size_t &workspaceBytes) {
-  const char *caller = "weft_gemm_select";
+weft_status selectAlgo(const char *caller, const weft_gemm_desc &desc, long long auxLd,
+                       size_t workspaceLimit, weft_gemm_algo &algo, size_t &workspaceBytes) {
   GemmSession session;
-  if (weft_status status = openGemm(caller, desc, session))
+  if (weft_status status = openGemm(caller, desc, auxLd, session))
     return status;
   const CublasLtApi *api = session.api;
   const std::string &problem = session.problem;
@@ -224,6 +234,15 @@ weft_status selectAlgo(const weft_gemm_desc &desc, size_t workspaceLimit, weft_g
             guard.preference, attribute, &kOperandAlignment, sizeof(kOperandAlignment)))
       return failCublas(*api, status,
                         "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_*_BYTES)", problem);
+  // The heuristic reads the aux pointer's alignment from its value (it never
+  // dereferences it): an address 16-byte aligned and no more, so every
+  // algorithm it returns takes a 16-byte aligned aux matrix, as the operands.
+  if (epilogueHasAux(desc.epilogue))
+    if (weft_status status =
+            setOpAttribute(*api, desc, gemm->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                           "EPILOGUE_AUX_POINTER",
+                           reinterpret_cast<void *>(uintptr_t(kOperandAlignment))))
+      return status;
   constexpr int kRequested = 8;
   cublasLtMatmulHeuristicResult_t results[kRequested] = {};
   int returned = 0;
@@ -257,10 +276,10 @@ weft_status checkAligned(const void *pointer, size_t alignment, const char *name
 }
 
 // Host-side checks of weft_gemm_run's pointers, before any library.
-weft_status checkRunArguments(const weft_gemm_desc &desc, const weft_gemm_algo *algo,
-                              const void *a, const void *b, const void *c, const void *d,
-                              const void *bias, const void *workspace, size_t workspaceBytes) {
-  const char *caller = "weft_gemm_run";
+weft_status checkRunArguments(const char *caller, const weft_gemm_desc &desc,
+                              const weft_gemm_algo *algo, const void *a, const void *b,
+                              const void *c, const void *d, const void *bias, const void *aux,
+                              const void *workspace, size_t workspaceBytes) {
   if (!algo)
     return fail(WEFT_ERROR_INVALID_ARGUMENT, format("%s: algo is NULL", caller));
   if (algo->valid != 1)
@@ -296,6 +315,13 @@ weft_status checkRunArguments(const weft_gemm_desc &desc, const weft_gemm_algo *
   if (bias)
     if (weft_status status = checkAligned(bias, kOperandAlignment, "bias", desc))
       return status;
+  if (epilogueHasAux(desc.epilogue) && !aux)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("%s: epilogue %s needs an aux matrix of m=%d rows, got NULL", caller,
+                       epilogueName(desc.epilogue), desc.m));
+  if (aux)
+    if (weft_status status = checkAligned(aux, kOperandAlignment, "aux", desc))
+      return status;
   if (!workspace && workspaceBytes > 0)
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
                 format("%s: workspace is NULL but workspace_bytes=%zu", caller, workspaceBytes));
@@ -305,12 +331,12 @@ weft_status checkRunArguments(const weft_gemm_desc &desc, const weft_gemm_algo *
   return WEFT_OK;
 }
 
-weft_status runGemm(const weft_gemm_desc &desc, const weft_gemm_algo &algo, const void *a,
-                    const void *b, const void *c, void *d, const void *bias, void *workspace,
-                    size_t workspaceBytes, CUstream stream) {
-  const char *caller = "weft_gemm_run";
+weft_status runGemm(const char *caller, const weft_gemm_desc &desc, const weft_gemm_algo &algo,
+                    const void *a, const void *b, const void *c, void *d, const void *bias,
+                    void *aux, long long auxLd, void *workspace, size_t workspaceBytes,
+                    CUstream stream) {
   GemmSession session;
-  if (weft_status status = openGemm(caller, desc, session))
+  if (weft_status status = openGemm(caller, desc, auxLd, session))
     return status;
   const CublasLtApi *api = session.api;
   const std::string &problem = session.problem;
@@ -339,6 +365,11 @@ weft_status runGemm(const weft_gemm_desc &desc, const weft_gemm_algo &algo, cons
   if (epilogueHasBias(desc.epilogue))
     if (weft_status status = setOpAttribute(*api, desc, gemm->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                             "BIAS_POINTER", bias))
+      return status;
+  if (epilogueHasAux(desc.epilogue))
+    if (weft_status status = setOpAttribute(*api, desc, gemm->op,
+                                            CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                            "EPILOGUE_AUX_POINTER", aux))
       return status;
   float alpha = desc.alpha, beta = desc.beta;
   // cuBLASLt's A is our B and its B our A (see columnMajorGemm). When C is not
@@ -389,7 +420,31 @@ weft_status weft_gemm_select(const weft_gemm_desc *desc, size_t workspace_limit,
                   format("weft_gemm_select: %s is NULL", !algo ? "algo" : "workspace_bytes"));
     algo->valid = 0;
     *workspace_bytes = 0;
-    return selectAlgo(*desc, workspace_limit, *algo, *workspace_bytes);
+    // An aux epilogue's matrix as plans lay it out: rows of exactly n.
+    return selectAlgo("weft_gemm_select", *desc, desc->n, workspace_limit, *algo,
+                      *workspace_bytes);
+  });
+}
+
+weft_status weft_gemm_select_aux(const weft_gemm_desc *desc, long long aux_ld,
+                                 size_t workspace_limit, weft_gemm_algo *algo,
+                                 size_t *workspace_bytes) {
+  const char *caller = "weft_gemm_select_aux";
+  return apiCall(caller, [&]() -> weft_status {
+    if (weft_status status = checkGemmDesc(desc, caller))
+      return status;
+    if (!epilogueHasAux(desc->epilogue))
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("%s: epilogue %s has no aux matrix; use weft_gemm_select", caller,
+                         epilogueName(desc->epilogue)));
+    if (weft_status status = checkAuxLd(*desc, aux_ld, caller))
+      return status;
+    if (!algo || !workspace_bytes)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("%s: %s is NULL", caller, !algo ? "algo" : "workspace_bytes"));
+    algo->valid = 0;
+    *workspace_bytes = 0;
+    return selectAlgo(caller, *desc, aux_ld, workspace_limit, *algo, *workspace_bytes);
   });
 }
 
@@ -397,12 +452,40 @@ weft_status weft_gemm_run(const weft_gemm_desc *desc, const weft_gemm_algo *algo
                           const void *b, const void *c, void *d, const void *bias,
                           void *workspace, size_t workspace_bytes, CUstream stream) {
   return apiCall("weft_gemm_run", [&]() -> weft_status {
-    if (weft_status status = checkGemmDesc(desc, "weft_gemm_run"))
+    const char *caller = "weft_gemm_run";
+    if (weft_status status = checkGemmDesc(desc, caller))
       return status;
-    if (weft_status status = checkRunArguments(*desc, algo, a, b, c, d, bias, workspace,
-                                               workspace_bytes))
+    if (epilogueHasAux(desc->epilogue))
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("%s: epilogue %s needs an aux matrix: call weft_gemm_run_aux", caller,
+                         epilogueName(desc->epilogue)));
+    if (weft_status status = checkRunArguments(caller, *desc, algo, a, b, c, d, bias, nullptr,
+                                               workspace, workspace_bytes))
       return status;
-    return runGemm(*desc, *algo, a, b, c, d, bias, workspace, workspace_bytes, stream);
+    return runGemm(caller, *desc, *algo, a, b, c, d, bias, nullptr, 0, workspace,
+                   workspace_bytes, stream);
+  });
+}
+
+weft_status weft_gemm_run_aux(const weft_gemm_desc *desc, const weft_gemm_algo *algo,
+                              const void *a, const void *b, const void *c, void *d,
+                              const void *bias, void *aux, long long aux_ld, void *workspace,
+                              size_t workspace_bytes, CUstream stream) {
+  const char *caller = "weft_gemm_run_aux";
+  return apiCall(caller, [&]() -> weft_status {
+    if (weft_status status = checkGemmDesc(desc, caller))
+      return status;
+    if (!epilogueHasAux(desc->epilogue))
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("%s: epilogue %s has no aux matrix; use weft_gemm_run", caller,
+                         epilogueName(desc->epilogue)));
+    if (weft_status status = checkAuxLd(*desc, aux_ld, caller))
+      return status;
+    if (weft_status status = checkRunArguments(caller, *desc, algo, a, b, c, d, bias, aux,
+                                               workspace, workspace_bytes))
+      return status;
+    return runGemm(caller, *desc, *algo, a, b, c, d, bias, aux, aux_ld, workspace,
+                   workspace_bytes, stream);
   });
 }
 

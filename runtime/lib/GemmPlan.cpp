@@ -27,15 +27,17 @@ weft_status checkGemmDesc(const weft_gemm_desc *desc, const char *caller) {
                        WEFT_DTYPE_F16));
   // Compared as an int: a C caller can pass any value in the enum's storage.
   int epilogue = static_cast<int>(g.epilogue);
-  if (epilogue < WEFT_GEMM_EPILOGUE_NONE || epilogue > WEFT_GEMM_EPILOGUE_BGRAD_A)
+  if (epilogue < WEFT_GEMM_EPILOGUE_NONE || epilogue > WEFT_GEMM_EPILOGUE_DGELU)
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
                 format("%s: epilogue %d is not a weft_gemm_epilogue (NONE=0, BIAS=1, GELU=2, "
-                       "BIAS_GELU=3, BGRAD_A=4)",
+                       "BIAS_GELU=3, BGRAD_A=4, GELU_AUX=5, GELU_AUX_BIAS=6, DGELU=7)",
                        caller, epilogue));
-  // One bias gradient per call: batches would need a bias batch stride.
-  if (g.epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A && g.batch != 1)
+  // One bias gradient or aux matrix per call: batches would need their batch
+  // strides (BIAS_BATCH_STRIDE, EPILOGUE_AUX_BATCH_STRIDE), which no plan uses.
+  if ((g.epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A || epilogueHasAux(g.epilogue)) && g.batch != 1)
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                format("%s: epilogue BGRAD_A needs batch=1, got batch=%d", caller, g.batch));
+                format("%s: epilogue %s needs batch=1, got batch=%d", caller,
+                       epilogueName(g.epilogue), g.batch));
   if (g.batch > 1) {
     // Products in long long: m * k of two ints cannot overflow it.
     struct Stride {
@@ -116,13 +118,35 @@ cublasLtEpilogue_t cublasEpilogueOf(weft_gemm_epilogue epilogue) {
     // Our A is cuBLASLt's B (columnMajorGemm), and its k is ours: BGRADB sums
     // cuBLASLt's B over k into one value per column of its D (our row).
     return CUBLASLT_EPILOGUE_BGRADB;
+  // The aux matrix has D's layout: column-major [n, m] with ld aux_ld, which
+  // is row-major [m, n] with row pitch aux_ld, as D^T is D.
+  case WEFT_GEMM_EPILOGUE_GELU_AUX:
+    return CUBLASLT_EPILOGUE_GELU_AUX;
+  case WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS:
+    return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  case WEFT_GEMM_EPILOGUE_DGELU:
+    return CUBLASLT_EPILOGUE_DGELU;
   }
   return CUBLASLT_EPILOGUE_DEFAULT; // unreachable after checkGemmDesc
 }
 
 bool epilogueHasBias(weft_gemm_epilogue epilogue) {
   return epilogue == WEFT_GEMM_EPILOGUE_BIAS || epilogue == WEFT_GEMM_EPILOGUE_BIAS_GELU ||
-         epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A;
+         epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A || epilogue == WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS;
+}
+
+bool epilogueHasAux(weft_gemm_epilogue epilogue) {
+  return epilogue == WEFT_GEMM_EPILOGUE_GELU_AUX ||
+         epilogue == WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS || epilogue == WEFT_GEMM_EPILOGUE_DGELU;
+}
+
+weft_status checkAuxLd(const weft_gemm_desc &desc, long long auxLd, const char *caller) {
+  if (auxLd >= desc.n && auxLd % 8 == 0)
+    return WEFT_OK;
+  return fail(WEFT_ERROR_INVALID_ARGUMENT,
+              format("%s: aux_ld=%lld must be at least n=%d and a multiple of 8 (cuBLASLt's "
+                     "EPILOGUE_AUX_LD) [%s]",
+                     caller, auxLd, desc.n, describeGemm(desc).c_str()));
 }
 
 int biasElements(const weft_gemm_desc &desc) {
@@ -157,6 +181,12 @@ const char *epilogueName(weft_gemm_epilogue epilogue) {
     return "BIAS_GELU";
   case WEFT_GEMM_EPILOGUE_BGRAD_A:
     return "BGRAD_A";
+  case WEFT_GEMM_EPILOGUE_GELU_AUX:
+    return "GELU_AUX";
+  case WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS:
+    return "GELU_AUX_BIAS";
+  case WEFT_GEMM_EPILOGUE_DGELU:
+    return "DGELU";
   }
   return "?";
 }

@@ -42,6 +42,11 @@ cublasLtEpilogue_t cublasEpilogueOf(weft_gemm_epilogue epilogue);
 // and its length: n for a bias added to rows, m for A's row sums.
 bool epilogueHasBias(weft_gemm_epilogue epilogue);
 int biasElements(const weft_gemm_desc &desc);
+// Whether the epilogue writes (GELU_AUX*) or reads (DGELU) an aux matrix.
+bool epilogueHasAux(weft_gemm_epilogue epilogue);
+// WEFT_OK, or INVALID_ARGUMENT naming aux_ld when it is below n or not a
+// multiple of 8 (cuBLASLt's EPILOGUE_AUX_LD for a GELU input matrix).
+weft_status checkAuxLd(const weft_gemm_desc &desc, long long auxLd, const char *caller);
 size_t dtypeBytes(weft_dtype dtype);
 
 const char *dtypeName(weft_dtype dtype);          // "bf16"; "?" if unknown

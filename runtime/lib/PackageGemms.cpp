@@ -79,6 +79,15 @@ weft_status describe(const pkg::Package &package, unsigned index, const char *ca
   case pkg::Epilogue::BGradA:
     d.epilogue = WEFT_GEMM_EPILOGUE_BGRAD_A;
     break;
+  case pkg::Epilogue::GeluAux:
+    d.epilogue = WEFT_GEMM_EPILOGUE_GELU_AUX;
+    break;
+  case pkg::Epilogue::GeluAuxBias:
+    d.epilogue = WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS;
+    break;
+  case pkg::Epilogue::DGelu:
+    d.epilogue = WEFT_GEMM_EPILOGUE_DGELU;
+    break;
   }
   d.alpha = g.alpha, d.beta = g.beta;
   if (weft_gemm_check(&d) != WEFT_OK) {
@@ -117,7 +126,13 @@ weft_status selectAll(void *bytes, size_t size, int reselect, unsigned *selected
       continue;
     weft_gemm_algo algo;
     size_t needed = 0;
-    if (weft_status s = weft_gemm_select(&gemm.desc, gemm.workspace_bytes, &algo, &needed)) {
+    // The GELU epilogues' algorithms are chosen for the planned aux pitch.
+    const pkg::Gemm &record = package.gemms[i];
+    weft_status s = pkg::epilogueUsesAux(record.epilogue)
+                        ? weft_gemm_select_aux(&gemm.desc, record.auxLd, gemm.workspace_bytes,
+                                               &algo, &needed)
+                        : weft_gemm_select(&gemm.desc, gemm.workspace_bytes, &algo, &needed);
+    if (s) {
       std::string why = weft_last_error();
       return fail(s, format("%s: gemm %u: %s", caller, i, why.c_str()));
     }

@@ -231,7 +231,12 @@ weft_status prepareGemms(weft_step &step) {
     if (gemm.algo.valid)
       continue;
     size_t needed = 0;
-    if (weft_status status = weft_gemm_select(&gemm.desc, limit, &gemm.algo, &needed))
+    // An aux epilogue's algorithm is chosen for the planned aux pitch.
+    weft_status status =
+        gemm.aux == pkg::kNone
+            ? weft_gemm_select(&gemm.desc, limit, &gemm.algo, &needed)
+            : weft_gemm_select_aux(&gemm.desc, gemm.auxLd, limit, &gemm.algo, &needed);
+    if (status)
       return fail(status, format("gemm %zu (m %d, n %d, k %d): choosing its algorithm: %s", i,
                                  gemm.desc.m, gemm.desc.n, gemm.desc.k, weft_last_error()));
   }
@@ -297,9 +302,14 @@ weft_status issue(weft_step &step,
                                     : reinterpret_cast<void *>(uintptr_t(step.address[buffer]));
       };
       CUstream stream = step.streams[debug ? 0 : g.stream];
-      if (weft_status status =
-              weft_gemm_run(&g.desc, &g.algo, at(g.a), at(g.b), at(g.c), at(g.d), at(g.bias),
-                            at(g.workspace), step.gemmWorkspace[entry.item], stream))
+      weft_status status =
+          g.aux == pkg::kNone
+              ? weft_gemm_run(&g.desc, &g.algo, at(g.a), at(g.b), at(g.c), at(g.d), at(g.bias),
+                              at(g.workspace), step.gemmWorkspace[entry.item], stream)
+              : weft_gemm_run_aux(&g.desc, &g.algo, at(g.a), at(g.b), at(g.c), at(g.d),
+                                  at(g.bias), at(g.aux), g.auxLd, at(g.workspace),
+                                  step.gemmWorkspace[entry.item], stream);
+      if (status)
         return fail(status, format("gemm %u (schedule index %u): %s", entry.item, g.index,
                                    weft_last_error()));
       break;

@@ -175,7 +175,10 @@ weft_status resolveGemm(const pkg::Package &package, uint32_t i, ResolvedGemm &o
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
                 format("gemm %u: dtype f64 has no cuBLASLt path in the runtime", i));
   }
-  static_assert(uint32_t(pkg::Epilogue::BGradA) == WEFT_GEMM_EPILOGUE_BGRAD_A,
+  static_assert(uint32_t(pkg::Epilogue::BGradA) == WEFT_GEMM_EPILOGUE_BGRAD_A &&
+                    uint32_t(pkg::Epilogue::GeluAux) == WEFT_GEMM_EPILOGUE_GELU_AUX &&
+                    uint32_t(pkg::Epilogue::GeluAuxBias) == WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS &&
+                    uint32_t(pkg::Epilogue::DGelu) == WEFT_GEMM_EPILOGUE_DGELU,
                 "package epilogues are weft_gemm_epilogue values");
   desc.epilogue = weft_gemm_epilogue(uint32_t(g.epilogue));
   desc.alpha = g.alpha;
@@ -187,6 +190,8 @@ weft_status resolveGemm(const pkg::Package &package, uint32_t i, ResolvedGemm &o
   out.c = g.c;
   out.d = g.d;
   out.bias = g.bias;
+  out.aux = g.aux;
+  out.auxLd = g.auxLd;
   out.workspace = g.workspace;
   out.stream = g.stream;
   out.index = g.index;
@@ -467,6 +472,9 @@ std::string describeStep(const StepPlan &plan) {
       if (g.bias != pkg::kNone)
         text += (g.desc.epilogue == WEFT_GEMM_EPILOGUE_BGRAD_A ? ", bias grad -> " : " + bias ") +
                 bufferText(g.bias);
+      if (g.aux != pkg::kNone)
+        text += (g.desc.epilogue == WEFT_GEMM_EPILOGUE_DGELU ? ", dgelu of aux " : ", gelu, aux -> ") +
+                bufferText(g.aux) + format(" (ld %lld)", g.auxLd);
       text += format(" m %d n %d k %d batch %d, algo %s, workspace %s\n", g.desc.m, g.desc.n,
                      g.desc.k, g.desc.batch,
                      g.algo.valid ? "from the package" : "chosen at load",

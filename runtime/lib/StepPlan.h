@@ -50,6 +50,9 @@ struct ResolvedTensorMap {
 struct ResolvedGemm {
   weft_gemm_desc desc = {};
   uint32_t a = 0, b = 0, c = pkg::kNone, d = 0, bias = pkg::kNone, workspace = pkg::kNone;
+  // The GELU epilogues' aux matrix (written or read) and its row pitch.
+  uint32_t aux = pkg::kNone;
+  long long auxLd = 0;
   weft_gemm_algo algo = {}; // valid when the package chose it
   uint32_t stream = 0, index = 0;
 };

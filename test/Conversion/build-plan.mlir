@@ -16,7 +16,7 @@ func.func @block(%x: tensor<2x16x128xbf16>, %w: tensor<384x128xbf16> {weft.param
 // The step keeps the planner's arena and alignment; 5 schedule indices (4
 // ops and the return). Arguments live throughout (inputs), results to the
 // end (outputs).
-// CHECK-LABEL: weft_plan.step @block_plan arena {{[0-9]+}} align 256 arch "sm_90a" version 1 steps 5 streams 1 {
+// CHECK-LABEL: weft_plan.step @block_plan arena {{[0-9]+}} align 256 arch "sm_90a" version 2 steps 5 streams 1 {
 // CHECK-DAG: weft_plan.buffer @arg0 offset {{[0-9]+}} size 8192 live[0, 0] "input" : tensor<2x16x128xbf16> {arg = 0 : i64}
 // CHECK-DAG: weft_plan.buffer @arg1 offset {{[0-9]+}} size 98304 live[0, 4] "parameter" : tensor<384x128xbf16> {arg = 1 : i64}
 // CHECK-DAG: weft_plan.buffer @s1 offset {{[0-9]+}} size 24576 live[1, 4] "output" : tensor<2x16x384xbf16> {result = 0 : i64}
@@ -36,5 +36,5 @@ func.func @block(%x: tensor<2x16x128xbf16>, %w: tensor<384x128xbf16> {weft.param
 // CHECK-NOT: weft_plan.launch
 // CHECK: }
 
-// TILES: weft_plan.step @block_plan {{.*}} arch "sm_90" version 1
+// TILES: weft_plan.step @block_plan {{.*}} arch "sm_90" version 2
 // TILES: weft_plan.launch @weft_attn_forward_bf16_d64_causal_q128_k32 {{.*}} grid [1, 2, 2] block [256, 1, 1]

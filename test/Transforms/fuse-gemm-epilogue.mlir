@@ -82,3 +82,23 @@ func.func @unfit(%x: tensor<4x32xbf16>, %w: tensor<64x32xbf16>, %x32: tensor<4x3
         tensor<4x36xbf16>, tensor<4x64xbf16>, tensor<4x64xbf16>, tensor<4x64xbf16>,
         tensor<4x64xbf16>
 }
+
+// -----
+
+// The backward group sits where the matmul was, so the weight is read when
+// it was (a carried weight copy is updated in place after its last reader,
+// here the adamw between the matmul and the gelu_grad).
+// CHECK-LABEL: func.func @at_the_matmul
+// CHECK-NEXT: %[[D:.*]] = weft.fused %arg0, %arg1, %arg2 {kind = "matmul+gelu_grad"}
+// CHECK: weft.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: weft.adamw
+// CHECK-NOT: weft.gelu_grad
+func.func @at_the_matmul(%dz: tensor<4x16xbf16>, %w: tensor<16x64xbf16>, %u: tensor<4x64xbf16>,
+                         %p: tensor<16x64xf32>, %m: tensor<16x64xf32>, %v: tensor<16x64xf32>,
+                         %t: tensor<i64>) -> (tensor<4x64xbf16>, tensor<16x64xf32>) {
+  %dg = weft.matmul %dz, %w : (tensor<4x16xbf16>, tensor<16x64xbf16>) -> tensor<4x64xbf16>
+  %p1, %m1, %v1 = weft.adamw %p, %p, %m, %v, %t {lr = 1.0e-03 : f64} : (tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>, tensor<i64>) -> (tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>)
+  %du = weft.gelu_grad %dg, %u {approximate = "tanh"} : (tensor<4x64xbf16>, tensor<4x64xbf16>) -> tensor<4x64xbf16>
+  return %du, %p1 : tensor<4x64xbf16>, tensor<16x64xf32>
+}

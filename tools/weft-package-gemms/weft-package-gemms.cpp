@@ -18,7 +18,8 @@ const char *dtypeName(weft_dtype dtype) {
 }
 
 const char *epilogueName(weft_gemm_epilogue epilogue) {
-  const char *names[] = {"none", "bias", "gelu", "bias_gelu", "bgrad_a"};
+  const char *names[] = {"none",     "bias",          "gelu",  "bias_gelu",
+                         "bgrad_a",  "gelu_aux",      "gelu_aux_bias", "dgelu"};
   unsigned index = unsigned(epilogue);
   return index < sizeof(names) / sizeof(names[0]) ? names[index] : "?";
 }

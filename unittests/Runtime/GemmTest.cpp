@@ -83,8 +83,8 @@ TEST(Gemm, DescriptorChecks) {
   desc.dtype = static_cast<weft_dtype>(0);
   expectInvalid(weft_gemm_check(&desc), {"dtype ? (0)"});
   desc = validDesc();
-  desc.epilogue = static_cast<weft_gemm_epilogue>(7);
-  expectInvalid(weft_gemm_check(&desc), {"epilogue 7 is not a weft_gemm_epilogue"});
+  desc.epilogue = static_cast<weft_gemm_epilogue>(8);
+  expectInvalid(weft_gemm_check(&desc), {"epilogue 8 is not a weft_gemm_epilogue"});
   desc = validDesc();
   desc.epilogue = static_cast<weft_gemm_epilogue>(-1);
   expectInvalid(weft_gemm_check(&desc), {"epilogue -1"});

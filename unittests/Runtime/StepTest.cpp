@@ -172,7 +172,7 @@ TEST(StepPlan, RefusesAnotherFormatVersionNamingBoth) {
   runtime::StepPlan plan;
   EXPECT_EQ(prepare(package, 90, plan), WEFT_ERROR_VERSION_MISMATCH);
   EXPECT_NE(lastError().find("package format version 7 is not supported: this reader reads "
-                             "format version 1"),
+                             "format version 2"),
             std::string::npos)
       << lastError();
 }

@@ -155,7 +155,8 @@ LogicalResult GemmOp::verify() {
   if (!epilogue)
     return emitOpError("has epilogue '")
            << getEpilogue()
-           << "', not one of none, bias, gelu, bias_gelu, bgrad_a";
+           << "', not one of none, bias, gelu, bias_gelu, bgrad_a, gelu_aux, "
+              "gelu_aux_bias, dgelu";
   bool wantsBias = weft::pkg::epilogueUsesBias(*epilogue);
   if (wantsBias != bool(getBias()))
     return emitOpError("epilogue '")
@@ -164,6 +165,23 @@ LogicalResult GemmOp::verify() {
   if (*epilogue == weft::pkg::Epilogue::BGradA && int64_t(getBatch()) != 1)
     return emitOpError("epilogue 'bgrad_a' needs batch 1, got batch ")
            << int64_t(getBatch());
+  bool wantsAux = weft::pkg::epilogueUsesAux(*epilogue);
+  if (wantsAux != bool(getAux()))
+    return emitOpError("epilogue '")
+           << getEpilogue()
+           << (wantsAux ? "' needs an aux buffer" : "' takes no aux buffer");
+  if (bool(getAux()) != bool(getAuxLd()))
+    return emitOpError("expects aux and its leading dimension together");
+  if (wantsAux) {
+    int64_t ld = int64_t(*getAuxLd()), n = int64_t(getN());
+    if (ld < n || ld % weft::pkg::kAuxLdMultiple != 0)
+      return emitOpError("aux leading dimension ")
+             << ld << " must be at least n (" << n << ") and a multiple of "
+             << weft::pkg::kAuxLdMultiple << " (cuBLASLt's EPILOGUE_AUX_LD)";
+    if (int64_t(getBatch()) != 1)
+      return emitOpError("epilogue '")
+             << getEpilogue() << "' needs batch 1, got batch " << int64_t(getBatch());
+  }
   if (int64_t(getBatch()) > 1 && (!getStrides() || getStrides()->size() != 4))
     return emitOpError("with batch ")
            << int64_t(getBatch()) << " expects strides = array<i64: a, b, c, d>";

@@ -137,7 +137,8 @@ LogicalResult StepExporter::addGemm(GemmOp gemm, pkg::Package &package) {
                   {"operand c", gemm.getCAttr(), &entry.c},
                   {"operand d", gemm.getDAttr(), &entry.d},
                   {"bias", gemm.getBiasAttr(), &entry.bias},
-                  {"workspace", gemm.getWorkspaceAttr(), &entry.workspace}};
+                  {"workspace", gemm.getWorkspaceAttr(), &entry.workspace},
+                  {"aux", gemm.getAuxAttr(), &entry.aux}};
   for (Operand &operand : operands) {
     if (!operand.symbol)
       continue;
@@ -158,6 +159,7 @@ LogicalResult StepExporter::addGemm(GemmOp gemm, pkg::Package &package) {
   if (gemm.getStrides())
     for (int s = 0; s < 4; ++s)
       entry.strides[s] = (*gemm.getStrides())[s];
+  entry.auxLd = gemm.getAuxLd() ? int64_t(*gemm.getAuxLd()) : 0;
   entry.transA = gemm.getTransA();
   entry.transB = gemm.getTransB();
   entry.dtype = *pkg::parseDType(gemm.getDtype().str());

@@ -48,6 +48,9 @@ private:
     mlir::DenseI64ArrayAttr strides;
     bool transA = false, transB = false;
     llvm::StringRef dtype, epilogue = "none";
+    /// The GELU epilogues' aux matrix and its row pitch (elements).
+    mlir::FlatSymbolRefAttr aux = {};
+    int64_t auxLd = 0;
   };
   /// Emits `call` at schedule `index` with the op's planned workspace.
   void addGemm(mlir::Operation *op, const GemmCall &call, int64_t index);
@@ -55,6 +58,9 @@ private:
   mlir::LogicalResult addMatmul(mlir::Operation *op, int64_t index);
   /// A weft.fused bias-gradient group: one GEMM, epilogue bgrad_a.
   mlir::LogicalResult addBiasGradGemm(mlir::Operation *op, int64_t index);
+  /// A weft.fused GELU GEMM group: one GEMM, epilogue gelu / bias_gelu /
+  /// gelu_aux / gelu_aux_bias forward, dgelu backward (GeluGemmEntries.cpp).
+  mlir::LogicalResult addGeluGemm(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addAttention(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addKernelPerOp(mlir::Operation *op, int64_t index);

@@ -1,5 +1,6 @@
 // weft-build-plan's schedule entries: GEMMs for linear / matmul (and a
-// matmul with its bias gradient, epilogue bgrad_a), the GPU
+// matmul with its bias gradient, epilogue bgrad_a; GELU groups in
+// GeluGemmEntries.cpp), the GPU
 // attention kernels (attentionKernelSpecs) for attention / attention_grad,
 // one kernel launch per other weft op or fused group, a fill kernel per
 // splat constant.
@@ -96,6 +97,7 @@ FlatSymbolRefAttr PlanBuilder::workspaceOf(Operation *op) {
 void PlanBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
   auto gemm = plan::GemmOp::create(
       builder, op->getLoc(), call.d, call.a, call.b, nullptr, call.bias, workspaceOf(op),
+      call.aux, call.aux ? builder.getI64IntegerAttr(call.auxLd) : IntegerAttr(),
       builder.getI64IntegerAttr(call.m), builder.getI64IntegerAttr(call.n),
       builder.getI64IntegerAttr(call.k), builder.getI64IntegerAttr(call.batch), call.strides,
       call.transA ? builder.getUnitAttr() : nullptr,
@@ -479,6 +481,9 @@ LogicalResult PlanBuilder::addOp(Operation *op, int64_t index) {
   if (auto fused = dyn_cast<FusedOp>(op);
       fused && fused.getKind() == kBiasGradGemmKind)
     return addBiasGradGemm(op, index);
+  if (auto fused = dyn_cast<FusedOp>(op);
+      fused && (fused.getKind() == kLinearGeluGemmKind || fused.getKind() == kDGeluGemmKind))
+    return addGeluGemm(op, index);
   return addKernelPerOp(op, index);
 }
 

@@ -336,6 +336,22 @@ private:
       report(Subject::Gemm, i,
              where + ": epilogue bgrad_a needs batch 1, got batch " +
                  std::to_string(g.batch));
+    // The GELU epilogues' aux matrix: [m, n] with row pitch aux_ld (cuBLASLt's
+    // EPILOGUE_AUX_LD: at least n, a multiple of 8), one batch.
+    bool wantsAux = epilogueUsesAux(g.epilogue);
+    if (wantsAux != (g.aux != kNone))
+      report(Subject::Gemm, i,
+             where + ": epilogue " + epilogueName(g.epilogue) +
+                 (wantsAux ? " needs an aux buffer" : " takes no aux buffer"));
+    if (wantsAux && (g.auxLd < g.n || g.auxLd % kAuxLdMultiple != 0))
+      report(Subject::Gemm, i,
+             where + ": aux_ld " + std::to_string(g.auxLd) + " must be at least n " +
+                 std::to_string(g.n) + " and a multiple of " +
+                 std::to_string(kAuxLdMultiple));
+    if (wantsAux && g.batch != 1)
+      report(Subject::Gemm, i,
+             where + ": epilogue " + epilogueName(g.epilogue) +
+                 " needs batch 1, got batch " + std::to_string(g.batch));
     // Elements each operand spans: the last batch's start plus one matrix.
     uint64_t esize = dtypeBytes(g.dtype);
     auto need = [&](int s, uint64_t rows, uint64_t cols) -> long double {
@@ -355,6 +371,10 @@ private:
         {"bias", g.bias,
          (long double)epilogueBiasElements(g.epilogue, g.m, g.n) * esize},
         {"workspace", g.workspace, 0},
+        // Rows 0..m-2 at their full pitch, the last one n elements.
+        {"aux", g.aux,
+         ((long double)(g.m - 1) * std::max<int64_t>(g.auxLd, 0) + (long double)g.n) *
+             esize},
     };
     if (g.batch > 1)
       for (int s = 0; s < 4; ++s)

@@ -15,10 +15,11 @@ namespace {
 
 // Byte offsets inside a GEMM record (PackageFormat.h): ten u32 operand and
 // enum fields, eight i64 dims and strides, f32 alpha and beta, then u32
-// stream, index, has_algo, 0, and the algorithm's 64 bytes.
+// stream, index, has_algo, 0, the algorithm's 64 bytes, then the aux matrix
+// (u32 buffer, u32 0, i64 leading dimension).
 constexpr size_t kHasAlgoOffset = 10 * 4 + 8 * 8 + 2 * 4 + 2 * 4;
 constexpr size_t kAlgoOffset = kHasAlgoOffset + 2 * 4;
-static_assert(kAlgoOffset + 64 == kGemmBytes, "GEMM record layout");
+static_assert(kAlgoOffset + 64 + 16 == kGemmBytes, "GEMM record layout");
 
 uint64_t loadU64(const uint8_t *p) {
   uint64_t v = 0;

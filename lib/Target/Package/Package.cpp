@@ -3,6 +3,8 @@
 
 #include "PackageFormat.h"
 
+#include <iterator>
+
 namespace weft::pkg {
 
 namespace {
@@ -19,8 +21,10 @@ const char *const kRoleNames[] = {"parameter", "optimizer_state", "input",
                                   "temporary", "workspace"};
 const char *const kParamKindNames[] = {"ptr", "i32", "i64", "f32", "tensormap"};
 const char *const kDTypeNames[] = {"bf16", "f16", "f32", "f64"};
-const char *const kEpilogueNames[] = {"none", "bias", "gelu", "bias_gelu",
-                                      "bgrad_a"};
+const char *const kEpilogueNames[] = {"none",     "bias",          "gelu",
+                                      "bias_gelu", "bgrad_a",      "gelu_aux",
+                                      "gelu_aux_bias", "dgelu"};
+static_assert(std::size(kEpilogueNames) == kNumEpilogues);
 } // namespace
 
 const char *roleName(Role role) {

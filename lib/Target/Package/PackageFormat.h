@@ -1,4 +1,4 @@
-// The byte layout of a package (format version 1), shared by the writer and
+// The byte layout of a package (format version 2), shared by the writer and
 // the reader. Everything is little-endian; records have fixed sizes.
 //
 //   header (80 bytes)
@@ -45,11 +45,12 @@ enum SectionKind : uint32_t {
   kLaunches = 6,   // 48: u32 kernel, grid[3], block[3], smem, stream, index,
                    //   args first, args count
   kArgs = 7,       // 16: u32 kind, u32 0, u64 value
-  kGemms = 8,      // 192: u32 a, b, c, d, bias, workspace, trans_a, trans_b,
-                   //   dtype, epilogue (0-4: none, bias, gelu, bias_gelu,
-                   //   bgrad_a); i64 m, n, k, batch, strides[4];
-                   //   f32 alpha, beta; u32 stream, index, has_algo, 0;
-                   //   u8 algo[64]
+  kGemms = 8,      // 208: u32 a, b, c, d, bias, workspace, trans_a, trans_b,
+                   //   dtype, epilogue (0-7: none, bias, gelu, bias_gelu,
+                   //   bgrad_a, gelu_aux, gelu_aux_bias, dgelu); i64 m, n,
+                   //   k, batch, strides[4]; f32 alpha, beta; u32 stream,
+                   //   index, has_algo, 0; u8 algo[64]; u32 aux (buffer or
+                   //   0xFFFFFFFF), u32 0, i64 aux_ld (version 2)
   kEvents = 9,     // 16: u32 record (1) / wait (0), stream, event, index
   kSchedule = 10,  // 8: u32 entry kind, u32 item
   kImages = 11,    // 8: str name
@@ -67,7 +68,7 @@ inline constexpr size_t kBufferBytes = 56;
 inline constexpr size_t kKernelBytes = 40;
 inline constexpr size_t kLaunchBytes = 48;
 inline constexpr size_t kArgBytes = 16;
-inline constexpr size_t kGemmBytes = 192;
+inline constexpr size_t kGemmBytes = 208;
 inline constexpr size_t kEventBytes = 16;
 inline constexpr size_t kEntryBytes = 8;
 inline constexpr size_t kImageBytes = 8;

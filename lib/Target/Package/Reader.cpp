@@ -442,7 +442,8 @@ bool PackageReader::read(Package &package) {
                   " is not one of bf16, f16, f32, f64");
     if (epilogue >= kNumEpilogues)
       return fail("gemm " + str(i) + ": epilogue " + str(epilogue) +
-                  " is not one of none, bias, gelu, bias_gelu, bgrad_a");
+                  " is not one of none, bias, gelu, bias_gelu, bgrad_a, "
+                  "gelu_aux, gelu_aux_bias, dgelu");
     gemm.transA = transA;
     gemm.transB = transB;
     gemm.dtype = DType(dtype);
@@ -465,6 +466,13 @@ bool PackageReader::read(Package &package) {
     c.u32();
     for (uint8_t &byte : gemm.algo)
       byte = c.u8();
+    gemm.aux = c.u32();
+    if (gemm.aux != kNone && gemm.aux >= package.buffers.size())
+      return fail("gemm " + str(i) + ": operand aux names buffer " + str(gemm.aux) +
+                  ", undefined: the package has " + str(package.buffers.size()) +
+                  " buffers");
+    c.u32();
+    gemm.auxLd = c.i64();
     package.gemms.push_back(gemm);
   }
 

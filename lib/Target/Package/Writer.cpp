@@ -159,6 +159,9 @@ std::string writePackage(const Package &package) {
     gemms.u32(0);
     for (uint8_t byte : gemm.algo)
       gemms.u8(byte);
+    gemms.u32(gemm.aux);
+    gemms.u32(0);
+    gemms.i64(gemm.auxLd);
   }
 
   ByteWriter events;

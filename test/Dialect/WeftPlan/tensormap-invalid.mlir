@@ -3,7 +3,7 @@
 // Tensor-map launch arguments: each malformed field is named, and the view
 // must stay inside its buffer (the package's plan checks, at the launch).
 
-weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 1 steps 1 streams 1 {
+weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 2 steps 1 streams 1 {
   weft_plan.buffer @x offset 0 size 4096 live [0, 0] "input"
   weft_plan.kernel @k image "k" entry "k" params ["tensormap"]
   // expected-error @+1 {{argument 0 (a tensor map): expects rank 1..5 with as many box extents and rank - 1 strides, got 2 dims, 2 box extents, 2 strides}}
@@ -12,7 +12,7 @@ weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 1 steps 1 streams 1
 
 // -----
 
-weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 1 steps 1 streams 1 {
+weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 2 steps 1 streams 1 {
   weft_plan.buffer @x offset 0 size 4096 live [0, 0] "input"
   weft_plan.kernel @k image "k" entry "k" params ["tensormap"]
   // expected-error @+1 {{argument 0 (a tensor map): expects swizzle = 0, 32, 64 or 128 (bytes)}}
@@ -21,7 +21,7 @@ weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 1 steps 1 streams 1
 
 // -----
 
-weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 1 steps 1 streams 1 {
+weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 2 steps 1 streams 1 {
   weft_plan.buffer @x offset 0 size 4096 live [0, 0] "input"
   weft_plan.kernel @k image "k" entry "k" params ["tensormap"]
   // 64 x 64 bf16 rows of 128 bytes reach byte 8192 of a 4096-byte buffer.
@@ -31,7 +31,7 @@ weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 1 steps 1 streams 1
 
 // -----
 
-weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 1 steps 1 streams 1 {
+weft_plan.step @s arena 4096 align 256 arch "sm_90a" version 2 steps 1 streams 1 {
   weft_plan.buffer @x offset 0 size 4096 live [0, 0] "input"
   weft_plan.kernel @k image "k" entry "k" params ["ptr"]
   // expected-error @+1 {{launch 0 of 'k' argument 0 is tensormap, the kernel's parameter 0 is ptr}}

@@ -9,10 +9,12 @@
 // RUN: weft-run --check --allow-missing-images %t.weftpkg | FileCheck %s --check-prefix=CHECKED
 //
 // Forward, layer 0: qkv [128 rows, 64] -> 192, proj 64 -> 64, fc1 64 -> 256,
-// fc2 256 -> 64, each y = x w^T + b with the bias epilogue.
+// fc2 256 -> 64, each y = x w^T + b with the bias epilogue; fc1 also runs
+// its tanh gelu and writes the pre-activation (the backward reads it) as
+// the aux matrix (weft-fuse-gemm-epilogue, on for packages).
 // CHECK: gemm 0: m=128 n=192 k=64 batch=1 trans_a=0 trans_b=1 bf16 epilogue=bias alpha=1 beta=0 workspace=1048576 algo=not-chosen
 // CHECK-NEXT: gemm 1: m=128 n=64 k=64 batch=1 trans_a=0 trans_b=1 bf16 epilogue=bias
-// CHECK-NEXT: gemm 2: m=128 n=256 k=64 batch=1 trans_a=0 trans_b=1 bf16 epilogue=bias
+// CHECK-NEXT: gemm 2: m=128 n=256 k=64 batch=1 trans_a=0 trans_b=1 bf16 epilogue=gelu_aux_bias
 // CHECK-NEXT: gemm 3: m=128 n=64 k=256 batch=1 trans_a=0 trans_b=1 bf16 epilogue=bias
 // Layer 1 the same, then the untied lm_head (vocab 256, no bias).
 // CHECK: gemm 8: m=128 n=256 k=64 batch=1 trans_a=0 trans_b=1 bf16 epilogue=none
@@ -20,6 +22,9 @@
 // dW = dy^T x (A stored [k, m], so trans_a).
 // CHECK-NEXT: gemm 9: m=128 n=64 k=256 batch=1 trans_a=0 trans_b=0 bf16 epilogue=none
 // CHECK-NEXT: gemm 10: m=256 n=64 k=128 batch=1 trans_a=1 trans_b=0 bf16 epilogue=none
+// fc2's data gradient dy w2 ([128, 64] x [64, 256]) through the gelu: the
+// DGELU epilogue reads the pre-activation, so gelu_grad runs in the GEMM.
+// CHECK-NEXT: gemm 11: m=128 n=256 k=64 batch=1 trans_a=0 trans_b=0 bf16 epilogue=dgelu
 // 9 forward GEMMs and two per linear backward: 9 + 18 = 27.
 // CHECK: gemm 26: {{.*}} workspace=1048576 algo=not-chosen
 // CHECK-NEXT: 27 gemms, every descriptor passes weft_gemm_check, 0 algorithms chosen

@@ -10,7 +10,7 @@
 // NOTE-NOT: warning
 //
 // RUN: weft-run --check %t.weftpkg | FileCheck %s
-// CHECK: package format 1, weft 0.5.0, arch sm_90a, step @forward_step_plan
+// CHECK: package format 2, weft 0.5.0, arch sm_90a, step @forward_step_plan
 // Each of the three layer_norm_grads runs three kernels (row statistics,
 // column sums, rows) from one image.
 // CHECK: {{[0-9]+}} buffers, [[KERNELS:[0-9]+]] kernels ([[KERNELS]] with images), {{[0-9]+}} launches, 15 gemms, 0 events, {{[0-9]+}} images

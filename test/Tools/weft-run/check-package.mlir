@@ -6,7 +6,7 @@
 // Without ptxas the images are missing (check-package-images.mlir checks
 // them, with ptxas): the lenient check reads the plan either way.
 // RUN: weft-run --check --allow-missing-images %t.weftpkg | FileCheck %s --check-prefix=OK
-// OK: package format 1, weft 0.5.0, arch sm_90a, step @forward_step_plan
+// OK: package format 2, weft 0.5.0, arch sm_90a, step @forward_step_plan
 // OK-NEXT: arena {{[0-9]+}} bytes ({{.*}} MiB), alignment 256, {{[0-9]+}} schedule indices, 1 stream
 // Five linears forward (qkv, proj, fc1, fc2, lm_head), two matmuls each
 // backward (dx, dW): 5 + 10 = 15 GEMMs.
@@ -37,9 +37,9 @@
 // RUN: not weft-run --check %t.flip 2>&1 | FileCheck %s --check-prefix=FLIP
 // FLIP: error: {{.*}}: section table entry {{[0-9]+}} (kind 3 BUFFERS): checksum mismatch, stored {{[0-9]+}}, computed {{[0-9]+}} (corrupted section)
 //
-// RUN: %python %S/Inputs/edit_package.py %t.weftpkg %t.v2 version 2
-// RUN: not weft-run --check %t.v2 2>&1 | FileCheck %s --check-prefix=VERSION
-// VERSION: error: {{.*}}: package format version 2 is not supported: this reader reads format version 1
+// RUN: %python %S/Inputs/edit_package.py %t.weftpkg %t.v1 version 1
+// RUN: not weft-run --check %t.v1 2>&1 | FileCheck %s --check-prefix=VERSION
+// VERSION: error: {{.*}}: package format version 1 is not supported: this reader reads format version 2
 //
 // RUN: not weft-run --check %s 2>&1 | FileCheck %s --check-prefix=NOTPKG
 // NOTPKG: error: {{.*}}: not a Weft package

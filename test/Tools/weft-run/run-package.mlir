@@ -13,7 +13,7 @@
 // RUN: %python %S/Inputs/step_data.py %t.data.npz 3
 //
 // RUN: weft-run %t.weftpkg --dry-run --steps 4 --data %t.data.npz --load-state %t.state.npz | FileCheck %s
-// CHECK: step @forward_step_plan: package for sm_90a, format 1, on sm_90
+// CHECK: step @forward_step_plan: package for sm_90a, format 2, on sm_90
 // CHECK-NEXT: arena [[ARENA:[0-9]+]] bytes (one allocation), 1 stream(s), 0 event(s), {{[0-9]+}} schedule entries
 // CHECK: buffer 0 'arg0' parameter tensor<64x128xf32> offset {{[0-9]+}} size 32768 live [0, {{[0-9]+}}] arg 0
 // CHECK: buffer 51 'arg51' input tensor<2x16xi64> offset {{[0-9]+}} size 256 live [0, {{[0-9]+}}] arg 51
@@ -45,9 +45,9 @@
 // RUN: not weft-run %t.weftpkg --dry-run --sm 100 --data %t.data.npz 2>&1 | FileCheck %s --check-prefix=ARCH100
 // ARCH100: the package is built for sm_90a but the device is sm_100 (compute capability 10.0)
 //
-// RUN: %python %S/Inputs/edit_package.py %t.weftpkg %t.v2 version 2
-// RUN: not weft-run %t.v2 --dry-run 2>&1 | FileCheck %s --check-prefix=VERSION
-// VERSION: error: {{.*}}: cannot prepare the step (WEFT_ERROR_VERSION_MISMATCH): cannot read the package: package format version 2 is not supported: this reader reads format version 1
+// RUN: %python %S/Inputs/edit_package.py %t.weftpkg %t.v1 version 1
+// RUN: not weft-run %t.v1 --dry-run 2>&1 | FileCheck %s --check-prefix=VERSION
+// VERSION: error: {{.*}}: cannot prepare the step (WEFT_ERROR_VERSION_MISMATCH): cannot read the package: package format version 1 is not supported: this reader reads format version 2
 //
 // RUN: %python %S/Inputs/edit_package.py %t.weftpkg %t.overlap overlap
 // RUN: not weft-run %t.overlap --dry-run 2>&1 | FileCheck %s --check-prefix=OVERLAP

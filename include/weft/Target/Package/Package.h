@@ -15,8 +15,9 @@
 namespace weft::pkg {
 
 /// The container's layout (header, section table, record layouts), written
-/// into every package; a reader refuses any other number.
-inline constexpr uint32_t kFormatVersion = 1;
+/// into every package; a reader refuses any other number. Version 2: GEMM
+/// records gained the aux matrix (buffer, leading dimension).
+inline constexpr uint32_t kFormatVersion = 2;
 /// "no index" in a record (an absent C operand, a kernel without an image).
 inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 /// Limits of one launch on sm_90 (CUDA programming guide, compute capability
@@ -52,18 +53,29 @@ uint64_t dtypeBytes(DType dtype);
 
 /// As weft_gemm_epilogue in runtime/include/weft_runtime.h. BGradA writes
 /// the bias gradient of A's rows (bias[m] = sum over k of op(A)[m, k]) into
-/// the bias buffer; added after version 1's first four values, so older
-/// packages read unchanged.
-enum class Epilogue : uint32_t { None, Bias, Gelu, BiasGelu, BGradA };
-inline constexpr uint32_t kNumEpilogues = 5;
-/// "none", "bias", "gelu", "bias_gelu", "bgrad_a".
+/// the bias buffer. GeluAux / GeluAuxBias also write the pre-activation to
+/// the aux matrix, DGelu reads it (D = acc * gelu'(aux)).
+enum class Epilogue : uint32_t {
+  None, Bias, Gelu, BiasGelu, BGradA, GeluAux, GeluAuxBias, DGelu,
+};
+inline constexpr uint32_t kNumEpilogues = 8;
+/// "none", "bias", "gelu", "bias_gelu", "bgrad_a", "gelu_aux",
+/// "gelu_aux_bias", "dgelu".
 const char *epilogueName(Epilogue epilogue);
 std::optional<Epilogue> parseEpilogue(std::string_view name);
 /// Whether the epilogue reads (bias) or writes (bias gradient) a bias buffer.
 inline bool epilogueUsesBias(Epilogue epilogue) {
   return epilogue == Epilogue::Bias || epilogue == Epilogue::BiasGelu ||
-         epilogue == Epilogue::BGradA;
+         epilogue == Epilogue::BGradA || epilogue == Epilogue::GeluAuxBias;
 }
+/// Whether the epilogue writes (GeluAux*) or reads (DGelu) an aux matrix:
+/// [m, n] of the GEMM's dtype, row-major with row pitch aux_ld (>= n, a
+/// multiple of kAuxLdMultiple elements: cuBLASLt's EPILOGUE_AUX_LD), batch 1.
+inline bool epilogueUsesAux(Epilogue epilogue) {
+  return epilogue == Epilogue::GeluAux || epilogue == Epilogue::GeluAuxBias ||
+         epilogue == Epilogue::DGelu;
+}
+inline constexpr int64_t kAuxLdMultiple = 8;
 /// Elements of that buffer: n for a bias added to each row, m for the
 /// bias gradient of A's rows; 0 when the epilogue has none.
 inline int64_t epilogueBiasElements(Epilogue epilogue, int64_t m, int64_t n) {
@@ -133,6 +145,10 @@ struct Launch {
 /// are buffer indices (c, bias, workspace may be kNone).
 struct Gemm {
   uint32_t a = 0, b = 0, c = kNone, d = 0, bias = kNone, workspace = kNone;
+  /// The aux matrix of the GELU epilogues (kNone for the others) and its
+  /// row pitch in elements (0 without one).
+  uint32_t aux = kNone;
+  int64_t auxLd = 0;
   int64_t m = 1, n = 1, k = 1, batch = 1;
   /// Elements between batches of A, B, C, D (used when batch > 1).
   int64_t strides[4] = {0, 0, 0, 0};

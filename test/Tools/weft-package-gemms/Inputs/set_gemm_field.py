@@ -5,7 +5,7 @@ runtime's descriptor check has to catch the value (layout: PackageFormat.h)."""
 import struct
 import sys
 
-GEMMS, GEMM_BYTES = 8, 192
+GEMMS, GEMM_BYTES = 8, 208
 
 
 def fnv1a64(data, h=0xCBF29CE484222325):

@@ -132,16 +132,23 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
     elements for A, B, C, D), `dtype` bf16 / f16 / f32 / f64, `epilogue`
     none / bias / gelu / bias_gelu / bgrad_a (bias[m] = sum over k of
     op(A)[m, k], written to the bias buffer: a linear's bias gradient next
-    to its weight gradient; batch 1). `algo` holds the 64 bytes of a chosen
+    to its weight gradient; batch 1) / gelu_aux / gelu_aux_bias (D =
+    gelu(acc [+ bias]) with the pre-activation written to `aux`) / dgelu
+    (D = acc * gelu'(aux), `aux` read). `aux` is `[m, n]` with row pitch
+    `ld` elements (at least n, a multiple of 8: cuBLASLt's
+    EPILOGUE_AUX_LD), batch 1. `algo` holds the 64 bytes of a chosen
     cublasLtMatmulAlgo_t when one is stored.
     ```mlir
     weft_plan.gemm @d = @a, @b bias @bias m 32 n 768 k 256 dtype "bf16" stream 0 at 3 {trans_b, epilogue = "bias"}
+    weft_plan.gemm @g = @x, @w bias @b aux @u ld 1024 m 32 n 1024 k 256 dtype "bf16" stream 0 at 4 {trans_b, epilogue = "gelu_aux_bias"}
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$d, FlatSymbolRefAttr:$a,
                        FlatSymbolRefAttr:$b, OptionalAttr<FlatSymbolRefAttr>:$c,
                        OptionalAttr<FlatSymbolRefAttr>:$bias,
                        OptionalAttr<FlatSymbolRefAttr>:$workspace,
+                       OptionalAttr<FlatSymbolRefAttr>:$aux,
+                       OptionalAttr<I64Attr>:$aux_ld,
                        I64Attr:$m, I64Attr:$n, I64Attr:$k,
                        DefaultValuedAttr<I64Attr, "1">:$batch,
                        OptionalAttr<DenseI64ArrayAttr>:$strides,
@@ -153,6 +160,7 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
                        I64Attr:$stream, I64Attr:$index);
   let assemblyFormat = [{
     $d `=` $a `,` $b (`c` $c^)? (`bias` $bias^)? (`workspace` $workspace^)?
+    (`aux` $aux^ `ld` $aux_ld)?
     `m` $m `n` $n `k` $k `dtype` $dtype `stream` $stream `at` $index attr-dict
   }];
   let hasVerifier = 1;
