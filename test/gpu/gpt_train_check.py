@@ -5,9 +5,10 @@ Two phases, so the GPU machine builds nothing:
 
   prepare (here, with the build):  gpt_train_check.py prepare DIR
       writes the char GPT's IR (python/weft/train_gpt.py), compiles its AdamW
-      step to five sm_90a packages (plain, --fuse-elementwise, that with
-      --weight-copies=carried, that with --fold-attention-layout, and that
-      with --weight-copies=split instead of carried) and
+      step to six sm_90a packages (plain, --fuse-elementwise, that with
+      --weight-copies=carried, that with --fold-attention-layout, that
+      with --weight-copies=split instead of carried, and --fuse-elementwise
+      without the cuBLASLt GELU epilogues the others use) and
       ships weft-run with its libraries (package_check.ship_weft_run).
   check (on the H100):             gpt_train_check.py check DIR
       makes the data and the initial parameters with train_gpt's functions
@@ -51,7 +52,15 @@ PACKAGES = {"plain": [], "fused": ["--fuse-elementwise"],
             # read, an i16 low half beside it (weft-run splits the f32
             # masters it loads and joins them when it saves)
             "split": ["--fuse-elementwise", "--weight-copies=split",
-                      "--fold-attention-layout"]}
+                      "--fold-attention-layout"],
+            # every package above runs the MLP's tanh GELU in fc1's cuBLASLt
+            # epilogue (GELU_AUX_BIAS) and its gradient in the fc2 data-gradient
+            # GEMM's (DGELU): weft-compile's default for packages. This one is
+            # "fused" without them, to compare the two (EPILOGUE_PAIR).
+            "fused_no_gelu_epilogue": ["--fuse-elementwise", "--fuse-gemm-epilogue=false"]}
+# (with the GELU epilogues, without): each of the first COMPARED losses
+# within the f64 rule's bound of the other.
+EPILOGUE_PAIR = ("fused", "fused_no_gelu_epilogue")
 
 
 def prepare(directory, build):
@@ -157,6 +166,14 @@ def check(directory, steps):
         last = sum(losses[-COMPARED:]) / COMPARED
         c.check(f"{name}: the loss falls over {steps} steps", last < 0.75 * first,
                 f"mean of the first {COMPARED} {first:.4f}, of the last {COMPARED} {last:.4f}")
+    with_epilogue, without = (c.results.get(f"{name}_losses") for name in EPILOGUE_PAIR)
+    if with_epilogue and without and len(with_epilogue) >= COMPARED and len(without) >= COMPARED:
+        worst = max(abs(with_epilogue[s] - without[s]) /
+                    (2 * abs(bf16[s] - f64[s]) + bf16_ulp(f64[s])) for s in range(COMPARED))
+        c.check(f"{EPILOGUE_PAIR[0]} vs {EPILOGUE_PAIR[1]}: first {COMPARED} losses within "
+                "the f64 rule's bound of each other", worst <= 1.0,
+                f"worst |with - without| / bound = {worst:.3f}; last losses "
+                f"{with_epilogue[-1]:.4f} / {without[-1]:.4f}")
     with open(os.path.join(directory, "results.json"), "w") as f:
         json.dump(c.results, f, indent=1)
     print(f"torch bf16 step (median of {COMPARED}): {torch_ms:.3f} ms")
