@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
@@ -53,7 +54,9 @@ struct KernelGroup {
   /// Kernel parameters (op operands, then results) in order.
   llvm::SmallVector<mlir::Type> paramTypes;
   /// Leaf value (fused body argument or a single op's operand) -> param.
-  llvm::DenseMap<mlir::Value, unsigned> leafParam;
+  /// Insertion-ordered (operand order): kernels emit their loads in this
+  /// order, so the same group always gives the same code.
+  llvm::MapVector<mlir::Value, unsigned> leafParam;
   /// Values written by the kernel: (body value, param).
   llvm::SmallVector<std::pair<mlir::Value, unsigned>> outputs;
   /// Row statistics the column-sum kernel reads back (RowsWithColumnSums):
