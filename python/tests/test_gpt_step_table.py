@@ -66,11 +66,15 @@ def test_torch_breakdown_per_step_and_backend():
     assert t.sdpa_backend(["gemm"]).startswith("math")
 
 
-def test_match_torch_budget_takes_the_largest_peak_not_above_target():
+def test_match_torch_budget_takes_the_fastest_run_not_above_target():
     sweep = [{"budget": 1.0, "peak_bytes": 900, "ms": 10}, {"budget": 0.5, "peak_bytes": 600, "ms": 11},
              {"budget": 0.2, "peak_bytes": 500, "ms": 13}, {"budget": 0.0, "error": "x"}]
     assert t.match_torch_budget(sweep, 650) == (sweep[1], True)
     assert t.match_torch_budget(sweep, 2000) == (sweep[0], True)
+    # torch's peak is not monotonic in the budget: a slower run with a larger
+    # peak that still fits is not the match.
+    slow = sweep + [{"budget": 0.1, "peak_bytes": 950, "ms": 15}]
+    assert t.match_torch_budget(slow, 2000) == (sweep[0], True)
     # Nothing fits: the smallest peak, marked as not meeting the target.
     assert t.match_torch_budget(sweep, 100) == (sweep[2], False)
     assert t.match_torch_budget([{"budget": 0.0, "error": "x"}], 100) == (None, False)
@@ -81,9 +85,13 @@ def test_budget_policy_against_the_cheapest_fixed_policy():
             {"policy": "selective", "ms": 41.0}, {"policy": "none", "ms": None}]
     c = t.budget_vs_fixed(runs)
     assert c == {"cheapest_fixed": "selective", "cheapest_fixed_ms": 41.0, "budget_ms": 40.0,
-                 "budget_le_fixed": True}
+                 "budget_le_fixed": True, "same_package_as": []}
     runs[0]["ms"] = 42.0
     assert t.budget_vs_fixed(runs)["budget_le_fixed"] is False
+    # The fixed policies whose package is the budget policy's, byte for byte.
+    runs[0]["sha256"] = runs[2]["sha256"] = "abc"
+    runs[1]["sha256"] = "def"
+    assert t.budget_vs_fixed(runs)["same_package_as"] == ["selective"]
     assert t.budget_vs_fixed([{"policy": "budget", "ms": 1.0}])["budget_le_fixed"] is None
 
 
