@@ -1,28 +1,15 @@
 // The rule for a linear layer's weight and bias gradients as one GEMM with
 // cuBLASLt's bias-gradient epilogue (weft-fuse-bias-grad forms the group,
 // the plan builder lowers it, the verifier and workspace sizing read it).
-#include "weft/Dialect/WeftDialect.h"
+#include "GemmGroupRules.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace weft;
-
-namespace {
-
-RankedTensorType staticTensor(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && type.hasStaticShape() ? type : RankedTensorType();
-}
-
-bool fail(std::string *why, const Twine &reason) {
-  if (why)
-    *why = reason.str();
-  return false;
-}
-
-} // namespace
+using weft::gemm_rules::fail;
+using weft::gemm_rules::staticTensor;
 
 bool weft::isBiasGradPair(Operation *matmulOp, Operation *reduceOp,
                           std::string *why) {
@@ -93,16 +80,12 @@ std::optional<BiasGradGemm> weft::getBiasGradGemm(Operation *op,
     fail(why, reason);
     return std::nullopt;
   };
-  auto fused = dyn_cast<FusedOp>(op);
-  if (!fused || fused->getRegion(0).empty())
-    return nothing("not a weft.fused op with a body");
-  Block &body = fused->getRegion(0).front();
-  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
-  if (!yield)
-    return nothing("the body does not end in weft.yield");
-  SmallVector<Operation *> ops;
-  for (Operation &member : body.without_terminator())
-    ops.push_back(&member);
+  std::optional<gemm_rules::GroupBody> group = gemm_rules::groupBody(op, why);
+  if (!group)
+    return std::nullopt;
+  Block &body = *group->block;
+  YieldOp yield = group->yield;
+  ArrayRef<Operation *> ops = group->ops;
   // [reshape,] matmul, reduce_sum: what weft-fuse-bias-grad clones.
   bool reshaped = ops.size() == 3 && isa<ReshapeOp>(ops[0]);
   if (ops.size() != (reshaped ? 3u : 2u))

@@ -1,26 +1,17 @@
 // The rule for a GEMM and its tanh GELU (forward) or GELU gradient (backward)
 // as one cuBLASLt GEMM with a GELU epilogue (weft-fuse-gemm-epilogue forms
 // the groups, the plan builder lowers them, the verifier reads the rule).
-#include "weft/Dialect/WeftDialect.h"
+#include "GemmGroupRules.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace weft;
+using weft::gemm_rules::fail;
+using weft::gemm_rules::staticTensor;
 
 namespace {
-
-RankedTensorType staticTensor(Value value) {
-  auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
-  return type && type.hasStaticShape() ? type : RankedTensorType();
-}
-
-bool fail(std::string *why, const Twine &reason) {
-  if (why)
-    *why = reason.str();
-  return false;
-}
 
 /// bf16 everywhere or f16 everywhere: cuBLASLt's GELU epilogues write D and
 /// the aux matrix in D's type, and the bias has D's type too.
@@ -113,16 +104,12 @@ std::optional<GeluGemm> weft::getGeluGemm(Operation *op, std::string *why) {
     fail(why, reason);
     return std::nullopt;
   };
-  auto fused = dyn_cast<FusedOp>(op);
-  if (!fused || fused->getRegion(0).empty())
-    return nothing("not a weft.fused op with a body");
-  Block &body = fused->getRegion(0).front();
-  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
-  if (!yield)
-    return nothing("the body does not end in weft.yield");
-  SmallVector<Operation *> ops;
-  for (Operation &member : body.without_terminator())
-    ops.push_back(&member);
+  std::optional<gemm_rules::GroupBody> group = gemm_rules::groupBody(op, why);
+  if (!group)
+    return std::nullopt;
+  Block &body = *group->block;
+  YieldOp yield = group->yield;
+  ArrayRef<Operation *> ops = group->ops;
   if (ops.size() != 2)
     return nothing("the body is not two ops (weft.linear, weft.gelu or "
                    "weft.matmul, weft.gelu_grad)");
