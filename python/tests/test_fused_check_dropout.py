@@ -4,19 +4,16 @@ group, dropout alone with a scalar tail), the reference interpreter's
 outputs (weft-run) pass fused_check's float64 reference and its element-wise
 mask check, and the mask check fails outputs with one element's keep flipped
 or with no dropout at all."""
-import json
 import os
-import shutil
-import subprocess
 import sys
 
 import pytest
 import torch
 
+from fused_case_units import case_unit
 from harness import REPO, run_ir, tool
 
 sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
-import fused_cases  # noqa: E402
 import fused_check  # noqa: E402
 
 UNITS = ["dropout_p01_add_layer_norm_bf16", "layer_norm_grad_add_dropout_p01_f32",
@@ -24,21 +21,7 @@ UNITS = ["dropout_p01_add_layer_norm_bf16", "layer_norm_grad_add_dropout_p01_f32
 
 
 def dropout_unit(tmp_path, name):
-    """A case's unit JSON, as weft-compile writes it for fused_check, with its IR."""
-    if not (os.environ.get("WEFT_PTXAS") or shutil.which("ptxas")
-            or os.access("/usr/local/cuda/bin/ptxas", os.X_OK)):
-        pytest.skip("the unit JSON comes from weft-compile --emit=elementwise-kernels, "
-                    "which assembles with ptxas (CUDA toolkit)")
-    text = fused_cases.cases(small=True)
-    start = text.index(f"func.func @{name}(")
-    ir = text[start:text.index("\n}\n", start) + 3]
-    ir_path = tmp_path / "dropout.mlir"
-    ir_path.write_text(ir)
-    out = tmp_path / "units"
-    proc = subprocess.run([tool("weft-compile"), str(ir_path), "--emit=elementwise-kernels",
-                           "-o", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads((out / f"{name}_0.json").read_text()), ir
+    return case_unit(tmp_path, name)
 
 
 @pytest.fixture

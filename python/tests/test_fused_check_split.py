@@ -4,19 +4,16 @@ reference interpreter's weft.adamw with param_low (weft-run), its split and
 join are the interpreter's bit for bit, and its checker passes the
 interpreter's update while failing broken ones (low half lost, NaN rule
 broken, an element unwritten, the moments wrong)."""
-import json
 import os
-import shutil
-import subprocess
 import sys
 
 import pytest
 import torch
 
+from fused_case_units import case_unit
 from harness import REPO, run_ir, tool
 
 sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
-import fused_cases  # noqa: E402
 import fused_check  # noqa: E402
 
 # fused_cases' split units: a step's "adamw" group over 37 x 129 (a scalar
@@ -24,24 +21,8 @@ import fused_check  # noqa: E402
 UNITS = ["adamw_split_tail_bf16", "add_adamw_split_bf16"]
 
 
-def split_unit(tmp_path, name="adamw_split_tail_bf16"):
-    """A split case's unit JSON, as weft-compile writes it for fused_check,
-    with its IR."""
-    if not (os.environ.get("WEFT_PTXAS") or shutil.which("ptxas")
-            or os.access("/usr/local/cuda/bin/ptxas", os.X_OK)):
-        pytest.skip("the unit JSON comes from weft-compile --emit=elementwise-kernels, "
-                    "which assembles with ptxas (CUDA toolkit)")
-    text = fused_cases.cases(small=True)
-    start = text.index(f"func.func @{name}(")
-    ir = text[start:text.index("\n}\n", start) + 3]
-    ir_path = tmp_path / "split.mlir"
-    ir_path.write_text(ir)
-    out = tmp_path / "units"
-    proc = subprocess.run([tool("weft-compile"), str(ir_path), "--emit=elementwise-kernels",
-                           "-o", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    unit = json.loads((out / f"{name}_0.json").read_text())
-    return unit, ir
+def split_unit(tmp_path, name='adamw_split_tail_bf16'):
+    return case_unit(tmp_path, name)
 
 
 @pytest.fixture
