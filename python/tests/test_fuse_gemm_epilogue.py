@@ -20,23 +20,10 @@ import pytest
 
 from test_fuse_elementwise import (assert_bitwise_equal, kinds, run, tmpdir,
                                    weft_opt)
+# The model and its seeded reference step are test_fuse_bias_grad's.
+from test_fuse_bias_grad import LAYERS, MODEL, reference
 from weft import memsim
-from weft.models.config import PRESETS
 from weft.models.emitter import emit_module
-
-SMALL = dict(hidden=32, heads=4, kv_heads=4, seq=16, batch=2, ffn_hidden=128, vocab=64)
-LAYERS = 2
-MODEL = PRESETS["gpt_block"].replace(layers=LAYERS, dtype="bf16", **SMALL)
-
-_STEP = {}
-
-
-def reference():
-    if not _STEP:
-        step = weft_opt(emit_module(MODEL), "--weft-autodiff=optimizer=adamw").stdout
-        results, inputs = run(step, "forward_step")
-        _STEP.update(step=step, results=results, inputs=inputs)
-    return _STEP["step"], _STEP["results"], _STEP["inputs"]
 
 
 def top_level(op, text):
