@@ -183,6 +183,22 @@ def prepare(directory, build):
         raise SystemExit(f"{directory} holds {total / 2**20:.1f} MiB, more than the 64 MiB carry limit")
 
 
+def prepare_gradcheck(directory, build):
+    """The anchor's gradient step (no optimizer) as a package, for the
+    gradient check on the 4-block model itself (gradcheck phase)."""
+    os.makedirs(directory, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    anchor_ir = os.path.join(directory, "anchor.mlir")
+    generate(ANCHOR, anchor_ir, env)
+    ok, _, msg = compile_package(build, anchor_ir, os.path.join(directory, "anchor_grad.weftpkg"),
+                                 LAYOUT, env)
+    os.remove(anchor_ir)
+    if not ok:
+        raise SystemExit(f"the anchor's gradient step does not compile: {msg}")
+    from package_check import ship_weft_run
+    ship_weft_run(directory, build)
+
+
 # ---------------------------------------------------------------- run phase
 
 def unpack(directory):
@@ -246,26 +262,30 @@ def run_weft_package(directory, env, package, data, baseline):
             "arena_rel_err": abs(overheads["arena"] - memory["planned"]) / memory["planned"]}
 
 
-def gradient_check(directory, env):
-    """Loss and parameter gradients of the small instance vs float64, within
-    2x torch bf16's error (relative L2 per tensor; the loss plus one bf16 ulp,
-    as the step returns it in bf16)."""
+def gradient_check(directory, env, config=SMALL, package="small.weftpkg"):
+    """Loss and parameter gradients of `config` (the small instance, or the
+    anchor itself: `gradcheck`) vs float64, within 2x torch bf16's error
+    (relative L2 per tensor; the loss plus one bf16 ulp, as the step returns
+    it in bf16)."""
     import torch
     from weft import npz
     from weft.models.arguments import argument_specs, argument_values
     from weft.models.config import ModelConfig
     from weft.models.torch_model import Transformer
-    cfg = ModelConfig(**SMALL)
+    cfg = ModelConfig(**config)
+    stem = package.replace(".weftpkg", "")
     specs = argument_specs(cfg)
     values = argument_values(cfg.replace(dtype="f64"), argument_specs(cfg.replace(dtype="f64")))
     n = sum(s.is_param for s in specs)
     # Floats rounded once to bf16 (what both sides compute from); the seed as is.
     bf = [v.to(torch.bfloat16) if v.is_floating_point() else v for v in values]
     data = {f"arg{i}": v.float() if v.is_floating_point() else v for i, v in enumerate(bf)}
-    npz.save(os.path.join(directory, "small_data.npz"), data)
-    weft_run(directory, env, "small.weftpkg", "--data", os.path.join(directory, "small_data.npz"),
-             "--outputs", os.path.join(directory, "small_out.npz"))
-    out = npz.load(os.path.join(directory, "small_out.npz"))
+    del values
+    npz.save(os.path.join(directory, stem + "_data.npz"), data)
+    del data
+    weft_run(directory, env, package, "--data", os.path.join(directory, stem + "_data.npz"),
+             "--outputs", os.path.join(directory, stem + "_out.npz"))
+    out = npz.load(os.path.join(directory, stem + "_out.npz"))
 
     def torch_grads(dtype):
         torch.manual_seed(0)
@@ -275,7 +295,11 @@ def gradient_check(directory, env):
                 p.copy_(v.to(dtype))
         loss = model(bf[n].to("cuda", dtype), None)
         loss.backward()
-        return loss.double().item(), [p.grad.double().cpu() for p in model.parameters()]
+        grads = [p.grad.double().cpu() for p in model.parameters()]
+        result = loss.double().item()
+        del model, loss
+        torch.cuda.empty_cache()
+        return result, grads
 
     f64_loss, f64 = torch_grads(torch.float64)
     bf_loss, bfg = torch_grads(torch.bfloat16)
@@ -294,7 +318,7 @@ def gradient_check(directory, env):
         rows.append({"param": name, "weft_rel_err": we, "torch_bf16_rel_err": te, "ok": good})
     return {"ok": bool(ok and loss_ok), "loss": {"weft": weft_loss, "torch_f64": f64_loss,
                                                  "torch_bf16": bf_loss, "ok": bool(loss_ok)},
-            "gradients": rows, "config": SMALL}
+            "gradients": rows, "config": config}
 
 
 def torch_anchors(budget_targets):
@@ -490,7 +514,7 @@ def run(directory, quick=False):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phase", choices=["prepare", "run"])
+    parser.add_argument("phase", choices=["prepare", "run", "prepare-gradcheck", "gradcheck"])
     parser.add_argument("dir")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--quick", action="store_true",
@@ -499,6 +523,17 @@ def main():
     if args.phase == "prepare":
         prepare(args.dir, args.build)
         return 0
+    if args.phase == "prepare-gradcheck":
+        prepare_gradcheck(args.dir, args.build)
+        return 0
+    if args.phase == "gradcheck":
+        result = gradient_check(args.dir, unpack(args.dir), ANCHOR, "anchor_grad.weftpkg")
+        with open(os.path.join(args.dir, "gradcheck.json"), "w") as f:
+            json.dump(result, f, indent=1)
+        worst = max(r["weft_rel_err"] / r["torch_bf16_rel_err"] for r in result["gradients"])
+        print(json.dumps(result["loss"]), f"gradients: worst ratio {worst:.3f}",
+              "PASS" if result["ok"] else "FAIL")
+        return 0 if result["ok"] else 1
     return run(args.dir, args.quick)
 
 
