@@ -504,6 +504,10 @@ std::vector<size_t> opLines(const std::vector<std::string> &lines) {
 /// The function around line `l`: [first line after `func.func`, its return].
 std::pair<size_t, size_t> functionAround(const std::vector<std::string> &lines,
                                          size_t l) {
+  // `l` may be one past the last line (an insertion at the end).
+  if (lines.empty())
+    return {0, 0};
+  l = std::min(l, lines.size() - 1);
   auto has = [&](size_t i, const char *word) {
     return isCode(lines[i]) && lines[i].find(word) != std::string::npos;
   };
