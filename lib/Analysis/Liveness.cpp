@@ -3,7 +3,6 @@
 // then lifetimes and categories per buffer.
 #include "weft/Analysis/Liveness.h"
 
-#include "weft/Analysis/AttentionPacking.h"
 
 #include "weft/Dialect/WeftDialect.h"
 
@@ -181,17 +180,15 @@ LogicalResult LivenessBuilder::build() {
     });
   }
 
-  // Views share their operand's buffer: reshapes, and the split / concat
-  // around attention that the kernels read and write packed.
+  // Views share their operands' buffer (BufferViewOpInterface): reshapes,
+  // and the split / concat around attention that the kernels read and write
+  // packed.
   for (Operation *op : result.schedule) {
-    if (auto reshape = dyn_cast<ReshapeOp>(op))
-      unite(ids.lookup(reshape.getX()), ids.lookup(reshape.getY()));
-    if (auto split = dyn_cast<SplitOp>(op); split && packedQkvSplit(split))
-      for (Value piece : split.getResults())
-        unite(ids.lookup(split.getX()), ids.lookup(piece));
-    if (auto concat = dyn_cast<ConcatOp>(op); concat && isPackedGradConcat(concat))
-      for (Value piece : concat.getPieces())
-        unite(ids.lookup(piece), ids.lookup(concat.getY()));
+    if (!isBufferView(op))
+      continue;
+    Value root = op->getOperand(0);
+    for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      unite(ids.lookup(root), ids.lookup(value));
   }
 
   for (BlockArgument arg : block.getArguments())
@@ -389,8 +386,10 @@ bool LivenessBuilder::readByOtherThan(Value value, Operation *writer) {
     Operation *top = result.schedule[step];
     if (top == writer || top->hasTrait<OpTrait::IsTerminator>())
       continue;
-    if (auto reshape = dyn_cast<ReshapeOp>(top)) {
-      if (readByOtherThan(reshape.getY(), writer))
+    // A view is read where its results are.
+    if (isBufferView(top)) {
+      if (llvm::any_of(top->getResults(),
+                       [&](Value view) { return readByOtherThan(view, writer); }))
         return true;
       continue;
     }

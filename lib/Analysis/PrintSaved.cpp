@@ -39,7 +39,7 @@ struct PrintSavedPass : weft::impl::PrintSavedPassBase<PrintSavedPass> {
         if (top->hasTrait<OpTrait::IsTerminator>())
           continue;
         // A backward view of a saved tensor is read where the view is.
-        if (isa<ReshapeOp>(top) && buffer.values.size() > 1 &&
+        if (isBufferView(top) && buffer.values.size() > 1 &&
             llvm::is_contained(buffer.values, top->getResult(0)))
           continue;
         auto layer = top->getAttrOfType<IntegerAttr>(WeftDialect::kLayerAttr);

@@ -14,6 +14,8 @@ int64_t rngIdOf(Operation *op) {
 }
 
 LogicalResult runWeftOp(Operation *op, Operands in, Results out) {
+  if (auto pointwise = dyn_cast<ScalarFormulaOpInterface>(op))
+    return runFormula(pointwise, in, out);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](LinearOp op) { return runLinear(op, in, out); })
       .Case([&](MatmulOp op) { return runMatmul(op, in, out); })
@@ -25,16 +27,8 @@ LogicalResult runWeftOp(Operation *op, Operands in, Results out) {
       .Case([&](RmsNormGradOp op) { return runRmsNormGrad(op, in, out); })
       .Case([&](SoftmaxOp op) { return runSoftmax(op, in, out); })
       .Case([&](SoftmaxGradOp op) { return runSoftmaxGrad(op, in, out); })
-      .Case([&](GeluOp op) { return runGelu(op, in, out); })
-      .Case([&](GeluGradOp op) { return runGeluGrad(op, in, out); })
-      .Case([&](SiluOp op) { return runSilu(op, in, out); })
-      .Case([&](SiluGradOp op) { return runSiluGrad(op, in, out); })
-      .Case<AddOp, SubOp, MulOp>(
-          [&](Operation *op) { return runBinary(op, in, out); })
-      .Case([&](ScaleOp op) { return runScale(op, in, out); })
       .Case([&](DropoutOp op) { return runDropout(op, in, out); })
       .Case([&](CausalMaskOp op) { return runCausalMask(op, in, out); })
-      .Case([&](WhereOp op) { return runWhere(op, in, out); })
       .Case([&](ConvertOp op) { return runConvert(op, in, out); })
       .Case([&](ReduceSumOp op) {
         return runReduce(op, op.getDims(), /*mean=*/false, in, out);

@@ -82,15 +82,11 @@ mlir::LogicalResult runSoftmax(SoftmaxOp op, Operands in, Results out);
 mlir::LogicalResult runSoftmaxGrad(SoftmaxGradOp op, Operands in, Results out);
 
 // Pointwise.cpp
-mlir::LogicalResult runGelu(GeluOp op, Operands in, Results out);
-mlir::LogicalResult runGeluGrad(GeluGradOp op, Operands in, Results out);
-mlir::LogicalResult runSilu(SiluOp op, Operands in, Results out);
-mlir::LogicalResult runSiluGrad(SiluGradOp op, Operands in, Results out);
-mlir::LogicalResult runBinary(mlir::Operation *op, Operands in, Results out);
-mlir::LogicalResult runScale(ScaleOp op, Operands in, Results out);
+/// Any op with a formula (ScalarFormulaOpInterface), in float64.
+mlir::LogicalResult runFormula(ScalarFormulaOpInterface op, Operands in,
+                               Results out);
 mlir::LogicalResult runDropout(DropoutOp op, Operands in, Results out);
 mlir::LogicalResult runCausalMask(CausalMaskOp op, Operands in, Results out);
-mlir::LogicalResult runWhere(WhereOp op, Operands in, Results out);
 mlir::LogicalResult runConvert(ConvertOp op, Operands in, Results out);
 
 // Shapes.cpp

@@ -1,114 +1,33 @@
-// Reference kernels for elementwise ops: activations and their gradients,
-// broadcasting arithmetic, scale, dropout, causal_mask, where, convert.
+// Reference kernels for elementwise ops: every op with a formula
+// (ScalarFormulas.cpp: arithmetic, activations, their gradients) evaluated in
+// float64, and dropout, causal_mask and convert.
 #include "Kernels.h"
 
 #include "weft/Reference/Numerics.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
-#include <cmath>
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 
 namespace weft::reference::detail {
 
-namespace {
-
-// PyTorch's constants for GELU: sqrt(2/pi) is M_SQRT2 * M_2_SQRTPI * 0.5.
-constexpr double kSqrtHalf = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-constexpr double kGeluBeta = 1.41421356237309504880 * 1.12837916709551257390 * 0.5;
-constexpr double kGeluKappa = 0.044715;
-
-double geluExact(double x) { return 0.5 * x * (1.0 + std::erf(x * kSqrtHalf)); }
-
-double geluTanh(double x) {
-  double inner = kGeluBeta * (x + kGeluKappa * x * x * x);
-  return 0.5 * x * (1.0 + std::tanh(inner));
-}
-
-double geluExactDerivative(double x) {
-  double cdf = 0.5 * (1.0 + std::erf(x * kSqrtHalf));
-  double pdf = kInvSqrt2Pi * std::exp(-0.5 * x * x);
-  return cdf + x * pdf;
-}
-
-// As torch's GeluBackward for approximate="tanh".
-double geluTanhDerivative(double x) {
-  double squared = x * x;
-  double inner = kGeluBeta * (x + kGeluKappa * squared * x);
-  double tanhInner = std::tanh(inner);
-  double left = 0.5 * x, right = 1.0 + tanhInner;
-  double leftDerivative = 0.5 * right;
-  double rightDerivative = left * (1.0 - tanhInner * tanhInner) * kGeluBeta *
-                           (1.0 + 3.0 * kGeluKappa * squared);
-  return leftDerivative + rightDerivative;
-}
-
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-template <typename Fn>
-void mapUnary(const Tensor &x, Tensor &y, Fn fn) {
-  for (size_t i = 0; i < x.data.size(); ++i)
-    y.data[i] = fn(x.data[i]);
-}
-
-} // namespace
-
-LogicalResult runGelu(GeluOp op, Operands in, Results out) {
-  if (op.getApproximate() == "tanh")
-    mapUnary(*in[0], out[0], geluTanh);
-  else
-    mapUnary(*in[0], out[0], geluExact);
-  return success();
-}
-
-LogicalResult runGeluGrad(GeluGradOp op, Operands in, Results out) {
-  const Tensor &dy = *in[0], &x = *in[1];
-  bool tanh = op.getApproximate() == "tanh";
-  for (size_t i = 0; i < x.data.size(); ++i)
-    out[0].data[i] = dy.data[i] * (tanh ? geluTanhDerivative(x.data[i])
-                                        : geluExactDerivative(x.data[i]));
-  return success();
-}
-
-LogicalResult runSilu(SiluOp, Operands in, Results out) {
-  mapUnary(*in[0], out[0], [](double x) { return x * sigmoid(x); });
-  return success();
-}
-
-LogicalResult runSiluGrad(SiluGradOp, Operands in, Results out) {
-  const Tensor &dy = *in[0], &x = *in[1];
-  for (size_t i = 0; i < x.data.size(); ++i) {
-    double s = sigmoid(x.data[i]);
-    out[0].data[i] = dy.data[i] * s * (1.0 + x.data[i] * (1.0 - s));
-  }
-  return success();
-}
-
-LogicalResult runBinary(Operation *op, Operands in, Results out) {
-  const Tensor &lhs = *in[0], &rhs = *in[1];
+LogicalResult runFormula(ScalarFormulaOpInterface op, Operands in, Results out) {
+  ScalarFormula formula;
+  formula.setResult(op.buildFormula(formula));
   Tensor &result = out[0];
-  auto apply = [&](auto combine) {
-    forEachBroadcast(result.shape, lhs.shape, rhs.shape,
-                     [&](int64_t at, int64_t l, int64_t r) {
-                       result.data[at] = combine(lhs.data[l], rhs.data[r]);
-                     });
-  };
-  if (isa<AddOp>(op))
-    apply([](double a, double b) { return a + b; });
-  else if (isa<SubOp>(op))
-    apply([](double a, double b) { return a - b; });
-  else if (isa<MulOp>(op))
-    apply([](double a, double b) { return a * b; });
-  else
-    return op->emitOpError("is not a binary arithmetic op");
-  return success();
-}
-
-LogicalResult runScale(ScaleOp op, Operands in, Results out) {
-  double factor = op.getValue().convertToDouble();
-  mapUnary(*in[0], out[0], [&](double x) { return x * factor; });
+  // Each operand's element for every result element (NumPy broadcasting);
+  // an operand of the result's shape is read at the same index.
+  std::vector<std::vector<int64_t>> offsets(in.size());
+  for (auto [i, operand] : llvm::enumerate(in))
+    if (operand->shape != result.shape)
+      offsets[i] = broadcastOffsets(operand->shape, result.shape);
+  llvm::SmallVector<double, 4> elements(in.size());
+  llvm::SmallVector<double, 32> scratch;
+  for (size_t at = 0; at < result.data.size(); ++at) {
+    for (auto [i, operand] : llvm::enumerate(in))
+      elements[i] = operand->data[offsets[i].empty() ? at : offsets[i][at]];
+    result.data[at] = formula.evaluate(elements, scratch);
+  }
   return success();
 }
 
@@ -139,18 +58,6 @@ LogicalResult runCausalMask(CausalMaskOp op, Operands in, Results out) {
         int64_t at = (m * rows + i) * cols + j;
         out[0].data[at] = j > i ? fill : x.data[at];
       }
-  return success();
-}
-
-LogicalResult runWhere(WhereOp, Operands in, Results out) {
-  const Tensor &cond = *in[0], &lhs = *in[1], &rhs = *in[2];
-  Tensor &result = out[0];
-  std::vector<int64_t> condAt = broadcastOffsets(cond.shape, result.shape);
-  std::vector<int64_t> lhsAt = broadcastOffsets(lhs.shape, result.shape);
-  std::vector<int64_t> rhsAt = broadcastOffsets(rhs.shape, result.shape);
-  for (size_t i = 0; i < result.data.size(); ++i)
-    result.data[i] = cond.data[condAt[i]] != 0.0 ? lhs.data[lhsAt[i]]
-                                                 : rhs.data[rhsAt[i]];
   return success();
 }
 

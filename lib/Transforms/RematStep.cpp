@@ -61,7 +61,7 @@ double communicationBytes(Operation *op, SymbolTableCollection &symbols) {
 
 double weft::remat::getRecomputeSeconds(Operation *op,
                                         SymbolTableCollection &symbols) {
-  if (isa<ReshapeOp>(op))
+  if (isBufferView(op))
     return 0.0;
   if (auto cost = dyn_cast<CostOpInterface>(op))
     return cost.getRooflineSeconds(kPeakFlopsPerSecond, kPeakBytesPerSecond);
@@ -199,7 +199,7 @@ RecomputeScope weft::remat::weightCopyScope(const StepStructure &step) {
   };
   for (Operation *op :
        liveness.getSchedule().take_front(liveness.getBackwardStart())) {
-    if (isa<ReshapeOp>(op) || op->getNumResults() != 1 ||
+    if (isBufferView(op) || op->getNumResults() != 1 ||
         op->getNumOperands() == 0 || !isCloneable(op) ||
         !llvm::all_of(op->getOperands(), isParam))
       continue;

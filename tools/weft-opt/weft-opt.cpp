@@ -15,6 +15,7 @@ int main(int argc, char **argv) {
   weft::registerBuildPlanPass();
   weft::registerWeftPipelines();
   weft::registerWeftTestPasses();
+  weft::registerTestPrintFormulasPass();
   weft::registerDiffEachPassCLOptions();
   return mlir::asMainReturnCode(
       weft::weftOptMain(argc, argv, "Weft optimizer driver\n", registry));

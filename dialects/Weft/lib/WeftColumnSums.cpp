@@ -3,30 +3,10 @@
 // launches: in a weft.fused group's workspace, else in a full output of the op.
 #include "weft/Dialect/WeftDialect.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
 #include <algorithm>
 
 using namespace mlir;
 using namespace weft;
-
-int64_t weft::rowStatCount(Operation *op) {
-  return llvm::TypeSwitch<Operation *, int64_t>(op)
-      .Case<LayerNormOp, SoftmaxOp, RmsNormGradOp>([](auto) { return 2; })
-      .Case<RmsNormOp, SoftmaxGradOp, CrossEntropyOp, CrossEntropyGradOp>(
-          [](auto) { return 1; })
-      .Case<LayerNormGradOp>([](auto) { return 4; })
-      .Default([](Operation *) { return 0; });
-}
-
-bool weft::isColumnSum(Value value) {
-  auto result = dyn_cast<OpResult>(value);
-  if (!result)
-    return false;
-  Operation *owner = result.getOwner();
-  return (isa<LayerNormGradOp>(owner) && result.getResultNumber() > 0) ||
-         (isa<RmsNormGradOp>(owner) && result.getResultNumber() == 1);
-}
 
 std::optional<ColumnSumScratch> weft::getColumnSumScratch(Operation *op) {
   // The body and the values the kernels write: a group's yielded values, or

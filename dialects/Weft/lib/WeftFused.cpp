@@ -1,12 +1,11 @@
-// weft.fused: which ops may join a fused group (one iteration domain
-// [..., n] with operands that a row-wise kernel can index), the group's
-// verifier and its cost as one kernel.
+// weft.fused: which ops may join a fused group (FusionOpInterface: one
+// iteration domain [..., n] with operands that a row-wise kernel can index),
+// the group's verifier and its cost as one kernel.
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace weft;
@@ -35,36 +34,14 @@ bool isDomainIndexable(ArrayRef<int64_t> shape, ArrayRef<int64_t> domain) {
                       });
 }
 
-bool isLastDim(int64_t dim, Value x) {
-  auto tensor = cast<RankedTensorType>(x.getType());
-  return dim == -1 || dim == tensor.getRank() - 1;
-}
-
 } // namespace
 
 std::optional<SmallVector<int64_t>> weft::getFusionDomain(Operation *op) {
+  auto fusion = dyn_cast<FusionOpInterface>(op);
+  if (!fusion)
+    return std::nullopt;
   // The value whose shape is the op's iteration domain; null: not fusible.
-  Value anchor =
-      llvm::TypeSwitch<Operation *, Value>(op)
-          .Case<AddOp, SubOp, MulOp, WhereOp, ScaleOp, DropoutOp, ConvertOp,
-                GeluOp, SiluOp>(
-              [](Operation *op) { return op->getResult(0); })
-          .Case([](GeluGradOp op) { return op.getX(); })
-          .Case([](SiluGradOp op) { return op.getX(); })
-          .Case([](LayerNormOp op) { return op.getX(); })
-          .Case([](RmsNormOp op) { return op.getX(); })
-          .Case([](LayerNormGradOp op) { return op.getX(); })
-          .Case([](RmsNormGradOp op) { return op.getX(); })
-          .Case([](SoftmaxOp op) {
-            return isLastDim(op.getDim(), op.getX()) ? op.getX() : Value();
-          })
-          .Case([](SoftmaxGradOp op) {
-            return isLastDim(op.getDim(), op.getY()) ? op.getY() : Value();
-          })
-          .Case([](CrossEntropyOp op) { return op.getLogits(); })
-          .Case([](CrossEntropyGradOp op) { return op.getLogits(); })
-          .Case([](AdamWOp op) { return op.getParam(); })
-          .Default([](Operation *) { return Value(); });
+  Value anchor = fusion.getFusionAnchor();
   if (!anchor)
     return std::nullopt;
   std::optional<ArrayRef<int64_t>> domain = staticShape(anchor);

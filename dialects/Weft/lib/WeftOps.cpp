@@ -41,7 +41,10 @@ constexpr int64_t kMaxElements = int64_t(1) << 48;
 /// honour one, and folders would drop it) and have at most kMaxElements.
 LogicalResult verifyTensorType(Operation *op, StringRef kind, size_t index,
                                Type type) {
-  auto tensor = cast<RankedTensorType>(type);
+  // Other types are the ODS constraints' to report.
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return success();
   if (!tensor.hasStaticShape())
     return op->emitOpError("expects static shapes, ")
            << kind << " #" << index << " is " << type;
@@ -57,8 +60,11 @@ LogicalResult verifyTensorType(Operation *op, StringRef kind, size_t index,
   return success();
 }
 
-/// Every operand and result (all ranked tensors by the ODS constraints).
-LogicalResult verifyStaticShapes(Operation *op) {
+
+} // namespace
+
+/// The StaticShapes trait: every operand and result.
+LogicalResult weft::verifyStaticShapes(Operation *op) {
   for (auto [i, type] : llvm::enumerate(op->getOperandTypes()))
     if (failed(verifyTensorType(op, "operand", i, type)))
       return failure();
@@ -67,6 +73,8 @@ LogicalResult verifyStaticShapes(Operation *op) {
       return failure();
   return success();
 }
+
+namespace {
 
 using NamedValue = std::pair<StringRef, Value>;
 
@@ -248,8 +256,7 @@ double attentionScale(std::optional<llvm::APFloat> scale, Value q) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult LinearOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyMinRank(*this, "x", getX(), 1)) ||
+  if (failed(verifyMinRank(*this, "x", getX(), 1)) ||
       failed(verifyRank(*this, "w", getW(), 2)))
     return failure();
   ArrayRef<int64_t> xs = getX().getType().getShape(),
@@ -272,8 +279,7 @@ LogicalResult LinearOp::verify() {
 }
 
 LogicalResult MatmulOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyMinRank(*this, "a", getA(), 2)) ||
+  if (failed(verifyMinRank(*this, "a", getA(), 2)) ||
       failed(verifyMinRank(*this, "b", getB(), 2)))
     return failure();
   ArrayRef<int64_t> as = getA().getType().getShape(),
@@ -318,8 +324,6 @@ double AttentionGradOp::getScaleValue() {
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   auto shape = verifyAttentionOperands(*this, getQ(), getK(), getV(), getSeed(),
                                        getScale(), getDropoutP().convertToDouble(),
                                        getSeqMajor());
@@ -338,8 +342,6 @@ LogicalResult AttentionOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   auto shape = verifyAttentionOperands(*this, getQ(), getK(), getV(), getSeed(),
                                        getScale(), getDropoutP().convertToDouble(),
                                        getSeqMajor());
@@ -380,8 +382,7 @@ static LogicalResult verifyNormParams(Operation *op, Value x,
 }
 
 LogicalResult LayerNormOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyNormParams(*this, getX(), {{"gamma", getGamma()}, {"beta", getBeta()}},
+  if (failed(verifyNormParams(*this, getX(), {{"gamma", getGamma()}, {"beta", getBeta()}},
                               getEps().convertToDouble())) ||
       failed(verifyShape(*this, "result", getY(), getX().getType().getShape())))
     return failure();
@@ -390,8 +391,7 @@ LogicalResult LayerNormOp::verify() {
 }
 
 LogicalResult LayerNormGradOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyNormParams(*this, getX(),
+  if (failed(verifyNormParams(*this, getX(),
                               {{"gamma", getGamma()}, {"dgamma", getDgamma()},
                                {"dbeta", getDbeta()}},
                               getEps().convertToDouble())) ||
@@ -404,8 +404,7 @@ LogicalResult LayerNormGradOp::verify() {
 }
 
 LogicalResult RmsNormOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyNormParams(*this, getX(), {{"gamma", getGamma()}},
+  if (failed(verifyNormParams(*this, getX(), {{"gamma", getGamma()}},
                               getEps().convertToDouble())) ||
       failed(verifyShape(*this, "result", getY(), getX().getType().getShape())))
     return failure();
@@ -413,8 +412,7 @@ LogicalResult RmsNormOp::verify() {
 }
 
 LogicalResult RmsNormGradOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyNormParams(*this, getX(),
+  if (failed(verifyNormParams(*this, getX(),
                               {{"gamma", getGamma()}, {"dgamma", getDgamma()}},
                               getEps().convertToDouble())) ||
       failed(verifyShape(*this, "dy", getDy(), getX().getType().getShape())) ||
@@ -437,17 +435,13 @@ static LogicalResult verifySameTypes(Operation *op, ArrayRef<NamedValue> values)
 }
 
 LogicalResult SoftmaxOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(normalizeDim(*this, "dim", getDim(), getX().getType().getRank())))
-    return failure();
-  return verifySameTypes(*this, {{"x", getX()}, {"result", getY()}});
+  return success(succeeded(
+      normalizeDim(*this, "dim", getDim(), getX().getType().getRank())));
 }
 
 LogicalResult SoftmaxGradOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(normalizeDim(*this, "dim", getDim(), getY().getType().getRank())))
-    return failure();
-  return verifySameTypes(*this, {{"y", getY()}, {"dy", getDy()}, {"dx", getDx()}});
+  return success(succeeded(
+      normalizeDim(*this, "dim", getDim(), getY().getType().getRank())));
 }
 
 static LogicalResult verifyApproximate(Operation *op, StringRef approximate) {
@@ -458,30 +452,13 @@ static LogicalResult verifyApproximate(Operation *op, StringRef approximate) {
 }
 
 LogicalResult GeluOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyApproximate(*this, getApproximate())))
-    return failure();
-  return verifySameTypes(*this, {{"x", getX()}, {"result", getY()}});
+  return verifyApproximate(*this, getApproximate());
 }
 
 LogicalResult GeluGradOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyApproximate(*this, getApproximate())))
-    return failure();
-  return verifySameTypes(*this, {{"x", getX()}, {"dy", getDy()}, {"dx", getDx()}});
+  return verifyApproximate(*this, getApproximate());
 }
 
-LogicalResult SiluOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
-  return verifySameTypes(*this, {{"x", getX()}, {"result", getY()}});
-}
-
-LogicalResult SiluGradOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
-  return verifySameTypes(*this, {{"x", getX()}, {"dy", getDy()}, {"dx", getDx()}});
-}
 
 //===----------------------------------------------------------------------===//
 // Elementwise
@@ -489,8 +466,7 @@ LogicalResult SiluGradOp::verify() {
 
 static LogicalResult verifyBinary(Operation *op, Value lhs, Value rhs,
                                   Value result) {
-  if (failed(verifyStaticShapes(op)) ||
-      failed(verifyBroadcastResult(op, {{"lhs", lhs}, {"rhs", rhs}}, result)))
+  if (failed(verifyBroadcastResult(op, {{"lhs", lhs}, {"rhs", rhs}}, result)))
     return failure();
   return verifySameElementType(op, {{"lhs", lhs}, {"rhs", rhs}, {"result", result}});
 }
@@ -500,16 +476,13 @@ LogicalResult SubOp::verify() { return verifyBinary(*this, getLhs(), getRhs(), g
 LogicalResult MulOp::verify() { return verifyBinary(*this, getLhs(), getRhs(), getResult()); }
 
 LogicalResult ScaleOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   if (!std::isfinite(getValue().convertToDouble()))
     return emitOpError("expects a finite value, got ") << getValue().convertToDouble();
-  return verifySameTypes(*this, {{"x", getX()}, {"result", getY()}});
+  return success();
 }
 
 LogicalResult DropoutOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyProbability(*this, "p", getP().convertToDouble())) ||
+  if (failed(verifyProbability(*this, "p", getP().convertToDouble())) ||
       failed(verifyRngId(*this)))
     return failure();
   return verifySameTypes(*this, {{"x", getX()}, {"result", getY()}});
@@ -522,15 +495,11 @@ double CausalMaskOp::getFillValue() {
 }
 
 LogicalResult CausalMaskOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyMinRank(*this, "x", getX(), 2)))
-    return failure();
-  return verifySameTypes(*this, {{"x", getX()}, {"result", getY()}});
+  return verifyMinRank(*this, "x", getX(), 2);
 }
 
 LogicalResult WhereOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyBroadcastResult(
+  if (failed(verifyBroadcastResult(
           *this, {{"cond", getCond()}, {"lhs", getLhs()}, {"rhs", getRhs()}},
           getResult())))
     return failure();
@@ -539,8 +508,6 @@ LogicalResult WhereOp::verify() {
 }
 
 LogicalResult ConvertOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   return verifyShape(*this, "result", getY(), getX().getType().getShape());
 }
 
@@ -550,8 +517,6 @@ LogicalResult ConvertOp::verify() {
 
 static LogicalResult verifyReduce(Operation *op, Value x, ArrayRef<int64_t> dims,
                                   bool keepdim, Value result) {
-  if (failed(verifyStaticShapes(op)))
-    return failure();
   ArrayRef<int64_t> shape = tensorOf(x).getShape();
   int64_t rank = shape.size();
   llvm::SmallSet<int64_t, 4> reduced;
@@ -582,8 +547,6 @@ LogicalResult ReduceMeanOp::verify() {
 }
 
 LogicalResult ReshapeOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   if (getX().getType().getNumElements() != getY().getType().getNumElements())
     return emitOpError("expects the same element count: x (")
            << getX().getType() << ") has " << getX().getType().getNumElements()
@@ -593,8 +556,6 @@ LogicalResult ReshapeOp::verify() {
 }
 
 LogicalResult TransposeOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   ArrayRef<int64_t> perm = getPerm();
   ArrayRef<int64_t> shape = getX().getType().getShape();
   if (perm.size() != shape.size())
@@ -615,8 +576,6 @@ LogicalResult TransposeOp::verify() {
 }
 
 LogicalResult SplitOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   ArrayRef<int64_t> shape = getX().getType().getShape();
   auto dim = normalizeDim(*this, "dim", getDim(), shape.size());
   if (failed(dim))
@@ -650,8 +609,6 @@ LogicalResult SplitOp::verify() {
 }
 
 LogicalResult ConcatOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   if (getPieces().empty())
     return emitOpError("expects at least one operand");
   ArrayRef<int64_t> first = tensorOf(getPieces().front()).getShape();
@@ -690,8 +647,7 @@ LogicalResult ConcatOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult EmbeddingOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyRank(*this, "table", getTable(), 2)))
+  if (failed(verifyRank(*this, "table", getTable(), 2)))
     return failure();
   SmallVector<int64_t> expected(getIds().getType().getShape());
   expected.push_back(getTable().getType().getShape()[1]);
@@ -704,8 +660,7 @@ LogicalResult EmbeddingOp::verify() {
 }
 
 LogicalResult EmbeddingGradOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyRank(*this, "result", getDtable(), 2)))
+  if (failed(verifyRank(*this, "result", getDtable(), 2)))
     return failure();
   SmallVector<int64_t> expected(getIds().getType().getShape());
   expected.push_back(getDtable().getType().getShape()[1]);
@@ -727,15 +682,13 @@ static LogicalResult verifyLabels(Operation *op, Value logits, Value labels) {
 }
 
 LogicalResult CrossEntropyOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyLabels(*this, getLogits(), getLabels())))
+  if (failed(verifyLabels(*this, getLogits(), getLabels())))
     return failure();
   return verifySameElementType(*this, {{"logits", getLogits()}, {"result", getLoss()}});
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyLabels(*this, getLogits(), getLabels())))
+  if (failed(verifyLabels(*this, getLogits(), getLabels())))
     return failure();
   if (failed(verifySameElementType(*this, {{"logits", getLogits()}, {"dloss", getDloss()}})))
     return failure();
@@ -743,8 +696,7 @@ LogicalResult CrossEntropyGradOp::verify() {
 }
 
 LogicalResult RopeOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyMinRank(*this, "x", getX(), 2)))
+  if (failed(verifyMinRank(*this, "x", getX(), 2)))
     return failure();
   ArrayRef<int64_t> shape = getX().getType().getShape();
   if (shape.back() % 2 != 0)
@@ -759,8 +711,6 @@ LogicalResult RopeOp::verify() {
 }
 
 LogicalResult AdamWOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
-    return failure();
   ArrayRef<int64_t> shape = getParam().getType().getShape();
   if (failed(verifyShape(*this, "grad", getGrad(), shape)) ||
       failed(verifyShape(*this, "m", getM(), shape)) ||

@@ -10,6 +10,11 @@ namespace weft {
 /// --weft-diff-each-pass have a pass to catch.
 void registerWeftTestPasses();
 
+/// Registers weft-test-print-formulas, which prints the ops with a formula
+/// (ScalarFormulaOpInterface) and each formula op's code
+/// (TestPrintFormulas.cpp).
+void registerTestPrintFormulasPass();
+
 } // namespace weft
 
 #endif // WEFT_TRANSFORMS_TESTPASSES_H

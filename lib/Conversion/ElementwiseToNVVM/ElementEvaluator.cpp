@@ -1,7 +1,8 @@
 // ElementEvaluator: a group's body ops as f32 scalar code at one element, with
-// the row statistics of norms, softmax and cross-entropy given; formulas as
-// the reference interpreter's (lib/Reference), each value rounded to its
-// declared type as the unfused op would store it.
+// the row statistics of norms, softmax and cross-entropy given; pointwise ops
+// by their formulas (ScalarFormulas.cpp, which the reference interpreter
+// evaluates too), each value rounded to its declared type as the unfused op
+// would store it.
 #include "KernelEmitter.h"
 
 #include "../../Transforms/PhiloxBuilder.h"
@@ -20,12 +21,6 @@ namespace weft::gpu {
 
 namespace {
 Type elementOf(Value value) { return cast<ShapedType>(value.getType()).getElementType(); }
-
-// GELU constants as lib/Reference/Pointwise.cpp's.
-constexpr double kSqrtHalf = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-constexpr double kGeluBeta = 1.41421356237309504880 * 1.12837916709551257390 * 0.5;
-constexpr double kGeluKappa = 0.044715;
 } // namespace
 
 ElementEvaluator::ElementEvaluator(ElementMath &m, const KernelGroup &group,
@@ -181,6 +176,15 @@ bool isSplitMasterHigh(Value value) {
 
 Value ElementEvaluator::compute(OpResult result) {
   Operation *op = result.getOwner();
+  if (auto pointwise = dyn_cast<ScalarFormulaOpInterface>(op)) {
+    // The operands' elements in operand order, then the formula's code.
+    SmallVector<Value, 4> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(value(operand));
+    ScalarFormula formula;
+    formula.setResult(pointwise.buildFormula(formula));
+    return m.round(lowerFormula(m, formula, operands), elementOf(result));
+  }
   if (auto adamw = dyn_cast<AdamWOp>(op)) {
     computeAdamW(adamw);
     return cache.lookup(result);
@@ -191,64 +195,8 @@ Value ElementEvaluator::compute(OpResult result) {
   auto v = [&](Value x) { return value(x); };
   Value r =
       llvm::TypeSwitch<Operation *, Value>(op)
-          .Case([&](AddOp o) { return m.fadd(v(o.getLhs()), v(o.getRhs())); })
-          .Case([&](SubOp o) { return m.fsub(v(o.getLhs()), v(o.getRhs())); })
-          .Case([&](MulOp o) { return m.fmul(v(o.getLhs()), v(o.getRhs())); })
-          .Case([&](ScaleOp o) {
-            return m.fmul(v(o.getX()), m.f32c(o.getValue().convertToDouble()));
-          })
           .Case([&](ConvertOp o) { return v(o.getX()); })
           .Case([&](DropoutOp o) { return computeDropout(o); })
-          .Case([&](WhereOp o) {
-            return m.select(v(o.getCond()), v(o.getLhs()), v(o.getRhs()));
-          })
-          .Case([&](GeluOp o) {
-            Value x = v(o.getX());
-            Value half = m.fmul(m.f32c(0.5), x);
-            if (o.getApproximate() == "tanh") {
-              Value cube = m.fmul(m.fmul(x, x), x);
-              Value inner =
-                  m.fmul(m.f32c(kGeluBeta), m.fadd(x, m.fmul(m.f32c(kGeluKappa), cube)));
-              return m.fmul(half, m.fadd(m.f32c(1.0), m.tanh(inner)));
-            }
-            return m.fmul(half,
-                          m.fadd(m.f32c(1.0), m.erf(m.fmul(x, m.f32c(kSqrtHalf)))));
-          })
-          .Case([&](GeluGradOp o) {
-            Value dy = v(o.getDy()), x = v(o.getX());
-            Value one = m.f32c(1.0);
-            Value derivative;
-            if (o.getApproximate() == "tanh") {
-              Value squared = m.fmul(x, x);
-              Value inner = m.fmul(m.f32c(kGeluBeta),
-                                   m.fadd(x, m.fmul(m.f32c(kGeluKappa),
-                                                    m.fmul(squared, x))));
-              Value t = m.tanh(inner);
-              Value left = m.fmul(m.f32c(0.5), x), right = m.fadd(one, t);
-              Value dLeft = m.fmul(m.f32c(0.5), right);
-              Value dRight = m.fmul(
-                  m.fmul(m.fmul(left, m.fsub(one, m.fmul(t, t))), m.f32c(kGeluBeta)),
-                  m.fadd(one, m.fmul(m.f32c(3.0 * kGeluKappa), squared)));
-              derivative = m.fadd(dLeft, dRight);
-            } else {
-              Value cdf = m.fmul(m.f32c(0.5),
-                                 m.fadd(one, m.erf(m.fmul(x, m.f32c(kSqrtHalf)))));
-              Value pdf = m.fmul(m.f32c(kInvSqrt2Pi),
-                                 m.exp(m.fmul(m.f32c(-0.5), m.fmul(x, x))));
-              derivative = m.fadd(cdf, m.fmul(x, pdf));
-            }
-            return m.fmul(dy, derivative);
-          })
-          .Case([&](SiluOp o) {
-            Value x = v(o.getX());
-            return m.fmul(x, m.sigmoid(x));
-          })
-          .Case([&](SiluGradOp o) {
-            Value dy = v(o.getDy()), x = v(o.getX());
-            Value sig = m.sigmoid(x), one = m.f32c(1.0);
-            return m.fmul(m.fmul(dy, sig),
-                          m.fadd(one, m.fmul(x, m.fsub(one, sig))));
-          })
           .Case([&](LayerNormOp o) {
             Value xhat = m.fmul(m.fsub(v(o.getX()), (*s)[0]), (*s)[1]);
             return m.fadd(m.fmul(xhat, v(o.getGamma())), v(o.getBeta()));

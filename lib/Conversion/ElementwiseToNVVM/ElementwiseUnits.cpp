@@ -137,8 +137,9 @@ SmallVector<std::pair<Operation *, std::string>> kernelOps(ModuleOp module) {
     int64_t index = 0;
     for (Operation &op : func.getBody().front()) {
       ++index;
-      if (isa<func::ReturnOp, ReshapeOp, LinearOp, MatmulOp, AttentionOp,
-              AttentionGradOp>(op))
+      // Views run nothing; GEMMs and attention have their own kernels.
+      if (isBufferView(&op) ||
+          isa<func::ReturnOp, LinearOp, MatmulOp, AttentionOp, AttentionGradOp>(op))
         continue;
       if (!isa<WeftDialect>(op.getDialect()) && !isa<arith::ConstantOp>(op))
         continue;

@@ -161,6 +161,11 @@ private:
   int64_t lane = 0;
 };
 
+/// A pointwise op's formula (ScalarFormula.h) as f32 code at one element,
+/// `operands` being its operands' elements (an i1 for a mask).
+mlir::Value lowerFormula(ElementMath &m, const ScalarFormula &formula,
+                         llvm::ArrayRef<mlir::Value> operands);
+
 /// Whether `value` is the new_param of a weft.adamw with param_low: a bf16
 /// high half whose f32 value the evaluator computed bit-exact (stored with
 /// exactBits).

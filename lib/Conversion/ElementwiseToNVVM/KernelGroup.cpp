@@ -35,13 +35,15 @@ bool isKernelElement(Type type) {
 bool isRowOp(Operation *op) { return rowStatCount(op) > 0; }
 
 /// The domain of a single op: getFusionDomain's, else (a pointwise op with a
-/// broadcast operand such as [s, h] + [b, s, h]) its result's shape.
+/// broadcast operand such as [s, h] + [b, s, h]) its non-empty result's
+/// shape.
 std::optional<SmallVector<int64_t>> singleOpDomain(Operation *op) {
   if (auto domain = getFusionDomain(op))
     return domain;
-  if (isa<AddOp, SubOp, MulOp, WhereOp>(op))
+  if (isa<ScalarFormulaOpInterface>(op))
     if (auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-        type && type.hasStaticShape() && type.getRank() > 0)
+        type && type.hasStaticShape() && type.getRank() > 0 &&
+        !llvm::is_contained(type.getShape(), 0))
       return SmallVector<int64_t>(type.getShape());
   return std::nullopt;
 }

@@ -6,7 +6,7 @@
 // splat constant.
 #include "PlanBuilder.h"
 
-#include "weft/Analysis/AttentionPacking.h"
+#include "weft/Dialect/AttentionPacking.h"
 #include "weft/Conversion/ElementwiseKernels.h"
 #include "weft/Dialect/WeftDialect.h"
 
@@ -464,13 +464,9 @@ LogicalResult PlanBuilder::addOp(Operation *op, int64_t index) {
     return op->emitError("cannot plan ")
            << op->getName() << ": weft-build-plan has no kernel for ops of the '"
            << op->getDialect()->getNamespace() << "' dialect";
-  // A reshape is a view of its operand's buffer: nothing to run; so are the
-  // split and concat that packed attention kernels read and write in place.
-  if (isa<ReshapeOp>(op))
-    return success();
-  if (auto split = dyn_cast<SplitOp>(op); split && packedQkvSplit(split))
-    return success();
-  if (auto concat = dyn_cast<ConcatOp>(op); concat && isPackedGradConcat(concat))
+  // A view of its operands' buffer (a reshape, or the split and concat that
+  // packed attention kernels read and write in place): nothing to run.
+  if (isBufferView(op))
     return success();
   if (isa<LinearOp>(op))
     return addLinear(op, index);

@@ -71,4 +71,10 @@ def Weft_AnyTensor : RankedTensorOf<[F64, F32, F16, BF16, I64, I1, I16]>;
 // 0-d i64 tensors: the dropout seed and the optimizer step.
 def Weft_ScalarI64 : 0DTensorOf<[I64]>;
 
+// Every operand and result a static, encoding-free tensor of at most 2^48
+// elements (weft::OpTrait::StaticShapes in WeftDialect.h).
+def Weft_StaticShapes : NativeOpTrait<"StaticShapes"> {
+  let cppNamespace = "::weft::OpTrait";
+}
+
 #endif // WEFT_BASE_TD

@@ -8,7 +8,10 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "weft/Dialect/ScalarFormula.h"
 
 namespace weft {
 /// Elements of a static ranked tensor type (saturating at INT64_MAX), 0 for
@@ -26,6 +29,24 @@ int64_t tensorBytes(mlir::Type type);
 int64_t defaultBytesMoved(mlir::Operation *op);
 /// Sum of result bytes.
 int64_t defaultResultBytes(mlir::Operation *op);
+/// FLOPs of an op without a cost model of its own: its formula's per
+/// element (ScalarFormulaOpInterface) times its result's elements; 0 for
+/// any other op.
+int64_t defaultFlops(mlir::Operation *op);
+/// Every tensor operand and result has a static shape, no encoding and at
+/// most 2^48 elements (other types are left to the ODS constraints).
+mlir::LogicalResult verifyStaticShapes(mlir::Operation *op);
+
+namespace OpTrait {
+/// The StaticShapes trait every weft op carries.
+template <typename ConcreteType>
+class StaticShapes : public mlir::OpTrait::TraitBase<ConcreteType, StaticShapes> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyStaticShapes(op);
+  }
+};
+} // namespace OpTrait
 } // namespace weft
 
 #include "weft/Dialect/WeftDialect.h.inc"
@@ -36,19 +57,23 @@ int64_t defaultResultBytes(mlir::Operation *op);
 
 namespace weft {
 /// The iteration domain `[..., n]` of an op that may join a `weft.fused`
-/// group (WeftFused.cpp): a pointwise op, a norm, a last-dim softmax, a
-/// cross-entropy or an AdamW update, each of whose tensor operands
-/// broadcasts onto the domain (NumPy: `[n]`, 0-d, `[1, 1, 1]`, size-1 dims
-/// in between) or holds one value per row `[...]`.
+/// group (WeftFused.cpp): a FusionOpInterface op (pointwise, a norm, a
+/// last-dim softmax, a cross-entropy, an AdamW update) each of whose tensor
+/// operands broadcasts onto the domain (NumPy: `[n]`, 0-d, `[1, 1, 1]`,
+/// size-1 dims in between) or holds one value per row `[...]`.
 /// nullopt for every other op.
 std::optional<llvm::SmallVector<int64_t>> getFusionDomain(mlir::Operation *op);
 
 /// How many f32 row statistics the GPU row kernels keep per row of `op`
-/// (0 for pointwise ops).
+/// (FusionOpInterface; 0 for pointwise ops and ops that do not fuse).
 int64_t rowStatCount(mlir::Operation *op);
 /// Whether `value` is a [cols] norm-weight gradient summed over rows
-/// (layer_norm_grad's dgamma / dbeta, rms_norm_grad's dgamma).
+/// (FusionOpInterface: layer_norm_grad's dgamma / dbeta, rms_norm_grad's
+/// dgamma).
 bool isColumnSum(mlir::Value value);
+/// Whether `op` is a view of its operands' buffer that runs nothing
+/// (BufferViewOpInterface: a reshape, a packed qkv split or gradient concat).
+bool isBufferView(mlir::Operation *op);
 
 /// Where the GPU kernels of an op or weft.fused group with column sums keep
 /// the row statistics (f32 [statCount][rows]) and, with chunks > 1, each

@@ -12,8 +12,11 @@ def Weft_CostOpInterface : OpInterface<"CostOpInterface"> {
     functions count 1 each. Bytes are what an unfused kernel reads and writes.
   }];
   let methods = [
-    InterfaceMethod<"Floating-point operations of one execution.",
-      "int64_t", "getFlops", (ins)>,
+    InterfaceMethod<"Floating-point operations of one execution (by default "
+      "a pointwise op's formula per result element).",
+      "int64_t", "getFlops", (ins), [{}], [{
+        return ::weft::defaultFlops($_op.getOperation());
+      }]>,
     InterfaceMethod<"Bytes read and written by an unfused kernel.",
       "int64_t", "getBytesMoved", (ins), [{}], [{
         return ::weft::defaultBytesMoved($_op.getOperation());
@@ -39,6 +42,60 @@ def Weft_MemoryOpInterface : OpInterface<"MemoryOpInterface"> {
       [{}], [{ return ::weft::defaultResultBytes($_op.getOperation()); }]>,
     InterfaceMethod<"Bytes of scratch memory live during the op only.",
       "int64_t", "getWorkspaceBytes", (ins), [{}], [{ return 0; }]>,
+  ];
+}
+
+def Weft_ScalarFormulaOpInterface : OpInterface<"ScalarFormulaOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    A pointwise op whose result element is a formula of its operands'
+    elements at the same (NumPy-broadcast) index: add, mul, gelu, tanh, ...
+    The formula (ScalarFormula.h) is written once, in ScalarFormulas.cpp;
+    the reference interpreter evaluates it in float64 and the GPU element
+    evaluator lowers it, so neither switches on the op.
+  }];
+  let methods = [
+    InterfaceMethod<[{Builds the result element from `formula.operand(i)`,
+      operand i's element, and returns it.}],
+      "::weft::Scalar", "buildFormula", (ins "::weft::ScalarFormula &":$formula)>,
+  ];
+}
+
+def Weft_FusionOpInterface : OpInterface<"FusionOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    An op that may join a `weft.fused` group: it iterates over one domain
+    `[..., n]` (the shape of its anchor value) and reads each operand at an
+    index that a row-wise kernel can form. Row ops (norms, softmax, losses)
+    keep f32 statistics per row; norm gradients also sum some results over
+    the rows (dgamma, dbeta).
+  }];
+  let methods = [
+    InterfaceMethod<[{The value whose shape is the iteration domain, or null
+      when this instance cannot be fused (a softmax over another dim).}],
+      "::mlir::Value", "getFusionAnchor", (ins), [{}], [{
+        return $_op->getResult(0);
+      }]>,
+    InterfaceMethod<"f32 statistics the row kernels keep per row (0: pointwise).",
+      "int64_t", "getRowStatCount", (ins), [{}], [{ return 0; }]>,
+    InterfaceMethod<"Whether result `index` is a [n] sum over the rows.",
+      "bool", "isColumnSumResult", (ins "unsigned":$index), [{}],
+      [{ return false; }]>,
+  ];
+}
+
+def Weft_BufferViewOpInterface : OpInterface<"BufferViewOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    An op whose results are views of its operands' memory: every tensor
+    operand and result of the op share one buffer, and nothing runs. A
+    reshape always is; a split of a packed qkv projection and the concat
+    of its gradients are when the attention kernels read and write them in
+    place (AttentionPacking.cpp).
+  }];
+  let methods = [
+    InterfaceMethod<"Whether this instance is a view (nothing runs).",
+      "bool", "isBufferView", (ins), [{}], [{ return true; }]>,
   ];
 }
 

@@ -5,17 +5,28 @@
 
 include "weft/Dialect/WeftBase.td"
 include "weft/Dialect/WeftInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 
+// Every weft op: static shapes (the StaticShapes trait verifies them), no
+// side effects, a cost and a memory model. `costOverrides` are the cost
+// methods the op implements itself (WeftCost.cpp); a pointwise op with a
+// formula may leave getFlops to the formula.
 class Weft_Op<string mnemonic, list<Trait> traits = [],
-              list<string> memoryOverrides = []>
-    : Op<Weft_Dialect, mnemonic, !listconcat(traits, [Pure,
-        DeclareOpInterfaceMethods<Weft_CostOpInterface, ["getFlops"]>,
+              list<string> memoryOverrides = [],
+              list<string> costOverrides = ["getFlops"]>
+    : Op<Weft_Dialect, mnemonic, !listconcat(traits, [Pure, Weft_StaticShapes,
+        DeclareOpInterfaceMethods<Weft_CostOpInterface, costOverrides>,
         DeclareOpInterfaceMethods<Weft_MemoryOpInterface, memoryOverrides>])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
+
+// A pointwise op with a formula (ScalarFormulas.cpp) that fusion may group.
+defvar Weft_FormulaTraits = [
+    DeclareOpInterfaceMethods<Weft_ScalarFormulaOpInterface>,
+    Weft_FusionOpInterface];
 
 //===----------------------------------------------------------------------===//
 // GEMMs
@@ -113,7 +124,9 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> 
 // Normalization, activations, softmax
 //===----------------------------------------------------------------------===//
 
-def Weft_LayerNormOp : Weft_Op<"layer_norm"> {
+def Weft_LayerNormOp : Weft_Op<"layer_norm",
+    [DeclareOpInterfaceMethods<Weft_FusionOpInterface,
+                               ["getFusionAnchor", "getRowStatCount"]>]> {
   let summary = "LayerNorm over the last dimension";
   let description = [{
     `x` is `[..., n]`, `gamma` and `beta` are `[n]`. Statistics in f32 (f64 in
@@ -128,7 +141,9 @@ def Weft_LayerNormOp : Weft_Op<"layer_norm"> {
   let results = (outs Weft_FloatTensor:$y);
 }
 
-def Weft_LayerNormGradOp : Weft_Op<"layer_norm_grad"> {
+def Weft_LayerNormGradOp : Weft_Op<"layer_norm_grad",
+    [DeclareOpInterfaceMethods<Weft_FusionOpInterface,
+        ["getFusionAnchor", "getRowStatCount", "isColumnSumResult"]>]> {
   let summary = "gradient of layer_norm: (dx, dgamma, dbeta) from (dy, x, gamma)";
   let description = [{
     Recomputes the row statistics from `x`.
@@ -143,7 +158,9 @@ def Weft_LayerNormGradOp : Weft_Op<"layer_norm_grad"> {
                       Weft_FloatTensor:$dbeta);
 }
 
-def Weft_RmsNormOp : Weft_Op<"rms_norm"> {
+def Weft_RmsNormOp : Weft_Op<"rms_norm",
+    [DeclareOpInterfaceMethods<Weft_FusionOpInterface,
+                               ["getFusionAnchor", "getRowStatCount"]>]> {
   let summary = "RMSNorm over the last dimension (LLaMA)";
   let description = [{
     `y = x / sqrt(mean(x^2) + eps) * gamma`, `gamma` is `[n]`.
@@ -156,7 +173,9 @@ def Weft_RmsNormOp : Weft_Op<"rms_norm"> {
   let results = (outs Weft_FloatTensor:$y);
 }
 
-def Weft_RmsNormGradOp : Weft_Op<"rms_norm_grad"> {
+def Weft_RmsNormGradOp : Weft_Op<"rms_norm_grad",
+    [DeclareOpInterfaceMethods<Weft_FusionOpInterface,
+        ["getFusionAnchor", "getRowStatCount", "isColumnSumResult"]>]> {
   let summary = "gradient of rms_norm: (dx, dgamma) from (dy, x, gamma)";
   let description = [{
     ```mlir
@@ -169,7 +188,10 @@ def Weft_RmsNormGradOp : Weft_Op<"rms_norm_grad"> {
   let results = (outs Weft_FloatTensor:$dx, Weft_FloatTensor:$dgamma);
 }
 
-def Weft_SoftmaxOp : Weft_Op<"softmax"> {
+def Weft_SoftmaxOp : Weft_Op<"softmax",
+    [SameOperandsAndResultType,
+     DeclareOpInterfaceMethods<Weft_FusionOpInterface,
+                               ["getFusionAnchor", "getRowStatCount"]>]> {
   let summary = "softmax along `dim` (negative counts from the end)";
   let description = [{
     ```mlir
@@ -180,7 +202,10 @@ def Weft_SoftmaxOp : Weft_Op<"softmax"> {
   let results = (outs Weft_FloatTensor:$y);
 }
 
-def Weft_SoftmaxGradOp : Weft_Op<"softmax_grad"> {
+def Weft_SoftmaxGradOp : Weft_Op<"softmax_grad",
+    [SameOperandsAndResultType,
+     DeclareOpInterfaceMethods<Weft_FusionOpInterface,
+                               ["getFusionAnchor", "getRowStatCount"]>]> {
   let summary = "dx = y * (dy - sum(dy * y, dim)) from (dy, y)";
   let description = [{
     ```mlir
@@ -192,7 +217,8 @@ def Weft_SoftmaxGradOp : Weft_Op<"softmax_grad"> {
   let results = (outs Weft_FloatTensor:$dx);
 }
 
-def Weft_GeluOp : Weft_Op<"gelu"> {
+def Weft_GeluOp : Weft_Op<"gelu",
+    !listconcat([Elementwise, SameOperandsAndResultType], Weft_FormulaTraits)> {
   let summary = "GELU, exact (erf) or tanh approximation";
   let description = [{
     ```mlir
@@ -204,7 +230,8 @@ def Weft_GeluOp : Weft_Op<"gelu"> {
   let results = (outs Weft_FloatTensor:$y);
 }
 
-def Weft_GeluGradOp : Weft_Op<"gelu_grad"> {
+def Weft_GeluGradOp : Weft_Op<"gelu_grad",
+    !listconcat([Elementwise, SameOperandsAndResultType], Weft_FormulaTraits)> {
   let summary = "dx = dy * gelu'(x)";
   let description = [{
     ```mlir
@@ -216,7 +243,8 @@ def Weft_GeluGradOp : Weft_Op<"gelu_grad"> {
   let results = (outs Weft_FloatTensor:$dx);
 }
 
-def Weft_SiluOp : Weft_Op<"silu"> {
+def Weft_SiluOp : Weft_Op<"silu",
+    !listconcat([Elementwise, SameOperandsAndResultType], Weft_FormulaTraits)> {
   let summary = "x * sigmoid(x)";
   let description = [{
     ```mlir
@@ -225,9 +253,11 @@ def Weft_SiluOp : Weft_Op<"silu"> {
   }];
   let arguments = (ins Weft_FloatTensor:$x);
   let results = (outs Weft_FloatTensor:$y);
+  let hasVerifier = 0;
 }
 
-def Weft_SiluGradOp : Weft_Op<"silu_grad"> {
+def Weft_SiluGradOp : Weft_Op<"silu_grad",
+    !listconcat([Elementwise, SameOperandsAndResultType], Weft_FormulaTraits)> {
   let summary = "dx = dy * silu'(x)";
   let description = [{
     ```mlir
@@ -236,13 +266,15 @@ def Weft_SiluGradOp : Weft_Op<"silu_grad"> {
   }];
   let arguments = (ins Weft_FloatTensor:$dy, Weft_FloatTensor:$x);
   let results = (outs Weft_FloatTensor:$dx);
+  let hasVerifier = 0;
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class Weft_BinaryOp<string mnemonic, string what> : Weft_Op<mnemonic> {
+class Weft_BinaryOp<string mnemonic, string what>
+    : Weft_Op<mnemonic, Weft_FormulaTraits> {
   let summary = what # " with NumPy broadcasting";
   let description = [{
     Shapes broadcast as in NumPy (trailing dimensions aligned, size-1
@@ -259,7 +291,8 @@ def Weft_AddOp : Weft_BinaryOp<"add", "elementwise sum">;
 def Weft_SubOp : Weft_BinaryOp<"sub", "elementwise difference">;
 def Weft_MulOp : Weft_BinaryOp<"mul", "elementwise product">;
 
-def Weft_ScaleOp : Weft_Op<"scale"> {
+def Weft_ScaleOp : Weft_Op<"scale",
+    !listconcat([Elementwise, SameOperandsAndResultType], Weft_FormulaTraits)> {
   let summary = "multiply by a constant";
   let description = [{
     ```mlir
@@ -271,7 +304,7 @@ def Weft_ScaleOp : Weft_Op<"scale"> {
   let hasFolder = 1;
 }
 
-def Weft_DropoutOp : Weft_Op<"dropout"> {
+def Weft_DropoutOp : Weft_Op<"dropout", [Weft_FusionOpInterface]> {
   let summary = "inverted dropout with a counter-based (Philox) mask";
   let description = [{
     Element `i` (row-major global index) is kept when lane `i mod 4` of
@@ -285,7 +318,8 @@ def Weft_DropoutOp : Weft_Op<"dropout"> {
   let results = (outs Weft_FloatTensor:$y);
 }
 
-def Weft_CausalMaskOp : Weft_Op<"causal_mask"> {
+def Weft_CausalMaskOp : Weft_Op<"causal_mask",
+    [SameOperandsAndResultType]> {
   let summary = "fill entries above the diagonal of the last two dims";
   let description = [{
     For `x` of shape `[..., sq, sk]`, entries with column `j > i` become
@@ -302,7 +336,7 @@ def Weft_CausalMaskOp : Weft_Op<"causal_mask"> {
   }];
 }
 
-def Weft_WhereOp : Weft_Op<"where"> {
+def Weft_WhereOp : Weft_Op<"where", Weft_FormulaTraits> {
   let summary = "select lhs where cond is true, else rhs (broadcasting)";
   let description = [{
     ```mlir
@@ -314,7 +348,7 @@ def Weft_WhereOp : Weft_Op<"where"> {
   let results = (outs Weft_FloatTensor:$result);
 }
 
-def Weft_ConvertOp : Weft_Op<"convert"> {
+def Weft_ConvertOp : Weft_Op<"convert", [Weft_FusionOpInterface]> {
   let summary = "change the element type (round to nearest even)";
   let description = [{
     ```mlir
@@ -324,6 +358,28 @@ def Weft_ConvertOp : Weft_Op<"convert"> {
   let arguments = (ins Weft_FloatTensor:$x);
   let results = (outs Weft_FloatTensor:$y);
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Generic pointwise ops
+//===----------------------------------------------------------------------===//
+
+// A unary pointwise op that is its formula alone: the traits verify it,
+// the formula (ScalarFormulas.cpp) gives its value, FLOPs and GPU code;
+// docs/adding-an-op.md walks through adding one.
+class Weft_UnaryPointwiseOp<string mnemonic, string what>
+    : Weft_Op<mnemonic, !listconcat([Elementwise, SameOperandsAndResultType],
+                                    Weft_FormulaTraits), [], []> {
+  let summary = what # ", elementwise";
+  let description = [{
+    As the PyTorch function of the same name; the result has the type of x.
+    ```mlir
+    %y = weft.}] # mnemonic # [{ %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x);
+  let results = (outs Weft_FloatTensor:$y);
+  let hasVerifier = 0;
 }
 
 //===----------------------------------------------------------------------===//
@@ -346,7 +402,7 @@ class Weft_ReduceOp<string mnemonic, string what> : Weft_Op<mnemonic> {
 def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", "sum">;
 def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean", "mean">;
 
-def Weft_ReshapeOp : Weft_Op<"reshape"> {
+def Weft_ReshapeOp : Weft_Op<"reshape", [Weft_BufferViewOpInterface]> {
   let summary = "row-major reshape to the result type";
   let description = [{
     ```mlir
@@ -370,7 +426,8 @@ def Weft_TransposeOp : Weft_Op<"transpose"> {
   let hasFolder = 1;
 }
 
-def Weft_SplitOp : Weft_Op<"split"> {
+def Weft_SplitOp : Weft_Op<"split",
+    [DeclareOpInterfaceMethods<Weft_BufferViewOpInterface, ["isBufferView"]>]> {
   let summary = "split along `dim` into pieces of `sizes`";
   let description = [{
     ```mlir
@@ -381,7 +438,8 @@ def Weft_SplitOp : Weft_Op<"split"> {
   let results = (outs Variadic<Weft_AnyTensor>:$pieces);
 }
 
-def Weft_ConcatOp : Weft_Op<"concat"> {
+def Weft_ConcatOp : Weft_Op<"concat",
+    [DeclareOpInterfaceMethods<Weft_BufferViewOpInterface, ["isBufferView"]>]> {
   let summary = "concatenate along `dim`";
   let description = [{
     ```mlir
@@ -419,7 +477,9 @@ def Weft_EmbeddingGradOp : Weft_Op<"embedding_grad"> {
   let results = (outs Weft_FloatTensor:$dtable);
 }
 
-def Weft_CrossEntropyOp : Weft_Op<"cross_entropy"> {
+def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
+    [DeclareOpInterfaceMethods<Weft_FusionOpInterface,
+                               ["getFusionAnchor", "getRowStatCount"]>]> {
   let summary = "mean softmax cross-entropy of logits [..., V] against labels [...]";
   let description = [{
     The result is a 0-d tensor: the mean over all label positions, computed
@@ -432,7 +492,9 @@ def Weft_CrossEntropyOp : Weft_Op<"cross_entropy"> {
   let results = (outs 0DTensorOf<[F64, F32, F16, BF16]>:$loss);
 }
 
-def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad"> {
+def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
+    [DeclareOpInterfaceMethods<Weft_FusionOpInterface,
+                               ["getFusionAnchor", "getRowStatCount"]>]> {
   let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
   let description = [{
     ```mlir
@@ -460,7 +522,8 @@ def Weft_RopeOp : Weft_Op<"rope"> {
   let results = (outs Weft_FloatTensor:$y);
 }
 
-def Weft_AdamWOp : Weft_Op<"adamw"> {
+def Weft_AdamWOp : Weft_Op<"adamw",
+    [DeclareOpInterfaceMethods<Weft_FusionOpInterface, ["getFusionAnchor"]>]> {
   let summary = "one AdamW update of a parameter and its two moments";
   let description = [{
     As `torch.optim.AdamW` (not amsgrad): with `t = step` (0-d i64, from 1),

@@ -1,7 +1,7 @@
 // Which splits and concats around seq-major attention are views of one packed
 // tensor (see AttentionPacking.h): pure matching on the IR, shared by
 // liveness (one buffer) and the plan builder (no kernel, packed kernels).
-#include "weft/Analysis/AttentionPacking.h"
+#include "weft/Dialect/AttentionPacking.h"
 
 using namespace mlir;
 using namespace weft;

@@ -5,8 +5,8 @@
 // SeqMajor, packedQkv / packedGrads), so the split and the concat are views
 // that run nothing. Liveness gives them one buffer; the plan builder skips
 // them and tells the kernels.
-#ifndef WEFT_ANALYSIS_ATTENTIONPACKING_H
-#define WEFT_ANALYSIS_ATTENTIONPACKING_H
+#ifndef WEFT_DIALECT_ATTENTIONPACKING_H
+#define WEFT_DIALECT_ATTENTIONPACKING_H
 
 #include "weft/Dialect/WeftDialect.h"
 
@@ -46,4 +46,4 @@ bool isPackedGradConcat(ConcatOp concat);
 
 } // namespace weft
 
-#endif // WEFT_ANALYSIS_ATTENTIONPACKING_H
+#endif // WEFT_DIALECT_ATTENTIONPACKING_H
