@@ -179,6 +179,19 @@ struct RmsNormGradient : GradientRule<RmsNormGradient, RmsNormOp> {
   }
 };
 
+/// y = tanh(x): dx = dy (1 - y^2), as dy - dy y y (the forward's y).
+struct TanhGradient : GradientRule<TanhGradient, TanhOp> {
+  static LogicalResult build(TanhOp op, GradientState &state) {
+    OpBuilder &builder = state.getBuilder();
+    Value dy = state.getGradient(op.getY()), y = op.getY();
+    Value dyY = MulOp::create(builder, state.getLoc(), dy.getType(), dy, y);
+    Value dyYY = MulOp::create(builder, state.getLoc(), dy.getType(), dyY, y);
+    state.accumulate(op.getX(),
+                     SubOp::create(builder, state.getLoc(), dy.getType(), dy, dyYY));
+    return success();
+  }
+};
+
 } // namespace
 
 void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
@@ -196,5 +209,6 @@ void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
     SoftmaxOp::attachInterface<SoftmaxGradient>(*context);
     LayerNormOp::attachInterface<LayerNormGradient>(*context);
     RmsNormOp::attachInterface<RmsNormGradient>(*context);
+    TanhOp::attachInterface<TanhGradient>(*context);
   });
 }

@@ -54,4 +54,5 @@ POINTWISE = {
     "gelu_grad": Pointwise(_derivative(_gelu), 2, variants=GELU_VARIANTS, differentiable=False),
     "silu": Pointwise(F.silu, 1),
     "silu_grad": Pointwise(_derivative(F.silu), 2, differentiable=False),
+    "tanh": Pointwise(torch.tanh, 1),
 }

@@ -114,3 +114,5 @@ int64_t weft::defaultFlops(mlir::Operation *op) {
 //===----------------------------------------------------------------------===//
 // Generic pointwise ops (Weft_UnaryPointwiseOp)
 //===----------------------------------------------------------------------===//
+
+Scalar TanhOp::buildFormula(ScalarFormula &f) { return f.tanh(f.operand(0)); }

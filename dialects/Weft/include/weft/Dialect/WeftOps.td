@@ -382,6 +382,8 @@ class Weft_UnaryPointwiseOp<string mnemonic, string what>
   let hasVerifier = 0;
 }
 
+def Weft_TanhOp : Weft_UnaryPointwiseOp<"tanh", "hyperbolic tangent">;
+
 //===----------------------------------------------------------------------===//
 // Reductions and shapes
 //===----------------------------------------------------------------------===//

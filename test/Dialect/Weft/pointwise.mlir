@@ -1,0 +1,28 @@
+// The generic pointwise ops (Weft_UnaryPointwiseOp): round trip in the custom
+// and the generic form, the traits that are their verifier, and their
+// formulas as weft-test-print-formulas prints them.
+// RUN: weft-opt %s --split-input-file | weft-opt | FileCheck %s
+// RUN: weft-opt %s --split-input-file --mlir-print-op-generic | weft-opt | FileCheck %s
+// RUN: weft-opt %s --split-input-file --verify-diagnostics --weft-test-print-formulas -o /dev/null | FileCheck %s --check-prefix=FORMULA
+
+// CHECK-LABEL: func.func @unary
+// CHECK: weft.tanh %arg0 : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+func.func @unary(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %tanh = weft.tanh %x : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %tanh : tensor<4x8xbf16>
+}
+
+// Each formula as the interpreter evaluates it and the GPU kernels emit it.
+// FORMULA-DAG: formula-op weft.tanh
+// FORMULA: formula of weft.tanh
+// FORMULA-NEXT: %0 = operand 0
+// FORMULA-NEXT: %1 = tanh %0
+// FORMULA-NEXT: return %1
+
+// -----
+
+func.func @tanh_type(%x: tensor<4x8xf32>) -> tensor<4x8xbf16> {
+  // expected-error @+1 {{'weft.tanh' op requires the same type for all operands and results}}
+  %y = weft.tanh %x : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  return %y : tensor<4x8xbf16>
+}
