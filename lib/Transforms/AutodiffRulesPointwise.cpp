@@ -192,6 +192,16 @@ struct TanhGradient : GradientRule<TanhGradient, TanhOp> {
   }
 };
 
+/// y = e^x: dx = dy y (the forward's y).
+struct ExpGradient : GradientRule<ExpGradient, ExpOp> {
+  static LogicalResult build(ExpOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    state.accumulate(op.getX(), MulOp::create(state.getBuilder(), state.getLoc(),
+                                              dy.getType(), dy, op.getY()));
+    return success();
+  }
+};
+
 } // namespace
 
 void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
@@ -210,5 +220,6 @@ void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
     LayerNormOp::attachInterface<LayerNormGradient>(*context);
     RmsNormOp::attachInterface<RmsNormGradient>(*context);
     TanhOp::attachInterface<TanhGradient>(*context);
+    ExpOp::attachInterface<ExpGradient>(*context);
   });
 }

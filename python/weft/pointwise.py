@@ -55,4 +55,5 @@ POINTWISE = {
     "silu": Pointwise(F.silu, 1),
     "silu_grad": Pointwise(_derivative(F.silu), 2, differentiable=False),
     "tanh": Pointwise(torch.tanh, 1),
+    "exp": Pointwise(torch.exp, 1),
 }

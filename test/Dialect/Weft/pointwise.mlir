@@ -7,16 +7,23 @@
 
 // CHECK-LABEL: func.func @unary
 // CHECK: weft.tanh %arg0 : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+// CHECK: weft.exp %{{.*}} : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
 func.func @unary(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
   %tanh = weft.tanh %x : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
-  return %tanh : tensor<4x8xbf16>
+  %exp = weft.exp %tanh : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %exp : tensor<4x8xbf16>
 }
 
 // Each formula as the interpreter evaluates it and the GPU kernels emit it.
 // FORMULA-DAG: formula-op weft.tanh
+// FORMULA-DAG: formula-op weft.exp
 // FORMULA: formula of weft.tanh
 // FORMULA-NEXT: %0 = operand 0
 // FORMULA-NEXT: %1 = tanh %0
+// FORMULA-NEXT: return %1
+// FORMULA: formula of weft.exp
+// FORMULA-NEXT: %0 = operand 0
+// FORMULA-NEXT: %1 = exp %0
 // FORMULA-NEXT: return %1
 
 // -----
@@ -25,4 +32,12 @@ func.func @tanh_type(%x: tensor<4x8xf32>) -> tensor<4x8xbf16> {
   // expected-error @+1 {{'weft.tanh' op requires the same type for all operands and results}}
   %y = weft.tanh %x : (tensor<4x8xf32>) -> tensor<4x8xbf16>
   return %y : tensor<4x8xbf16>
+}
+
+// -----
+
+func.func @exp_shape(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'weft.exp' op requires the same type for all operands and results}}
+  %y = weft.exp %x : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
 }

@@ -384,6 +384,8 @@ class Weft_UnaryPointwiseOp<string mnemonic, string what>
 
 def Weft_TanhOp : Weft_UnaryPointwiseOp<"tanh", "hyperbolic tangent">;
 
+def Weft_ExpOp : Weft_UnaryPointwiseOp<"exp", "exponential, e^x">;
+
 //===----------------------------------------------------------------------===//
 // Reductions and shapes
 //===----------------------------------------------------------------------===//
