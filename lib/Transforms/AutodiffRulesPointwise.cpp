@@ -202,6 +202,19 @@ struct ExpGradient : GradientRule<ExpGradient, ExpOp> {
   }
 };
 
+/// y = x^(-1/2): dx = -dy y^3 / 2 (the forward's y).
+struct RsqrtGradient : GradientRule<RsqrtGradient, RsqrtOp> {
+  static LogicalResult build(RsqrtOp op, GradientState &state) {
+    OpBuilder &builder = state.getBuilder();
+    Value dy = state.getGradient(op.getY()), y = op.getY();
+    Value cube = MulOp::create(builder, state.getLoc(), dy.getType(),
+                               MulOp::create(builder, state.getLoc(), dy.getType(), y, y), y);
+    Value product = MulOp::create(builder, state.getLoc(), dy.getType(), dy, cube);
+    state.accumulate(op.getX(), scaled(state, product, -0.5));
+    return success();
+  }
+};
+
 } // namespace
 
 void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
@@ -221,5 +234,6 @@ void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
     RmsNormOp::attachInterface<RmsNormGradient>(*context);
     TanhOp::attachInterface<TanhGradient>(*context);
     ExpOp::attachInterface<ExpGradient>(*context);
+    RsqrtOp::attachInterface<RsqrtGradient>(*context);
   });
 }

@@ -56,4 +56,5 @@ POINTWISE = {
     "silu_grad": Pointwise(_derivative(F.silu), 2, differentiable=False),
     "tanh": Pointwise(torch.tanh, 1),
     "exp": Pointwise(torch.exp, 1),
+    "rsqrt": Pointwise(torch.rsqrt, 1, low=0.1, high=4.0),
 }

@@ -118,3 +118,5 @@ int64_t weft::defaultFlops(mlir::Operation *op) {
 Scalar TanhOp::buildFormula(ScalarFormula &f) { return f.tanh(f.operand(0)); }
 
 Scalar ExpOp::buildFormula(ScalarFormula &f) { return f.exp(f.operand(0)); }
+
+Scalar RsqrtOp::buildFormula(ScalarFormula &f) { return f.rsqrt(f.operand(0)); }

@@ -8,15 +8,18 @@
 // CHECK-LABEL: func.func @unary
 // CHECK: weft.tanh %arg0 : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
 // CHECK: weft.exp %{{.*}} : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+// CHECK: weft.rsqrt %{{.*}} : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
 func.func @unary(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
   %tanh = weft.tanh %x : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
   %exp = weft.exp %tanh : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
-  return %exp : tensor<4x8xbf16>
+  %rsqrt = weft.rsqrt %exp : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %rsqrt : tensor<4x8xbf16>
 }
 
 // Each formula as the interpreter evaluates it and the GPU kernels emit it.
 // FORMULA-DAG: formula-op weft.tanh
 // FORMULA-DAG: formula-op weft.exp
+// FORMULA-DAG: formula-op weft.rsqrt
 // FORMULA: formula of weft.tanh
 // FORMULA-NEXT: %0 = operand 0
 // FORMULA-NEXT: %1 = tanh %0
@@ -24,6 +27,10 @@ func.func @unary(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
 // FORMULA: formula of weft.exp
 // FORMULA-NEXT: %0 = operand 0
 // FORMULA-NEXT: %1 = exp %0
+// FORMULA-NEXT: return %1
+// FORMULA: formula of weft.rsqrt
+// FORMULA-NEXT: %0 = operand 0
+// FORMULA-NEXT: %1 = rsqrt %0
 // FORMULA-NEXT: return %1
 
 // -----
@@ -40,4 +47,12 @@ func.func @exp_shape(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
   // expected-error @+1 {{'weft.exp' op requires the same type for all operands and results}}
   %y = weft.exp %x : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return %y : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @rsqrt_dynamic(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'weft.rsqrt' op expects static shapes, operand #0 is 'tensor<?x8xf32>'}}
+  %y = weft.rsqrt %x : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
 }

@@ -386,6 +386,8 @@ def Weft_TanhOp : Weft_UnaryPointwiseOp<"tanh", "hyperbolic tangent">;
 
 def Weft_ExpOp : Weft_UnaryPointwiseOp<"exp", "exponential, e^x">;
 
+def Weft_RsqrtOp : Weft_UnaryPointwiseOp<"rsqrt", "reciprocal square root, 1/sqrt(x)">;
+
 //===----------------------------------------------------------------------===//
 // Reductions and shapes
 //===----------------------------------------------------------------------===//
