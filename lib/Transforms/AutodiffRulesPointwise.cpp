@@ -215,6 +215,15 @@ struct RsqrtGradient : GradientRule<RsqrtGradient, RsqrtOp> {
   }
 };
 
+/// y = -x: dx = -dy.
+struct NegGradient : GradientRule<NegGradient, NegOp> {
+  static LogicalResult build(NegOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    state.accumulate(op.getX(), NegOp::create(state.getBuilder(), state.getLoc(), dy));
+    return success();
+  }
+};
+
 } // namespace
 
 void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
@@ -235,5 +244,6 @@ void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
     TanhOp::attachInterface<TanhGradient>(*context);
     ExpOp::attachInterface<ExpGradient>(*context);
     RsqrtOp::attachInterface<RsqrtGradient>(*context);
+    NegOp::attachInterface<NegGradient>(*context);
   });
 }

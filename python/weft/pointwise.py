@@ -57,4 +57,5 @@ POINTWISE = {
     "tanh": Pointwise(torch.tanh, 1),
     "exp": Pointwise(torch.exp, 1),
     "rsqrt": Pointwise(torch.rsqrt, 1, low=0.1, high=4.0),
+    "neg": Pointwise(torch.neg, 1),
 }

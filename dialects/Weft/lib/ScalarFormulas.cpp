@@ -120,3 +120,5 @@ Scalar TanhOp::buildFormula(ScalarFormula &f) { return f.tanh(f.operand(0)); }
 Scalar ExpOp::buildFormula(ScalarFormula &f) { return f.exp(f.operand(0)); }
 
 Scalar RsqrtOp::buildFormula(ScalarFormula &f) { return f.rsqrt(f.operand(0)); }
+
+Scalar NegOp::buildFormula(ScalarFormula &f) { return f.neg(f.operand(0)); }

@@ -388,6 +388,8 @@ def Weft_ExpOp : Weft_UnaryPointwiseOp<"exp", "exponential, e^x">;
 
 def Weft_RsqrtOp : Weft_UnaryPointwiseOp<"rsqrt", "reciprocal square root, 1/sqrt(x)">;
 
+def Weft_NegOp : Weft_UnaryPointwiseOp<"neg", "negation, -x">;
+
 //===----------------------------------------------------------------------===//
 // Reductions and shapes
 //===----------------------------------------------------------------------===//
