@@ -72,9 +72,9 @@ def Weft_AnyTensor : RankedTensorOf<[F64, F32, F16, BF16, I64, I1, I16]>;
 def Weft_ScalarI64 : 0DTensorOf<[I64]>;
 
 // Every operand and result a static, encoding-free tensor of at most 2^48
-// elements (weft::OpTrait::StaticShapes in WeftDialect.h).
+// elements (weft::trait::StaticShapes in WeftDialect.h).
 def Weft_StaticShapes : NativeOpTrait<"StaticShapes"> {
-  let cppNamespace = "::weft::OpTrait";
+  let cppNamespace = "::weft::trait";
 }
 
 #endif // WEFT_BASE_TD

@@ -37,7 +37,7 @@ int64_t defaultFlops(mlir::Operation *op);
 /// most 2^48 elements (other types are left to the ODS constraints).
 mlir::LogicalResult verifyStaticShapes(mlir::Operation *op);
 
-namespace OpTrait {
+namespace trait {
 /// The StaticShapes trait every weft op carries.
 template <typename ConcreteType>
 class StaticShapes : public mlir::OpTrait::TraitBase<ConcreteType, StaticShapes> {
@@ -46,7 +46,7 @@ public:
     return verifyStaticShapes(op);
   }
 };
-} // namespace OpTrait
+} // namespace trait
 } // namespace weft
 
 #include "weft/Dialect/WeftDialect.h.inc"
