@@ -677,7 +677,7 @@ func.func @softmax_rank0(%x: tensor<f32>) {
 // -----
 
 func.func @softmax_type(%x: tensor<4x8xf32>) {
-  // expected-error @+1 {{'weft.softmax' op expects result ('tensor<4x8xbf16>') to have the type of x ('tensor<4x8xf32>')}}
+  // expected-error @+1 {{'weft.softmax' op requires the same type for all operands and results}}
   %0 = weft.softmax %x : (tensor<4x8xf32>) -> tensor<4x8xbf16>
   return
 }
@@ -693,7 +693,7 @@ func.func @softmax_grad_dim(%dy: tensor<4x8xf32>, %y: tensor<4x8xf32>) {
 // -----
 
 func.func @softmax_grad_type(%dy: tensor<8x4xf32>, %y: tensor<4x8xf32>) {
-  // expected-error @+1 {{'weft.softmax_grad' op expects dy ('tensor<8x4xf32>') to have the type of y ('tensor<4x8xf32>')}}
+  // expected-error @+1 {{'weft.softmax_grad' op requires the same type for all operands and results}}
   %0 = weft.softmax_grad %dy, %y : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return
 }
@@ -701,7 +701,7 @@ func.func @softmax_grad_type(%dy: tensor<8x4xf32>, %y: tensor<4x8xf32>) {
 // -----
 
 func.func @softmax_grad_result(%dy: tensor<4x8xf32>, %y: tensor<4x8xf32>) {
-  // expected-error @+1 {{'weft.softmax_grad' op expects dx ('tensor<4x8xf16>') to have the type of y ('tensor<4x8xf32>')}}
+  // expected-error @+1 {{'weft.softmax_grad' op requires the same type for all operands and results}}
   %0 = weft.softmax_grad %dy, %y : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf16>
   return
 }
@@ -717,7 +717,7 @@ func.func @gelu_approximate(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @gelu_type(%x: tensor<4x8xf32>) {
-  // expected-error @+1 {{'weft.gelu' op expects result ('tensor<8x4xf32>') to have the type of x ('tensor<4x8xf32>')}}
+  // expected-error @+1 {{'weft.gelu' op all non-scalar operands/results must have the same shape and base type}}
   %0 = weft.gelu %x : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return
 }
@@ -733,7 +733,7 @@ func.func @gelu_grad_approximate(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) {
 // -----
 
 func.func @gelu_grad_type(%dy: tensor<4x8xf16>, %x: tensor<4x8xf32>) {
-  // expected-error @+1 {{'weft.gelu_grad' op expects dy ('tensor<4x8xf16>') to have the type of x ('tensor<4x8xf32>')}}
+  // expected-error @+1 {{'weft.gelu_grad' op requires the same type for all operands and results}}
   %0 = weft.gelu_grad %dy, %x : (tensor<4x8xf16>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return
 }
@@ -741,7 +741,7 @@ func.func @gelu_grad_type(%dy: tensor<4x8xf16>, %x: tensor<4x8xf32>) {
 // -----
 
 func.func @silu_type(%x: tensor<4x8xf32>) {
-  // expected-error @+1 {{'weft.silu' op expects result ('tensor<4x8xf64>') to have the type of x ('tensor<4x8xf32>')}}
+  // expected-error @+1 {{'weft.silu' op requires the same type for all operands and results}}
   %0 = weft.silu %x : (tensor<4x8xf32>) -> tensor<4x8xf64>
   return
 }
@@ -749,7 +749,7 @@ func.func @silu_type(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @silu_grad_type(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) {
-  // expected-error @+1 {{'weft.silu_grad' op expects dx ('tensor<4x1xf32>') to have the type of x ('tensor<4x8xf32>')}}
+  // expected-error @+1 {{'weft.silu_grad' op all non-scalar operands/results must have the same shape and base type}}
   %0 = weft.silu_grad %dy, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x1xf32>
   return
 }
@@ -794,7 +794,7 @@ func.func @scale_value(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @scale_type(%x: tensor<4x8xf32>) {
-  // expected-error @+1 {{'weft.scale' op expects result ('tensor<4x8xbf16>') to have the type of x ('tensor<4x8xf32>')}}
+  // expected-error @+1 {{'weft.scale' op requires the same type for all operands and results}}
   %0 = weft.scale %x {value = 2.0 : f64} : (tensor<4x8xf32>) -> tensor<4x8xbf16>
   return
 }
@@ -842,7 +842,7 @@ func.func @causal_mask_rank(%x: tensor<8xf32>) {
 // -----
 
 func.func @causal_mask_type(%x: tensor<8x8xf32>) {
-  // expected-error @+1 {{'weft.causal_mask' op expects result ('tensor<8x8xf16>') to have the type of x ('tensor<8x8xf32>')}}
+  // expected-error @+1 {{'weft.causal_mask' op requires the same type for all operands and results}}
   %0 = weft.causal_mask %x : (tensor<8x8xf32>) -> tensor<8x8xf16>
   return
 }

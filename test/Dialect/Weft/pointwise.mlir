@@ -1,8 +1,8 @@
 // The generic pointwise ops (Weft_UnaryPointwiseOp): round trip in the custom
 // and the generic form, the traits that are their verifier, and their
 // formulas as weft-test-print-formulas prints them.
-// RUN: weft-opt %s --split-input-file | weft-opt | FileCheck %s
-// RUN: weft-opt %s --split-input-file --mlir-print-op-generic | weft-opt | FileCheck %s
+// RUN: weft-opt %s --split-input-file --verify-diagnostics | weft-opt | FileCheck %s
+// RUN: weft-opt %s --split-input-file --verify-diagnostics --mlir-print-op-generic | weft-opt | FileCheck %s
 // RUN: weft-opt %s --split-input-file --verify-diagnostics --weft-test-print-formulas -o /dev/null | FileCheck %s --check-prefix=FORMULA
 
 // CHECK-LABEL: func.func @unary
@@ -51,7 +51,7 @@ func.func @tanh_type(%x: tensor<4x8xf32>) -> tensor<4x8xbf16> {
 // -----
 
 func.func @exp_shape(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
-  // expected-error @+1 {{'weft.exp' op requires the same type for all operands and results}}
+  // expected-error @+1 {{'weft.exp' op all non-scalar operands/results must have the same shape and base type}}
   %y = weft.exp %x : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return %y : tensor<8x4xf32>
 }
