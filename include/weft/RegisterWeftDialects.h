@@ -13,6 +13,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "weft/Analysis/Passes.h"
+#include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/WeftDialect.h"
 #include "weft/Transforms/Passes.h"
@@ -25,6 +26,9 @@ inline void registerWeftDialects(mlir::DialectRegistry &registry) {
   // What weft-tile-attention's nests are made of.
   registry.insert<mlir::scf::SCFDialect, mlir::linalg::LinalgDialect,
                   mlir::math::MathDialect>();
+  // The target's rules for fused groups (the verifier and the memory model
+  // of weft.fused ask them).
+  registerKernelGroupRules(registry);
 }
 
 /// Upstream passes weft-opt offers alongside Weft's own.

@@ -1,6 +1,7 @@
 // weft-fuse-bias-grad: groups each linear layer's weight-gradient matmul with
 // its bias-gradient reduce_sum into one weft.fused GEMM group, which the plan
 // builder runs as one cuBLASLt GEMM with the bias-gradient epilogue.
+#include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"

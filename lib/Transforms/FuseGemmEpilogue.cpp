@@ -2,6 +2,7 @@
 // the data-gradient matmul with the GELU gradient reading it, into weft.fused
 // GEMM groups the plan builder runs as one cuBLASLt GEMM with a GELU epilogue
 // (GELU_BIAS / GELU_AUX_BIAS forward, DGELU backward).
+#include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"

@@ -3,12 +3,16 @@
 // the group's verifier and its cost as one kernel.
 #include "weft/Dialect/WeftDialect.h"
 
+#include "mlir/Support/TypeID.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace weft;
+
+MLIR_DEFINE_EXPLICIT_TYPE_ID(weft::FusedGroupRulesInterface)
 
 namespace {
 
@@ -53,6 +57,15 @@ std::optional<SmallVector<int64_t>> weft::getFusionDomain(Operation *op) {
       return std::nullopt;
   }
   return SmallVector<int64_t>(domain->begin(), domain->end());
+}
+
+const FusedGroupRulesInterface *weft::getFusedGroupRules(FusedOp op) {
+  return op->getDialect()->getRegisteredInterface<FusedGroupRulesInterface>();
+}
+
+int64_t FusedOp::getWorkspaceBytes() {
+  const FusedGroupRulesInterface *rules = getFusedGroupRules(*this);
+  return rules ? rules->getWorkspaceBytes(*this) : 0;
 }
 
 YieldOp FusedOp::getYield() {
@@ -115,39 +128,11 @@ LogicalResult FusedOp::verifyRegions() {
       return emitOpError("expects yielded value #")
              << i << " to have the type of result #" << i << " ("
              << result.getType() << "), got " << value.getType();
-  // A GEMM group: one cuBLASLt GEMM with the bias-gradient epilogue (named
-  // so, or holding both ops; a lone matmul gets the per-op error below).
-  auto holds = [&](auto isOp) { return llvm::any_of(body.without_terminator(), isOp); };
-  // A GELU GEMM group (named so, or a GEMM holding a gelu / gelu_grad).
-  bool holdsGelu = holds([](Operation &op) { return isa<GeluOp, GeluGradOp>(op); });
-  if (getKind() == kLinearGeluGemmKind || getKind() == kDGeluGemmKind ||
-      (holdsGelu && holds([](Operation &op) { return isa<LinearOp, MatmulOp>(op); }))) {
-    std::string why;
-    std::optional<GeluGemm> gemm = getGeluGemm(*this, &why);
-    if (!gemm)
-      return emitOpError("is not a GELU GEMM group (a linear and its tanh gelu, "
-                         "or dY W and its tanh gelu_grad): ")
-             << why;
-    StringRef kind = gemm->backward ? kDGeluGemmKind : kLinearGeluGemmKind;
-    if (getKind() != kind)
-      return emitOpError("is a GELU GEMM group but has kind '")
-             << getKind() << "', expected '" << kind << "'";
-    return success();
-  }
-  if (getKind() == kBiasGradGemmKind ||
-      (holds([](Operation &op) { return isa<MatmulOp>(op); }) &&
-       holds([](Operation &op) { return isa<ReduceSumOp>(op); }))) {
-    std::string why;
-    if (!getBiasGradGemm(*this, &why))
-      return emitOpError("is not a bias-"
-                         "gradient GEMM group (dW = dY^T X with db = dY "
-                         "summed over its leading dims): ")
-             << why;
-    if (getKind() != kBiasGradGemmKind)
-      return emitOpError("is a bias-gradient GEMM group but has kind '")
-             << getKind() << "', expected '" << kBiasGradGemmKind << "'";
-    return success();
-  }
+  // A group the target runs as a library call (a GEMM with an epilogue):
+  // the target's rules verify it (registerKernelGroupRules).
+  if (const FusedGroupRulesInterface *rules = getFusedGroupRules(*this))
+    if (rules->isLibraryGroup(*this))
+      return rules->verifyLibraryGroup(*this);
   std::optional<SmallVector<int64_t>> domain;
   Operation *first = nullptr;
   for (Operation &op : body.without_terminator()) {

@@ -4,6 +4,7 @@
 #ifndef WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_KERNELGROUP_H
 #define WEFT_LIB_CONVERSION_ELEMENTWISETONVVM_KERNELGROUP_H
 
+#include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/IR/Operation.h"

@@ -4,6 +4,7 @@
 // gradient (reading the pre-activation).
 #include "PlanBuilder.h"
 
+#include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Dialect/WeftDialect.h"
 
 using namespace mlir;

@@ -4,6 +4,7 @@
 #define WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
 
 #include "weft/Analysis/Liveness.h"
+#include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
 
 #include "llvm/ADT/DenseMap.h"

@@ -1,7 +1,7 @@
 // Where the GPU kernels of a norm-weight gradient (dgamma, dbeta summed over
 // rows) keep their f32 row statistics and per-chunk partial sums between
 // launches: in a weft.fused group's workspace, else in a full output of the op.
-#include "weft/Dialect/WeftDialect.h"
+#include "weft/Conversion/KernelGroupRules.h"
 
 #include <algorithm>
 
@@ -73,15 +73,4 @@ std::optional<ColumnSumScratch> weft::getColumnSumScratch(Operation *op) {
   scratch.workspaceBytes =
       4 * (stats + (wanted > 1 ? wanted * scratch.sums * scratch.cols : 0));
   return scratch;
-}
-
-int64_t FusedOp::getWorkspaceBytes() {
-  // A bias-gradient GEMM group runs its matmul's cuBLASLt GEMM.
-  if (std::optional<BiasGradGemm> gemm = getBiasGradGemm(*this))
-    return cast<MatmulOp>(gemm->matmul).getWorkspaceBytes();
-  // So does a GELU GEMM group, its linear's or matmul's.
-  if (std::optional<GeluGemm> gemm = getGeluGemm(*this))
-    return cast<MemoryOpInterface>(gemm->gemm).getWorkspaceBytes();
-  std::optional<ColumnSumScratch> scratch = getColumnSumScratch(*this);
-  return scratch ? scratch->workspaceBytes : 0;
 }

@@ -1,10 +1,10 @@
-// What the GEMM-group rules share (WeftBiasGrad.cpp: matmul + bias gradient;
-// WeftGeluGemm.cpp: GEMM + GELU or its gradient): static tensor types, the
+// What the GEMM-group rules share (BiasGradGemm.cpp: matmul + bias gradient;
+// GeluGemm.cpp: GEMM + GELU or its gradient): static tensor types, the
 // refusal reason, and a weft.fused group's body read back.
-#ifndef WEFT_DIALECTS_WEFT_LIB_GEMMGROUPRULES_H
-#define WEFT_DIALECTS_WEFT_LIB_GEMMGROUPRULES_H
+#ifndef WEFT_LIB_CONVERSION_KERNELGROUPRULES_GEMMGROUPRULES_H
+#define WEFT_LIB_CONVERSION_KERNELGROUPRULES_GEMMGROUPRULES_H
 
-#include "weft/Dialect/WeftDialect.h"
+#include "weft/Conversion/KernelGroupRules.h"
 
 #include <optional>
 #include <string>
@@ -49,4 +49,4 @@ inline std::optional<GroupBody> groupBody(mlir::Operation *op, std::string *why)
 
 } // namespace weft::gemm_rules
 
-#endif // WEFT_DIALECTS_WEFT_LIB_GEMMGROUPRULES_H
+#endif // WEFT_LIB_CONVERSION_KERNELGROUPRULES_GEMMGROUPRULES_H
