@@ -13,14 +13,12 @@ chose (what weft-compile --emit=kernels picks). See bench/README.md.
 """
 import argparse
 import contextlib
-import os
 import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import weft_attention as wa  # noqa: E402
-from weft_attention import ku  # noqa: E402
+from weft.gpu import attention_timing as wa
+from weft.gpu import kernel_units as ku
 
 ANCHORS = ("flash", "cudnn", "flex")
 ANCHOR_TITLES = {"flash": "FA2 (sdpa flash)", "cudnn": "cuDNN (sdpa)", "flex": "FlexAttention"}

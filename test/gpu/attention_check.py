@@ -12,15 +12,11 @@ import threading
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import torch
 
-import torch  # noqa: E402
-
-import attention_reference as ar  # noqa: E402
-import kernel_units as ku  # noqa: E402
-from poison import Poisoned  # noqa: E402
+from weft.gpu import attention_reference as ar
+from weft.gpu import kernel_units as ku
+from weft.gpu.poison import Poisoned
 
 OUTPUTS = ("out", "lse", "delta", "dq", "dk", "dv")
 

@@ -25,14 +25,11 @@ import sys
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from poison import Poisoned  # noqa: E402
-from weft import philox  # noqa: E402
+from weft import philox
+from weft.gpu.poison import Poisoned
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
           "f64": torch.float64, "i64": torch.int64, "bool": torch.bool, "i16": torch.int16}

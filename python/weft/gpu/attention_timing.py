@@ -1,6 +1,6 @@
 """What bench/attention_bench.py and scripts/autotune-attention share: the
 acceptance shapes and FLOP convention of /work/shared/anchors, Weft's units
-(test/gpu/kernel_units.py) turned into timed launches, the sanity check and
+(weft.gpu.kernel_units) turned into timed launches, the sanity check and
 the run's provenance. torch is imported only by the functions that run."""
 import datetime
 import json
@@ -11,12 +11,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for _path in (os.path.join(REPO, "test", "gpu"), os.path.join(REPO, "python")):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-import kernel_units as ku  # noqa: E402
+from weft.gpu import kernel_units as ku
 
 # As the anchors: tokens = batch x seq, heads x head_dim = 2048.
 TOKENS = 16384
