@@ -19,6 +19,7 @@ import traceback
 
 from weft.gpu import attention_timing as wa
 from weft.gpu import kernel_units as ku
+from weft.gpu import results
 
 ANCHORS = ("flash", "cudnn", "flex")
 ANCHOR_TITLES = {"flash": "FA2 (sdpa flash)", "cudnn": "cuDNN (sdpa)", "flex": "FlexAttention"}
@@ -411,8 +412,8 @@ def run(opts, argv):
           f"{len(units)} units", flush=True)
 
     def save():
-        wa.write_json(opts.json, report)
-        wa.write_text(opts.markdown, render_markdown(report))
+        results.write_json(opts.json, report)
+        results.write_text(opts.markdown, render_markdown(report))
 
     for shape in shapes:
         result = {"name": shape.name, "shape": vars(shape),

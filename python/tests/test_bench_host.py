@@ -12,6 +12,7 @@ import pytest
 from script_modules import REPO, load_script
 from weft.gpu import attention_timing as wa
 from weft.gpu import kernel_units as ku
+from weft.gpu import results
 
 ab = load_script("bench/attention_bench.py")
 
@@ -105,7 +106,7 @@ def test_markdown_and_json_writing(tmp_path):
     assert "Weft q128k64 d128-s4096-b4-h16-causal fwdbwd: not timed: dq" in md
     path = tmp_path / "sub" / "bench.json"
     report["results"][0]["weft"][0]["sanity"] = {"out": {"max_abs_err": float("inf")}}
-    wa.write_json(str(path), report)
+    results.write_json(str(path), report)
     back = json.loads(path.read_text())
     assert back["results"][0]["weft"][0]["sanity"]["out"]["max_abs_err"] == "inf"
     assert back["results"][0]["anchors"]["flash"]["fwd"]["ms"] == 2.0

@@ -3,8 +3,6 @@
 backward against a float64 reference, judged against PyTorch SDPA's own error
 in the same dtype, with NaN-poisoned and guarded outputs. See README.md."""
 import argparse
-import json
-import math
 import os
 import re
 import sys
@@ -17,6 +15,7 @@ import torch
 from weft.gpu import attention_reference as ar
 from weft.gpu import kernel_units as ku
 from weft.gpu.poison import Poisoned
+from weft.gpu.results import write_json
 
 OUTPUTS = ("out", "lse", "delta", "dq", "dk", "dv")
 
@@ -306,26 +305,6 @@ def point_line(record):
     for reason in record.get("reasons", []):
         line += f"\n       {reason}"
     return line
-
-
-def finite_or_text(x):
-    """JSON has no inf/NaN: write them as strings."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, dict):
-        return {k: finite_or_text(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [finite_or_text(v) for v in x]
-    return x
-
-
-def write_json(path, report):
-    if not path:
-        return
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(finite_or_text(report), f, indent=1)
-    os.replace(tmp, path)
 
 
 def summarize(records):

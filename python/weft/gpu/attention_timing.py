@@ -3,9 +3,7 @@ acceptance shapes and FLOP convention of /work/shared/anchors, Weft's units
 (weft.gpu.kernel_units) turned into timed launches, the sanity check and
 the run's provenance. torch is imported only by the functions that run."""
 import datetime
-import json
 import math
-import os
 import platform
 import shlex
 import sys
@@ -97,39 +95,6 @@ def provenance(argv=None):
     except ImportError as e:
         info["triton"] = f"unavailable: {e}"
     return info
-
-
-def json_safe(x):
-    """JSON has no inf/NaN: write them as strings."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    return x
-
-
-def write_json(path, obj):
-    """Written whole or not at all (a run cut short keeps the last full file)."""
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(json_safe(obj), f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-def write_text(path, text):
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 # ---- on the device -------------------------------------------------------
