@@ -4,8 +4,8 @@ cuDNN backends, compiled FlexAttention) in one process on the same inputs,
 with triton.testing.do_bench medians as /work/shared/anchors measured them;
 prints TFLOP/s and Weft's ratio to each anchor, writes JSON and markdown.
 
-  bench/attention_bench.py --kernels DIR [--tuning TABLE] [--json OUT.json]
-      [--markdown OUT.md] [--quick] [--deadline SECONDS]
+  PYTHONPATH=python python3 bench/attention_bench.py --kernels DIR [--tuning TABLE]
+      [--json OUT.json] [--markdown OUT.md] [--quick] [--deadline SECONDS]
 
 DIR holds units of weft-compile --emit=kernels (found by their JSON config);
 every configuration in it is timed, or with --tuning only the tiles the table

@@ -1,6 +1,8 @@
 """The 4-block GPT training step of ../shared/anchors (hidden 4096, 32 heads,
 seq 4096, batch 1, bf16, causal, dropout 0, mean-of-squares loss) in Weft at
-three memory budgets, next to PyTorch eager and torch.compile, in one run.
+three memory budgets, next to PyTorch eager and torch.compile, in one run
+(from the checkout's root, with PYTHONPATH=python; phases as below, and
+prepare-gradcheck / gradcheck for the gradient check on the anchor itself).
 
   prepare (here, with the build):  gpt_step_bench.py prepare DIR
       generates the model (python -m weft.models, loss mean_square: the

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """H100 correctness sweep of Weft's flash-attention kernels: forward and
 backward against a float64 reference, judged against PyTorch SDPA's own error
-in the same dtype, with NaN-poisoned and guarded outputs. See README.md."""
+in the same dtype, with NaN-poisoned and guarded outputs. See README.md:
+
+    PYTHONPATH=python python3 test/gpu/attention_check.py --kernels DIR [--json FILE]
+"""
 import argparse
 import os
 import re

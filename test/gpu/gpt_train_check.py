@@ -1,7 +1,8 @@
 """GPU check of the small GPT that trains (scripts/train-gpt, the char_gpt
 preset on examples/data/charlang.txt): Weft's package against PyTorch.
 
-Two phases, so the GPU machine builds nothing:
+Two phases, so the GPU machine builds nothing (from the checkout's root, with
+PYTHONPATH=python; weft.gpu.phases reads the command line):
 
   prepare (here, with the build):  gpt_train_check.py prepare DIR
       writes the char GPT's IR (python/weft/train_gpt.py), compiles its AdamW

@@ -1,6 +1,7 @@
 """End-to-end GPU check of the package runtime (weft-run STEP.weftpkg).
 
-Two phases, so the GPU machine builds nothing:
+Two phases, so the GPU machine builds nothing (from the checkout's root, with
+PYTHONPATH=python; weft.gpu.phases reads the command line):
 
   prepare (here, with the build):  package_check.py prepare DIR
       generates two GPT blocks with python -m weft.models (bf16, dropout 0),
