@@ -20,6 +20,7 @@ import traceback
 from weft.gpu import attention_timing as wa
 from weft.gpu import kernel_units as ku
 from weft.gpu import results
+from weft.gpu.progress import ContextLost, Deadline, add_deadline_option, check_context
 
 ANCHORS = ("flash", "cudnn", "flex")
 ANCHOR_TITLES = {"flash": "FA2 (sdpa flash)", "cudnn": "cuDNN (sdpa)", "flex": "FlexAttention"}
@@ -44,8 +45,7 @@ def parse_args(argv):
     p.add_argument("--head-dims", type=int, nargs="+", default=list(wa.HEAD_DIMS), metavar="D")
     p.add_argument("--dtype", choices=("bf16", "f16"), default="bf16")
     p.add_argument("--no-flex", action="store_true", help="skip FlexAttention (its compiles)")
-    p.add_argument("--deadline", type=float, default=None,
-                   help="seconds; what has not started by then is reported as not run")
+    add_deadline_option(p, "shapes and backends")
     opts = p.parse_args(argv)
     if opts.quick:
         opts.seqs = list(QUICK_SEQS)
@@ -235,18 +235,6 @@ def error_text(e):
     return text[0][:300] if text else type(e).__name__
 
 
-class ContextLost(Exception):
-    pass
-
-
-def check_context():
-    import torch
-    try:
-        torch.cuda.synchronize()
-    except Exception as e:
-        raise ContextLost(error_text(e)) from e
-
-
 def anchor_fn(name, mode, q, k, v, dout, causal, flex=None, block_mask=None):
     """(callable, context) as attention_anchors.py times a backend and mode:
     do_bench runs inside the context (sdpa_kernel picks the SDPA backend)."""
@@ -274,7 +262,7 @@ def anchor_fn(name, mode, q, k, v, dout, causal, flex=None, block_mask=None):
 class Bench:
     def __init__(self, opts, report, groups, tuning):
         self.opts, self.report, self.groups, self.tuning = opts, report, groups, tuning
-        self.start = time.perf_counter()
+        self.deadline = Deadline(opts.deadline)
         self.rt = wa.start_runtime()
         self.cache = wa.UnitCache(self.rt)
         self.lost = None
@@ -282,7 +270,7 @@ class Bench:
     def late(self):
         if self.lost:
             return f"not run: the CUDA context was lost ({self.lost})"
-        if self.opts.deadline is not None and time.perf_counter() - self.start > self.opts.deadline:
+        if self.deadline.passed():
             return f"not run: the --deadline of {self.opts.deadline:g}s passed"
         return None
 
@@ -302,7 +290,7 @@ class Bench:
         try:
             check_context()
         except ContextLost as e:
-            self.lost = str(e)
+            self.lost = error_text(e.__cause__ or e)
 
     def weft_and_sdpa(self, shape, result):
         """Pass 1 of a shape: Weft's variants (checked, then timed), SDPA."""

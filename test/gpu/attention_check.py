@@ -18,13 +18,10 @@ import torch
 from weft.gpu import attention_reference as ar
 from weft.gpu import kernel_units as ku
 from weft.gpu.poison import Poisoned
+from weft.gpu.progress import ContextLost, Deadline, add_deadline_option, check_context
 from weft.gpu.results import write_json
 
 OUTPUTS = ("out", "lse", "delta", "dq", "dk", "dv")
-
-
-class ContextLost(Exception):
-    """The CUDA context is unusable (a sticky error such as an illegal address)."""
 
 
 class Watchdog:
@@ -183,18 +180,6 @@ def variants_for(groups, point):
 
 def layout_of(group):
     return next(iter(group.values())).layout
-
-
-def check_context(device):
-    """Raises ContextLost when the device no longer runs anything."""
-    if torch.device(device).type != "cuda":
-        return
-    try:
-        torch.cuda.synchronize()
-        if torch.ones(1, device=device).add_(1).item() != 2.0:
-            raise RuntimeError("1 + 1 != 2 on the device")
-    except Exception as e:
-        raise ContextLost(str(e)) from e
 
 
 def compare_weft(bufs, views, ref, sdpa_err, dout, lse_tol, ratio_bound):
@@ -467,8 +452,7 @@ def parse_args(argv):
     p.add_argument("--list", action="store_true", help="print the selected points and exit")
     p.add_argument("--sanitize-config", action="store_true",
                    help="one small launch of each unit (for compute-sanitizer)")
-    p.add_argument("--deadline", type=float, default=None,
-                   help="seconds; points not started by then are reported NOT RUN")
+    add_deadline_option(p, "points")
     p.add_argument("--lse-tol", type=float, default=ar.LSE_ABS_TOL)
     p.add_argument("--ratio-bound", type=float, default=ar.RATIO_BOUND)
     p.add_argument("--sdpa-gqa", choices=("auto", "native", "repeat"), default="auto",
@@ -565,7 +549,7 @@ def main(argv=None):
                          "direction": u.direction,
                          "kernels": [vars(k) for k in u.kernels]} for u in units],
               "notes": notes, "points": []}
-    start = time.perf_counter()
+    deadline = Deadline(opts.deadline)
     lost = None
 
     def on_hang(name):
@@ -578,7 +562,7 @@ def main(argv=None):
 
     watchdog = Watchdog(opts.point_timeout, on_hang)
     for i, point in enumerate(points):
-        if lost or (opts.deadline is not None and time.perf_counter() - start > opts.deadline):
+        if lost or deadline.passed():
             why = f"the CUDA context was lost ({lost})" if lost else \
                 f"the {opts.deadline:g}s deadline passed"
             record = {"name": point.name, "point": vars_of(point), "status": "NOT RUN",
@@ -607,7 +591,7 @@ def main(argv=None):
         report["summary"] = summarize(report["points"])
         write_json(opts.json, report)
     summary = summarize(report["points"])
-    summary["wall_seconds"] = time.perf_counter() - start
+    summary["wall_seconds"] = deadline.elapsed()
     report["summary"] = summary
     write_json(opts.json, report)
     print_summary(summary, opts.lse_tol, opts.ratio_bound)

@@ -25,6 +25,7 @@ PYTHONPATH=python; weft.gpu.phases reads the command line):
           is below 75 % of the mean of the first 20.
 Exits 1 on any failure; one PASS/FAIL line per check, DIR/results.json.
 """
+import argparse
 import math
 import os
 import subprocess
@@ -173,13 +174,16 @@ def check(directory, steps):
     return c.finish()
 
 
-def steps_option(parser):
-    parser.add_argument("--steps", type=int, default=300)
+def step_count(text):
+    """--steps: enough for the first and the last COMPARED losses."""
+    steps = int(text)
+    if steps < COMPARED:
+        raise argparse.ArgumentTypeError(f"must be at least {COMPARED}, got {steps}")
+    return steps
 
-    def validate(parser, args):
-        if args.steps < COMPARED:
-            parser.error(f"--steps must be at least {COMPARED}, got {args.steps}")
-    return validate
+
+def steps_option(parser):
+    parser.add_argument("--steps", type=step_count, default=300)
 
 
 if __name__ == "__main__":

@@ -24,12 +24,10 @@ def phase_parser(description, phases):
 
 def run_phases(description, phases, add_options=None, argv=None):
     """Parses the command line and runs its phase: `phases` maps a phase name
-    to a function of the parsed arguments, returning the exit status (None:
-    0); `add_options(parser)` adds the script's options, and may return a
-    function of (parser, args) that checks them."""
+    to a function of the parsed arguments that returns the exit status (None
+    for 0); `add_options(parser)` adds the script's own options."""
     parser = phase_parser(description, phases)
-    validate = add_options(parser) if add_options else None
+    if add_options:
+        add_options(parser)
     args = parser.parse_args(argv)
-    if validate:
-        validate(parser, args)
     return phases[args.phase](args) or 0
