@@ -4,8 +4,8 @@ cuDNN backends, compiled FlexAttention) in one process on the same inputs,
 with triton.testing.do_bench medians as /work/shared/anchors measured them;
 prints TFLOP/s and Weft's ratio to each anchor, writes JSON and markdown.
 
-  bench/attention_bench.py --kernels DIR [--tuning TABLE] [--json OUT.json]
-      [--markdown OUT.md] [--quick] [--deadline SECONDS]
+  PYTHONPATH=python python3 bench/attention_bench.py --kernels DIR [--tuning TABLE]
+      [--json OUT.json] [--markdown OUT.md] [--quick] [--deadline SECONDS]
 
 DIR holds units of weft-compile --emit=kernels (found by their JSON config);
 every configuration in it is timed, or with --tuning only the tiles the table
@@ -13,14 +13,14 @@ chose (what weft-compile --emit=kernels picks). See bench/README.md.
 """
 import argparse
 import contextlib
-import os
 import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import weft_attention as wa  # noqa: E402
-from weft_attention import ku  # noqa: E402
+from weft.gpu import attention_timing as wa
+from weft.gpu import kernel_units as ku
+from weft.gpu import results
+from weft.gpu.progress import ContextLost, Deadline, add_deadline_option, check_context
 
 ANCHORS = ("flash", "cudnn", "flex")
 ANCHOR_TITLES = {"flash": "FA2 (sdpa flash)", "cudnn": "cuDNN (sdpa)", "flex": "FlexAttention"}
@@ -45,8 +45,7 @@ def parse_args(argv):
     p.add_argument("--head-dims", type=int, nargs="+", default=list(wa.HEAD_DIMS), metavar="D")
     p.add_argument("--dtype", choices=("bf16", "f16"), default="bf16")
     p.add_argument("--no-flex", action="store_true", help="skip FlexAttention (its compiles)")
-    p.add_argument("--deadline", type=float, default=None,
-                   help="seconds; what has not started by then is reported as not run")
+    add_deadline_option(p, "shapes and backends")
     opts = p.parse_args(argv)
     if opts.quick:
         opts.seqs = list(QUICK_SEQS)
@@ -236,18 +235,6 @@ def error_text(e):
     return text[0][:300] if text else type(e).__name__
 
 
-class ContextLost(Exception):
-    pass
-
-
-def check_context():
-    import torch
-    try:
-        torch.cuda.synchronize()
-    except Exception as e:
-        raise ContextLost(error_text(e)) from e
-
-
 def anchor_fn(name, mode, q, k, v, dout, causal, flex=None, block_mask=None):
     """(callable, context) as attention_anchors.py times a backend and mode:
     do_bench runs inside the context (sdpa_kernel picks the SDPA backend)."""
@@ -275,7 +262,7 @@ def anchor_fn(name, mode, q, k, v, dout, causal, flex=None, block_mask=None):
 class Bench:
     def __init__(self, opts, report, groups, tuning):
         self.opts, self.report, self.groups, self.tuning = opts, report, groups, tuning
-        self.start = time.perf_counter()
+        self.deadline = Deadline(opts.deadline)
         self.rt = wa.start_runtime()
         self.cache = wa.UnitCache(self.rt)
         self.lost = None
@@ -283,7 +270,7 @@ class Bench:
     def late(self):
         if self.lost:
             return f"not run: the CUDA context was lost ({self.lost})"
-        if self.opts.deadline is not None and time.perf_counter() - self.start > self.opts.deadline:
+        if self.deadline.passed():
             return f"not run: the --deadline of {self.opts.deadline:g}s passed"
         return None
 
@@ -303,7 +290,7 @@ class Bench:
         try:
             check_context()
         except ContextLost as e:
-            self.lost = str(e)
+            self.lost = error_text(e.__cause__ or e)
 
     def weft_and_sdpa(self, shape, result):
         """Pass 1 of a shape: Weft's variants (checked, then timed), SDPA."""
@@ -413,8 +400,8 @@ def run(opts, argv):
           f"{len(units)} units", flush=True)
 
     def save():
-        wa.write_json(opts.json, report)
-        wa.write_text(opts.markdown, render_markdown(report))
+        results.write_json(opts.json, report)
+        results.write_text(opts.markdown, render_markdown(report))
 
     for shape in shapes:
         result = {"name": shape.name, "shape": vars(shape),

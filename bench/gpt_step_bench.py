@@ -1,6 +1,8 @@
 """The 4-block GPT training step of ../shared/anchors (hidden 4096, 32 heads,
 seq 4096, batch 1, bf16, causal, dropout 0, mean-of-squares loss) in Weft at
-three memory budgets, next to PyTorch eager and torch.compile, in one run.
+three memory budgets, next to PyTorch eager and torch.compile, in one run
+(from the checkout's root, with PYTHONPATH=python; phases as below, and
+prepare-gradcheck / gradcheck for the gradient check on the anchor itself).
 
   prepare (here, with the build):  gpt_step_bench.py prepare DIR
       generates the model (python -m weft.models, loss mean_square: the
@@ -13,8 +15,8 @@ three memory budgets, next to PyTorch eager and torch.compile, in one run.
       bf16 weight the GEMMs read and an i16 low half, so no copy is converted
       or carried) and --fold-attention-layout (attention in place on the
       packed qkv); a small instance (2 blocks, hidden 256)
-      without optimizer for the gradient check; ships weft-run (xz) as
-      test/gpu/package_check.py does. Nothing carried holds parameters:
+      without optimizer for the gradient check; ships weft-run (xz,
+      weft.gpu.device.ship_weft_run). Nothing carried holds parameters:
       weft-run --init-state draws them on the device machine.
   run (on the H100):               gpt_step_bench.py run DIR
       per package: weft-run --init-state --graph (wall per step, median),
@@ -26,23 +28,17 @@ three memory budgets, next to PyTorch eager and torch.compile, in one run.
       torch.profiler's components and SDPA's backend. Writes DIR/results.json
       and DIR/results.md (for bench/RESULTS.md).
 """
-import argparse
 import datetime
 import json
-import lzma
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
-import gpt_step_table as table  # noqa: E402
+import gpt_step_table as table
+from weft.gpu.device import memory_json, run_weft_run, ship_weft_run, step_losses, unpack_weft_run
+from weft.gpu.phases import REPO, run_phases
 
 ANCHOR = dict(layers=4, hidden=4096, heads=32, kv_heads=32, seq=4096, batch=1, ffn_hidden=16384,
               dtype="bf16", dropout=0.0, pos_embedding=False, loss="mean_square")
@@ -110,7 +106,7 @@ LAYOUT = ["--fold-attention-layout"]
 
 def prepare(directory, build):
     os.makedirs(directory, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     anchor_ir = os.path.join(directory, "anchor.mlir")
     generate(ANCHOR, anchor_ir, env)
     report_path = os.path.join(directory, "none_report.json")
@@ -169,8 +165,7 @@ def prepare(directory, build):
     ok, fused, msg = compile_package(build, small_ir, os.path.join(directory, "small.weftpkg"),
                                      LAYOUT, env)
     manifest["small_package"] = {"ok": ok, "fused": fused, "error": msg or None}
-    # weft-run and the shared libraries the GPU machine lacks, as package_check.
-    from package_check import ship_weft_run
+    # weft-run and the shared libraries the GPU machine lacks.
     ship_weft_run(directory, build)
     for f in os.listdir(directory):
         if f.endswith(".mlir"):
@@ -187,7 +182,7 @@ def prepare_gradcheck(directory, build):
     """The anchor's gradient step (no optimizer) as a package, for the
     gradient check on the 4-block model itself (gradcheck phase)."""
     os.makedirs(directory, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     anchor_ir = os.path.join(directory, "anchor.mlir")
     generate(ANCHOR, anchor_ir, env)
     ok, _, msg = compile_package(build, anchor_ir, os.path.join(directory, "anchor_grad.weftpkg"),
@@ -195,24 +190,10 @@ def prepare_gradcheck(directory, build):
     os.remove(anchor_ir)
     if not ok:
         raise SystemExit(f"the anchor's gradient step does not compile: {msg}")
-    from package_check import ship_weft_run
     ship_weft_run(directory, build)
 
 
 # ---------------------------------------------------------------- run phase
-
-def unpack(directory):
-    libs = os.path.join(directory, "lib")
-    os.makedirs(libs, exist_ok=True)
-    for name in os.listdir(directory):
-        if name.endswith(".xz"):
-            target = os.path.join(directory, name[:-3].replace("__", "/"))
-            if not os.path.exists(target):
-                with lzma.open(os.path.join(directory, name)) as f, open(target, "wb") as out:
-                    shutil.copyfileobj(f, out)
-                os.chmod(target, 0o755)
-    return dict(os.environ, LD_LIBRARY_PATH=libs + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
-
 
 def device_used_bytes():
     """Device memory in use as nvidia-smi reports it (MiB), before any
@@ -222,22 +203,14 @@ def device_used_bytes():
     return int(out.stdout.split()[0]) * 2**20 if out.returncode == 0 else None
 
 
-def weft_run(directory, env, package, *args):
-    cmd = [os.path.join(directory, "weft-run"), os.path.join(directory, package)] + list(args)
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr[-800:]}")
-    return done.stdout
-
-
 def run_weft_package(directory, env, package, data, baseline):
     timing_path = os.path.join(directory, package + ".timing.json")
-    out = weft_run(directory, env, package, "--steps", str(WARMUP + STEPS), "--graph",
-                   "--init-state", "0", "--data", data, "--print-memory",
-                   "--time-segments", str(SEGMENT_RUNS), "--timing-json", timing_path)
+    out = run_weft_run(directory, env, package, "--steps", str(WARMUP + STEPS), "--graph",
+                       "--init-state", "0", "--data", data, "--print-memory",
+                       "--time-segments", str(SEGMENT_RUNS), "--timing-json", timing_path)
     steps = [float(m.group(1)) for m in re.finditer(r"^step \d+/\d+ .*\((\S+) ms\)", out, re.M)]
-    losses = [float(m.group(1)) for m in re.finditer(r"^step \d+/\d+ loss (\S+)", out, re.M)]
-    memory = json.loads(re.search(r"^memory-json: (.*)$", out, re.M).group(1))
+    losses = step_losses(out)
+    memory = memory_json(out)
     timing = json.load(open(timing_path))
     wall = table.median(steps[WARMUP:])
     seg = timing["segments_ms"]
@@ -283,8 +256,8 @@ def gradient_check(directory, env, config=SMALL, package="small.weftpkg"):
     del values
     npz.save(os.path.join(directory, stem + "_data.npz"), data)
     del data
-    weft_run(directory, env, package, "--data", os.path.join(directory, stem + "_data.npz"),
-             "--outputs", os.path.join(directory, stem + "_out.npz"))
+    run_weft_run(directory, env, package, "--data", os.path.join(directory, stem + "_data.npz"),
+                 "--outputs", os.path.join(directory, stem + "_out.npz"))
     out = npz.load(os.path.join(directory, stem + "_out.npz"))
 
     def torch_grads(dtype):
@@ -417,7 +390,7 @@ def run(directory, quick=False):
         manifest["budgets"] = [dict(manifest["budgets"][0], packages=[
             p for p in manifest["budgets"][0]["packages"] if p["policy"] == "budget"])]
     baseline = device_used_bytes()
-    env = unpack(directory)
+    env = unpack_weft_run(directory)
     from weft import npz
     import numpy as np
     import torch
@@ -511,31 +484,24 @@ def run(directory, quick=False):
     return 0
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phase", choices=["prepare", "run", "prepare-gradcheck", "gradcheck"])
-    parser.add_argument("dir")
-    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+def gradcheck(directory):
+    result = gradient_check(directory, unpack_weft_run(directory), ANCHOR, "anchor_grad.weftpkg")
+    with open(os.path.join(directory, "gradcheck.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    worst = max(r["weft_rel_err"] / r["torch_bf16_rel_err"] for r in result["gradients"])
+    print(json.dumps(result["loss"]), f"gradients: worst ratio {worst:.3f}",
+          "PASS" if result["ok"] else "FAIL")
+    return 0 if result["ok"] else 1
+
+
+def quick_option(parser):
     parser.add_argument("--quick", action="store_true",
                         help="run: check the pipeline on one package and one torch budget")
-    args = parser.parse_args()
-    if args.phase == "prepare":
-        prepare(args.dir, args.build)
-        return 0
-    if args.phase == "prepare-gradcheck":
-        prepare_gradcheck(args.dir, args.build)
-        return 0
-    if args.phase == "gradcheck":
-        result = gradient_check(args.dir, unpack(args.dir), ANCHOR, "anchor_grad.weftpkg")
-        with open(os.path.join(args.dir, "gradcheck.json"), "w") as f:
-            json.dump(result, f, indent=1)
-        worst = max(r["weft_rel_err"] / r["torch_bf16_rel_err"] for r in result["gradients"])
-        print(json.dumps(result["loss"]), f"gradients: worst ratio {worst:.3f}",
-              "PASS" if result["ok"] else "FAIL")
-        return 0 if result["ok"] else 1
-    return run(args.dir, args.quick)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_phases(__doc__, {
+        "prepare": lambda args: prepare(args.dir, args.build),
+        "run": lambda args: run(args.dir, args.quick),
+        "prepare-gradcheck": lambda args: prepare_gradcheck(args.dir, args.build),
+        "gradcheck": lambda args: gradcheck(args.dir)}, quick_option))

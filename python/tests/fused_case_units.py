@@ -5,14 +5,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from harness import REPO, tool
+from harness import tool
+from script_modules import load_script
 
-sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
-import fused_cases  # noqa: E402
+fused_cases = load_script("test/gpu/fused_cases.py")
 
 
 def case_unit(tmp_path, name):

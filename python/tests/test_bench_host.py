@@ -2,22 +2,19 @@
 the autotuner (scripts/autotune-attention) on the CPU: arguments, FLOP
 counting, the table and markdown from fake timings, choosing tiles, which
 units a run times, and `prepare` / `install` with the real weft-compile."""
-import importlib.machinery
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "bench"))
+from script_modules import REPO, load_script
+from weft.gpu import attention_timing as wa
+from weft.gpu import kernel_units as ku
+from weft.gpu import results
 
-import attention_bench as ab  # noqa: E402
-import weft_attention as wa  # noqa: E402
-from weft_attention import ku  # noqa: E402
+ab = load_script("bench/attention_bench.py")
 
 WEFT_COMPILE = os.path.join(os.environ.get("WEFT_BUILD_DIR", os.path.join(REPO, "build")),
                             "bin", "weft-compile")
@@ -25,16 +22,7 @@ HAVE_COMPILER = os.access(WEFT_COMPILE, os.X_OK) and (
     shutil.which("ptxas") or os.access("/usr/local/cuda/bin/ptxas", os.X_OK))
 
 
-def load_autotune():
-    path = os.path.join(REPO, "scripts", "autotune-attention")
-    loader = importlib.machinery.SourceFileLoader("autotune_attention", path)
-    spec = importlib.util.spec_from_loader("autotune_attention", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-at = load_autotune()
+at = load_script("scripts/autotune-attention")
 
 
 def test_shapes_and_flops_follow_the_anchors():
@@ -118,7 +106,7 @@ def test_markdown_and_json_writing(tmp_path):
     assert "Weft q128k64 d128-s4096-b4-h16-causal fwdbwd: not timed: dq" in md
     path = tmp_path / "sub" / "bench.json"
     report["results"][0]["weft"][0]["sanity"] = {"out": {"max_abs_err": float("inf")}}
-    wa.write_json(str(path), report)
+    results.write_json(str(path), report)
     back = json.loads(path.read_text())
     assert back["results"][0]["weft"][0]["sanity"]["out"]["max_abs_err"] == "inf"
     assert back["results"][0]["anchors"]["flash"]["fwd"]["ms"] == 2.0

@@ -4,17 +4,14 @@ group, dropout alone with a scalar tail), the reference interpreter's
 outputs (weft-run) pass fused_check's float64 reference and its element-wise
 mask check, and the mask check fails outputs with one element's keep flipped
 or with no dropout at all."""
-import os
-import sys
-
 import pytest
 import torch
 
 from fused_case_units import case_unit
-from harness import REPO, run_ir, tool
+from harness import run_ir
+from script_modules import load_script
 
-sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
-import fused_check  # noqa: E402
+fused_check = load_script("test/gpu/fused_check.py")
 
 UNITS = ["dropout_p01_add_layer_norm_bf16", "layer_norm_grad_add_dropout_p01_f32",
          "dropout_p01_tail_bf16"]

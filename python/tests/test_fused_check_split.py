@@ -4,17 +4,14 @@ reference interpreter's weft.adamw with param_low (weft-run), its split and
 join are the interpreter's bit for bit, and its checker passes the
 interpreter's update while failing broken ones (low half lost, NaN rule
 broken, an element unwritten, the moments wrong)."""
-import os
-import sys
-
 import pytest
 import torch
 
 from fused_case_units import case_unit
-from harness import REPO, run_ir, tool
+from harness import run_ir
+from script_modules import load_script
 
-sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
-import fused_check  # noqa: E402
+fused_check = load_script("test/gpu/fused_check.py")
 
 # fused_cases' split units: a step's "adamw" group over 37 x 129 (a scalar
 # tail on the GPU) and "add+adamw" (the gradient added from two f32 parts).

@@ -16,11 +16,10 @@ import torch
 
 from weft import runtime as rt
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
+from script_modules import REPO, load_script
+from weft.gpu.poison import Poisoned
 
-import gemm_check as gc  # noqa: E402
-from poison import Poisoned  # noqa: E402
+gc = load_script("test/gpu/gemm_check.py")
 
 needs_library = pytest.mark.skipif(
     not os.path.exists(rt.library_path()),

@@ -2,15 +2,11 @@
 budgets from a memory report, component sums, torch kernel classes and the
 SDPA backend, matching a torch.compile budget to a peak, the `budget` policy
 against the cheapest fixed one, and the markdown, on made-up numbers."""
-import os
-import sys
-
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "bench"))
+from script_modules import load_script
 
-import gpt_step_table as t  # noqa: E402
+t = load_script("bench/gpt_step_table.py")
 
 REPORT = {"peak_bytes": 1000, "categories": {"parameters": 100, "optimizer_state": 200}}
 

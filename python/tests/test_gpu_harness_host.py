@@ -12,13 +12,15 @@ import sys
 import pytest
 import torch
 
-GPU_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "gpu")
-sys.path.insert(0, GPU_DIR)
+from script_modules import REPO, load_script
+from weft.gpu import attention_reference as ar
+from weft.gpu import kernel_units as ku
+from weft.gpu.poison import SENTINEL, Poisoned
 
-import attention_check as ac  # noqa: E402
-import attention_reference as ar  # noqa: E402
-import kernel_units as ku  # noqa: E402
-from poison import SENTINEL, Poisoned  # noqa: E402
+GPU_DIR = os.path.join(REPO, "test", "gpu")
+ac = load_script("test/gpu/attention_check.py")
+# The scripts import weft from python/ (PYTHONPATH=python on the device).
+SCRIPT_ENV = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
 
 SCALARS = [("batch", "i32"), ("q_heads", "i32"), ("kv_heads", "i32"), ("q_len", "i32"),
            ("k_len", "i32"), ("scale", "f32")]
@@ -480,7 +482,7 @@ def test_sanitize_points_and_summary(tmp_path):
 def test_cli_without_gpu():
     script = os.path.join(GPU_DIR, "attention_check.py")
     run = lambda *a: subprocess.run([sys.executable, script, *a], capture_output=True,  # noqa
-                                    text=True, timeout=120)
+                                    text=True, timeout=120, env=SCRIPT_ENV)
     listed = run("--list", "--quick", "--points", "^f16-d128-causal")
     assert listed.returncode == 0 and listed.stdout.split() == [
         "f16-d128-causal-b1-h16-kv16-s128", "f16-d128-causal-b1-h16-kv4-s128",
@@ -499,11 +501,14 @@ def test_sanitize_script_checks_its_argument(tmp_path):
 
 
 def test_watchdog_ends_a_hung_run():
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); import attention_check as ac; "
+    code = ("import time; from script_modules import load_script; "
+            "ac = load_script('test/gpu/attention_check.py'); "
             "w = ac.Watchdog(0.5, lambda name: print('hung:', name, flush=True)); "
             "w.start('p1'); w.stop(); time.sleep(1.5); w.start('p2'); time.sleep(30)")
-    proc = subprocess.run([sys.executable, "-c", code, GPU_DIR], capture_output=True, text=True,
-                          timeout=25)
+    env = dict(SCRIPT_ENV, PYTHONPATH=os.pathsep.join(
+        [SCRIPT_ENV["PYTHONPATH"], os.path.dirname(os.path.abspath(__file__))]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=25, env=env)
     assert proc.returncode == 1 and proc.stdout == "hung: p2\n"
 
 

@@ -1,3 +1,4 @@
-"""Weft's Python side: the .npz tensor convention, the Philox reference and
-the model generator (weft.models) that writes transformer graphs as weft IR
-together with an equivalent PyTorch module."""
+"""Weft's Python side: the .npz tensor convention, the Philox reference, the
+model generator (weft.models) that writes transformer graphs as weft IR
+together with an equivalent PyTorch module, and the GPU harness (weft.gpu)
+that test/gpu and bench/ run on a lent GPU."""

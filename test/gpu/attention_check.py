@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """H100 correctness sweep of Weft's flash-attention kernels: forward and
 backward against a float64 reference, judged against PyTorch SDPA's own error
-in the same dtype, with NaN-poisoned and guarded outputs. See README.md."""
+in the same dtype, with NaN-poisoned and guarded outputs. See README.md:
+
+    PYTHONPATH=python python3 test/gpu/attention_check.py --kernels DIR [--json FILE]
+"""
 import argparse
-import json
-import math
 import os
 import re
 import sys
@@ -12,21 +13,15 @@ import threading
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import torch
 
-import torch  # noqa: E402
-
-import attention_reference as ar  # noqa: E402
-import kernel_units as ku  # noqa: E402
-from poison import Poisoned  # noqa: E402
+from weft.gpu import attention_reference as ar
+from weft.gpu import kernel_units as ku
+from weft.gpu.poison import Poisoned
+from weft.gpu.progress import ContextLost, Deadline, add_deadline_option, check_context
+from weft.gpu.results import write_json
 
 OUTPUTS = ("out", "lse", "delta", "dq", "dk", "dv")
-
-
-class ContextLost(Exception):
-    """The CUDA context is unusable (a sticky error such as an illegal address)."""
 
 
 class Watchdog:
@@ -187,18 +182,6 @@ def layout_of(group):
     return next(iter(group.values())).layout
 
 
-def check_context(device):
-    """Raises ContextLost when the device no longer runs anything."""
-    if torch.device(device).type != "cuda":
-        return
-    try:
-        torch.cuda.synchronize()
-        if torch.ones(1, device=device).add_(1).item() != 2.0:
-            raise RuntimeError("1 + 1 != 2 on the device")
-    except Exception as e:
-        raise ContextLost(str(e)) from e
-
-
 def compare_weft(bufs, views, ref, sdpa_err, dout, lse_tol, ratio_bound):
     """Errors (of the [b, h, s, d] views), non-finite counts and guards (of
     the whole buffers) of Weft's outputs; the verdict."""
@@ -310,26 +293,6 @@ def point_line(record):
     for reason in record.get("reasons", []):
         line += f"\n       {reason}"
     return line
-
-
-def finite_or_text(x):
-    """JSON has no inf/NaN: write them as strings."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, dict):
-        return {k: finite_or_text(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [finite_or_text(v) for v in x]
-    return x
-
-
-def write_json(path, report):
-    if not path:
-        return
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(finite_or_text(report), f, indent=1)
-    os.replace(tmp, path)
 
 
 def summarize(records):
@@ -489,8 +452,7 @@ def parse_args(argv):
     p.add_argument("--list", action="store_true", help="print the selected points and exit")
     p.add_argument("--sanitize-config", action="store_true",
                    help="one small launch of each unit (for compute-sanitizer)")
-    p.add_argument("--deadline", type=float, default=None,
-                   help="seconds; points not started by then are reported NOT RUN")
+    add_deadline_option(p, "points")
     p.add_argument("--lse-tol", type=float, default=ar.LSE_ABS_TOL)
     p.add_argument("--ratio-bound", type=float, default=ar.RATIO_BOUND)
     p.add_argument("--sdpa-gqa", choices=("auto", "native", "repeat"), default="auto",
@@ -587,7 +549,7 @@ def main(argv=None):
                          "direction": u.direction,
                          "kernels": [vars(k) for k in u.kernels]} for u in units],
               "notes": notes, "points": []}
-    start = time.perf_counter()
+    deadline = Deadline(opts.deadline)
     lost = None
 
     def on_hang(name):
@@ -600,7 +562,7 @@ def main(argv=None):
 
     watchdog = Watchdog(opts.point_timeout, on_hang)
     for i, point in enumerate(points):
-        if lost or (opts.deadline is not None and time.perf_counter() - start > opts.deadline):
+        if lost or deadline.passed():
             why = f"the CUDA context was lost ({lost})" if lost else \
                 f"the {opts.deadline:g}s deadline passed"
             record = {"name": point.name, "point": vars_of(point), "status": "NOT RUN",
@@ -629,7 +591,7 @@ def main(argv=None):
         report["summary"] = summarize(report["points"])
         write_json(opts.json, report)
     summary = summarize(report["points"])
-    summary["wall_seconds"] = time.perf_counter() - start
+    summary["wall_seconds"] = deadline.elapsed()
     report["summary"] = summary
     write_json(opts.json, report)
     print_summary(summary, opts.lse_tol, opts.ratio_bound)

@@ -41,110 +41,125 @@ def fused(results, kind, inputs, in_types, out_types, body_lines, yields):
 
 
 def cases(small):
+    """The module: every case at full size, or tiny shapes with `small`."""
     # Domains: pointwise [8, 1024, 2048], rows [8, 1024, 1024], loss [1024, 8192].
     pw = [2, 64, 256] if small else [8, 1024, 2048]
     rw = [2, 64, 256] if small else [8, 1024, 1024]
     ce = [64, 1000] if small else [1024, 8192]
+    out = [dtype_cases(d, pw, rw, ce) for d in DTYPES]
+    out.append(split_adamw_cases(rw))
+    out.append(dropout_tail_cases())
+    out.append(step_op_cases(small, pw, rw))
+    return "".join(out)
+
+
+def dtype_cases(d, pw, rw, ce):
+    """The group kinds and ops of one dtype over the pointwise (pw), rows (rw)
+    and loss (ce) domains."""
     out = []
-    for d in DTYPES:
-        x, h, r = t(pw, d), t(pw[-1:], d), t(rw, d)
-        g = t(rw[-1:], d)
-        # bias + GELU (tanh), the MLP's first epilogue.
-        out.append(func(f"add_gelu_{d}", [("x", x), ("b", h)], [("y", x)], fused(
-            ["y"], "add+gelu", ["x", "b"], [x, h], [x],
-            [op(["s"], "add", ["a0", "a1"], "", [x, h], [x]),
-             op(["g"], "gelu", ["s"], 'approximate = "tanh"', [x], [x])], ["g"])))
-        # GELU (erf) and its gradient, SiLU and its gradient, unfused.
-        out.append(func(f"gelu_{d}", [("x", x)], [("y", x)],
-                        op(["y"], "gelu", ["x"], "", [x], [x])))
-        out.append(func(f"gelu_grad_tanh_{d}", [("dy", x), ("x", x)], [("dx", x)],
-                        op(["dx"], "gelu_grad", ["dy", "x"], 'approximate = "tanh"', [x, x], [x])))
-        out.append(func(f"silu_grad_{d}", [("dy", x), ("x", x)], [("dx", x)],
-                        op(["dx"], "silu_grad", ["dy", "x"], "", [x, x], [x])))
-        # dropout (p = 0) + residual + LayerNorm: both the sum and the norm out.
-        out.append(func(f"dropout_add_layer_norm_{d}",
-                        [("x", r), ("res", r), ("g", g), ("b", g), ("seed", "tensor<i64>")],
-                        [("s", r), ("y", r)], fused(
-            ["s", "y"], "dropout+add+layer_norm", ["x", "seed", "res", "g", "b"],
-            [r, "tensor<i64>", r, g, g], [r, r],
-            [op(["dr"], "dropout", ["a0", "a1"], "p = 0.0 : f64, weft.rng_id = 7 : i64", [r, "tensor<i64>"], [r]),
-             op(["s"], "add", ["dr", "a2"], "", [r, r], [r]),
-             op(["y"], "layer_norm", ["s", "a3", "a4"], "eps = 1.0e-05 : f64", [r, g, g], [r])],
-            ["s", "y"])))
-        # The same with dropout p = 0.1 (the Philox mask), and its backward
-        # group as weft-autodiff + weft-fuse-elementwise make it: the
-        # LayerNorm gradient plus the residual stream's gradient (dsum,
-        # dres), and dx = dropout(dsum) under the forward's seed and rng_id.
-        seed = "tensor<i64>"
-        drop = "p = 0.1 : f64, weft.rng_id = 7 : i64"
-        out.append(func(f"dropout_p01_add_layer_norm_{d}",
-                        [("x", r), ("seed", seed), ("res", r), ("g", g), ("b", g)],
-                        [("s", r), ("y", r)], fused(
-            ["s", "y"], "dropout+add+layer_norm", ["x", "seed", "res", "g", "b"],
-            [r, seed, r, g, g], [r, r],
-            [op(["dr"], "dropout", ["a0", "a1"], drop, [r, seed], [r]),
-             op(["s"], "add", ["dr", "a2"], "", [r, r], [r]),
-             op(["y"], "layer_norm", ["s", "a3", "a4"], "eps = 1.0e-05 : f64", [r, g, g], [r])],
-            ["s", "y"])))
-        out.append(func(f"layer_norm_grad_add_dropout_p01_{d}",
-                        [("dy", r), ("x", r), ("g", g), ("dres", r), ("seed", seed)],
-                        [("dg", g), ("db", g), ("dsum", r), ("dx", r)], fused(
-            ["dg", "db", "dsum", "dx"], "layer_norm_grad+add+dropout",
-            ["dy", "x", "g", "dres", "seed"], [r, r, g, r, seed], [g, g, r, r],
-            [op(["dn", "dg", "db"], "layer_norm_grad", ["a0", "a1", "a2"],
-                "eps = 1.0e-05 : f64", [r, r, g], [r, g, g]),
-             op(["dsum"], "add", ["a3", "dn"], "", [r, r], [r]),
-             op(["dx"], "dropout", ["dsum", "a4"], drop, [r, seed], [r])],
-            ["dg", "db", "dsum", "dx"])))
-        out.append(func(f"rms_norm_{d}", [("x", r), ("g", g)], [("y", r)],
-                        op(["y"], "rms_norm", ["x", "g"], "eps = 1.0e-06 : f64", [r, g], [r])))
-        out.append(func(f"softmax_{d}", [("x", r)], [("y", r)],
-                        op(["y"], "softmax", ["x"], "dim = -1 : i64", [r], [r])))
-        out.append(func(f"softmax_grad_{d}", [("dy", r), ("y", r)], [("dx", r)],
-                        op(["dx"], "softmax_grad", ["dy", "y"], "dim = -1 : i64", [r, r], [r])))
-        out.append(func(f"layer_norm_grad_{d}", [("dy", r), ("x", r), ("g", g)],
-                        [("dx", r), ("dg", g), ("db", g)],
-                        op(["dx", "dg", "db"], "layer_norm_grad", ["dy", "x", "g"],
-                           "eps = 1.0e-05 : f64", [r, r, g], [r, g, g])))
-        # LayerNorm backward + the residual gradient add.
-        out.append(func(f"layer_norm_grad_add_{d}", [("dy", r), ("x", r), ("g", g), ("dres", r)],
-                        [("dsum", r), ("dg", g), ("db", g)], fused(
-            ["dsum", "dg", "db"], "layer_norm_grad+add", ["dy", "x", "g", "dres"], [r, r, g, r],
-            [r, g, g],
-            [op(["dx", "dg", "db"], "layer_norm_grad", ["a0", "a1", "a2"],
-                "eps = 1.0e-05 : f64", [r, r, g], [r, g, g]),
-             op(["dsum"], "add", ["dx", "a3"], "", [r, r], [r])], ["dsum", "dg", "db"])))
-        out.append(func(f"rms_norm_grad_{d}", [("dy", r), ("x", r), ("g", g)],
-                        [("dx", r), ("dg", g)],
-                        op(["dx", "dg"], "rms_norm_grad", ["dy", "x", "g"],
-                           "eps = 1.0e-06 : f64", [r, r, g], [r, g])))
-        lg, lb, sc = t(ce, d), t(ce[:-1], "i64"), t([], d)
-        out.append(func(f"cross_entropy_{d}", [("logits", lg), ("labels", lb)], [("loss", sc)],
-                        op(["loss"], "cross_entropy", ["logits", "labels"], "", [lg, lb], [sc])))
-        out.append(func(f"cross_entropy_grad_{d}",
-                        [("dloss", sc), ("logits", lg), ("labels", lb)], [("dlogits", lg)],
-                        op(["dlogits"], "cross_entropy_grad", ["dloss", "logits", "labels"], "",
-                           [sc, lg, lb], [lg])))
-        if d != "f32":
-            # AdamW on f32 master weights and moments, the low-precision copy.
-            p, lp, st = t(rw[1:], "f32"), t(rw[1:], d), "tensor<i64>"
-            out.append(func(f"adamw_convert_{d}",
-                            [("p", p), ("grad", p), ("m", p), ("v", p), ("step", st)],
-                            [("np", p), ("nm", p), ("nv", p), ("lp", lp)], fused(
-                ["np", "nm", "nv", "lp"], "adamw+convert", ["p", "grad", "m", "v", "step"],
-                [p, p, p, p, st], [p, p, p, lp],
-                [op(["np", "nm", "nv"], "adamw", ["a0", "a1", "a2", "a3", "a4"],
-                    "lr = 1.0e-03 : f64, beta1 = 0.9 : f64, beta2 = 0.95 : f64, "
-                    "eps = 1.0e-08 : f64, weight_decay = 0.1 : f64", [p, p, p, p, st], [p, p, p]),
-                 op(["lp"], "convert", ["np"], "", [p], [lp])], ["np", "nm", "nv", "lp"])))
-            out.append(func(f"convert_{d}", [("x", t(pw, "f32"))], [("y", x)],
-                            op(["y"], "convert", ["x"], "", [t(pw, "f32")], [x])))
-    # AdamW on split f32 masters (--weight-copies=split): the bf16 high half
-    # (the weight the GEMMs read), f32 moments and the i16 low half. Alone
-    # with the bf16 gradient autodiff gives it; as weft-fuse-elementwise
-    # wraps it in a training step (a group of kind "adamw") over a domain
-    # with a scalar tail (37 x 129); fused with its gradient's producer (two
-    # f32 contributions added).
+    x, h, r = t(pw, d), t(pw[-1:], d), t(rw, d)
+    g = t(rw[-1:], d)
+    # bias + GELU (tanh), the MLP's first epilogue.
+    out.append(func(f"add_gelu_{d}", [("x", x), ("b", h)], [("y", x)], fused(
+        ["y"], "add+gelu", ["x", "b"], [x, h], [x],
+        [op(["s"], "add", ["a0", "a1"], "", [x, h], [x]),
+         op(["g"], "gelu", ["s"], 'approximate = "tanh"', [x], [x])], ["g"])))
+    # GELU (erf) and its gradient, SiLU and its gradient, unfused.
+    out.append(func(f"gelu_{d}", [("x", x)], [("y", x)],
+                    op(["y"], "gelu", ["x"], "", [x], [x])))
+    out.append(func(f"gelu_grad_tanh_{d}", [("dy", x), ("x", x)], [("dx", x)],
+                    op(["dx"], "gelu_grad", ["dy", "x"], 'approximate = "tanh"', [x, x], [x])))
+    out.append(func(f"silu_grad_{d}", [("dy", x), ("x", x)], [("dx", x)],
+                    op(["dx"], "silu_grad", ["dy", "x"], "", [x, x], [x])))
+    # dropout (p = 0) + residual + LayerNorm: both the sum and the norm out.
+    out.append(func(f"dropout_add_layer_norm_{d}",
+                    [("x", r), ("res", r), ("g", g), ("b", g), ("seed", "tensor<i64>")],
+                    [("s", r), ("y", r)], fused(
+        ["s", "y"], "dropout+add+layer_norm", ["x", "seed", "res", "g", "b"],
+        [r, "tensor<i64>", r, g, g], [r, r],
+        [op(["dr"], "dropout", ["a0", "a1"], "p = 0.0 : f64, weft.rng_id = 7 : i64", [r, "tensor<i64>"], [r]),
+         op(["s"], "add", ["dr", "a2"], "", [r, r], [r]),
+         op(["y"], "layer_norm", ["s", "a3", "a4"], "eps = 1.0e-05 : f64", [r, g, g], [r])],
+        ["s", "y"])))
+    # The same with dropout p = 0.1 (the Philox mask), and its backward
+    # group as weft-autodiff + weft-fuse-elementwise make it: the
+    # LayerNorm gradient plus the residual stream's gradient (dsum,
+    # dres), and dx = dropout(dsum) under the forward's seed and rng_id.
+    seed = "tensor<i64>"
+    drop = "p = 0.1 : f64, weft.rng_id = 7 : i64"
+    out.append(func(f"dropout_p01_add_layer_norm_{d}",
+                    [("x", r), ("seed", seed), ("res", r), ("g", g), ("b", g)],
+                    [("s", r), ("y", r)], fused(
+        ["s", "y"], "dropout+add+layer_norm", ["x", "seed", "res", "g", "b"],
+        [r, seed, r, g, g], [r, r],
+        [op(["dr"], "dropout", ["a0", "a1"], drop, [r, seed], [r]),
+         op(["s"], "add", ["dr", "a2"], "", [r, r], [r]),
+         op(["y"], "layer_norm", ["s", "a3", "a4"], "eps = 1.0e-05 : f64", [r, g, g], [r])],
+        ["s", "y"])))
+    out.append(func(f"layer_norm_grad_add_dropout_p01_{d}",
+                    [("dy", r), ("x", r), ("g", g), ("dres", r), ("seed", seed)],
+                    [("dg", g), ("db", g), ("dsum", r), ("dx", r)], fused(
+        ["dg", "db", "dsum", "dx"], "layer_norm_grad+add+dropout",
+        ["dy", "x", "g", "dres", "seed"], [r, r, g, r, seed], [g, g, r, r],
+        [op(["dn", "dg", "db"], "layer_norm_grad", ["a0", "a1", "a2"],
+            "eps = 1.0e-05 : f64", [r, r, g], [r, g, g]),
+         op(["dsum"], "add", ["a3", "dn"], "", [r, r], [r]),
+         op(["dx"], "dropout", ["dsum", "a4"], drop, [r, seed], [r])],
+        ["dg", "db", "dsum", "dx"])))
+    out.append(func(f"rms_norm_{d}", [("x", r), ("g", g)], [("y", r)],
+                    op(["y"], "rms_norm", ["x", "g"], "eps = 1.0e-06 : f64", [r, g], [r])))
+    out.append(func(f"softmax_{d}", [("x", r)], [("y", r)],
+                    op(["y"], "softmax", ["x"], "dim = -1 : i64", [r], [r])))
+    out.append(func(f"softmax_grad_{d}", [("dy", r), ("y", r)], [("dx", r)],
+                    op(["dx"], "softmax_grad", ["dy", "y"], "dim = -1 : i64", [r, r], [r])))
+    out.append(func(f"layer_norm_grad_{d}", [("dy", r), ("x", r), ("g", g)],
+                    [("dx", r), ("dg", g), ("db", g)],
+                    op(["dx", "dg", "db"], "layer_norm_grad", ["dy", "x", "g"],
+                       "eps = 1.0e-05 : f64", [r, r, g], [r, g, g])))
+    # LayerNorm backward + the residual gradient add.
+    out.append(func(f"layer_norm_grad_add_{d}", [("dy", r), ("x", r), ("g", g), ("dres", r)],
+                    [("dsum", r), ("dg", g), ("db", g)], fused(
+        ["dsum", "dg", "db"], "layer_norm_grad+add", ["dy", "x", "g", "dres"], [r, r, g, r],
+        [r, g, g],
+        [op(["dx", "dg", "db"], "layer_norm_grad", ["a0", "a1", "a2"],
+            "eps = 1.0e-05 : f64", [r, r, g], [r, g, g]),
+         op(["dsum"], "add", ["dx", "a3"], "", [r, r], [r])], ["dsum", "dg", "db"])))
+    out.append(func(f"rms_norm_grad_{d}", [("dy", r), ("x", r), ("g", g)],
+                    [("dx", r), ("dg", g)],
+                    op(["dx", "dg"], "rms_norm_grad", ["dy", "x", "g"],
+                       "eps = 1.0e-06 : f64", [r, r, g], [r, g])))
+    lg, lb, sc = t(ce, d), t(ce[:-1], "i64"), t([], d)
+    out.append(func(f"cross_entropy_{d}", [("logits", lg), ("labels", lb)], [("loss", sc)],
+                    op(["loss"], "cross_entropy", ["logits", "labels"], "", [lg, lb], [sc])))
+    out.append(func(f"cross_entropy_grad_{d}",
+                    [("dloss", sc), ("logits", lg), ("labels", lb)], [("dlogits", lg)],
+                    op(["dlogits"], "cross_entropy_grad", ["dloss", "logits", "labels"], "",
+                       [sc, lg, lb], [lg])))
+    if d != "f32":
+        # AdamW on f32 master weights and moments, the low-precision copy.
+        p, lp, st = t(rw[1:], "f32"), t(rw[1:], d), "tensor<i64>"
+        out.append(func(f"adamw_convert_{d}",
+                        [("p", p), ("grad", p), ("m", p), ("v", p), ("step", st)],
+                        [("np", p), ("nm", p), ("nv", p), ("lp", lp)], fused(
+            ["np", "nm", "nv", "lp"], "adamw+convert", ["p", "grad", "m", "v", "step"],
+            [p, p, p, p, st], [p, p, p, lp],
+            [op(["np", "nm", "nv"], "adamw", ["a0", "a1", "a2", "a3", "a4"],
+                "lr = 1.0e-03 : f64, beta1 = 0.9 : f64, beta2 = 0.95 : f64, "
+                "eps = 1.0e-08 : f64, weight_decay = 0.1 : f64", [p, p, p, p, st], [p, p, p]),
+             op(["lp"], "convert", ["np"], "", [p], [lp])], ["np", "nm", "nv", "lp"])))
+        out.append(func(f"convert_{d}", [("x", t(pw, "f32"))], [("y", x)],
+                        op(["y"], "convert", ["x"], "", [t(pw, "f32")], [x])))
+    return "".join(out)
+
+
+def split_adamw_cases(rw):
+    """AdamW on split f32 masters (--weight-copies=split): the bf16 high half
+    (the weight the GEMMs read), f32 moments and the i16 low half. Alone
+    with the bf16 gradient autodiff gives it; as weft-fuse-elementwise
+    wraps it in a training step (a group of kind "adamw") over a domain
+    with a scalar tail (37 x 129); fused with its gradient's producer (two
+    f32 contributions added)."""
+    out = []
     hyper = ("lr = 1.0e-03 : f64, beta1 = 0.9 : f64, beta2 = 0.95 : f64, "
              "eps = 1.0e-08 : f64, weight_decay = 0.1 : f64")
     names = ["p", "grad", "m", "v", "step", "low"]
@@ -171,15 +186,25 @@ def cases(small):
                 [op(["g"], "add", ["a1", "a2"], "", [gt, gt], [gt]),
                  op(results, "adamw", ["a0", "g", "a3", "a4", "a5", "a6"], hyper, ins, outs)],
                 results)))
-    # Dropout alone (p = 0.1) over 37 x 129: bf16 vectors of 8 (two Philox
-    # blocks each) and f32 vectors of 4 (one), then a scalar tail of 5 / 1
-    # elements that draw one element each.
+    return "".join(out)
+
+
+def dropout_tail_cases():
+    """Dropout alone (p = 0.1) over 37 x 129: bf16 vectors of 8 (two Philox
+    blocks each) and f32 vectors of 4 (one), then a scalar tail of 5 / 1
+    elements that draw one element each."""
+    out = []
     for d in ("bf16", "f32"):
         x, seed = t([37, 129], d), "tensor<i64>"
         out.append(func(f"dropout_p01_tail_{d}", [("x", x), ("seed", seed)], [("y", x)],
                         op(["y"], "dropout", ["x", "seed"], "p = 0.1 : f64, weft.rng_id = 11 : i64",
                            [x, seed], [x])))
-    # Data movement and the other unfused ops of a GPT step (bf16).
+    return "".join(out)
+
+
+def step_op_cases(small, pw, rw):
+    """Data movement and the other unfused ops of a GPT step (bf16)."""
+    out = []
     d = "bf16"
     b, s, heads, hd = (2, 64, 4, 32) if small else (8, 1024, 16, 64)
     hid = heads * hd

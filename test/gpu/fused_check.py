@@ -22,17 +22,15 @@ import json
 import math
 import os
 import sys
-import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from poison import Poisoned  # noqa: E402
-from weft import philox  # noqa: E402
+from weft import philox
+from weft.gpu import results
+from weft.gpu.poison import Poisoned
+from weft.gpu.progress import Deadline, add_deadline_option
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
           "f64": torch.float64, "i64": torch.int64, "bool": torch.bool, "i16": torch.int16}
@@ -678,8 +676,7 @@ def main(argv=None):
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile timings")
     parser.add_argument("--quick", action="store_true", help="fewer timing repetitions")
     parser.add_argument("--json", default="", help="write the rows here")
-    parser.add_argument("--deadline", type=float, default=0.0,
-                        help="seconds; units after it are reported NOT RUN")
+    add_deadline_option(parser, "units")
     opts = parser.parse_args(argv)
     import re
     units = [u for u in load_units(opts.kernels) if re.search(opts.only, u["name"])]
@@ -688,10 +685,10 @@ def main(argv=None):
     rt.init()
     rt.context_ensure(torch.cuda.current_device())
     stream = torch.cuda.current_stream().cuda_stream
-    start = time.time()
+    deadline = Deadline(opts.deadline)
     rows, not_run = [], []
     for unit in units:
-        if opts.deadline and time.time() - start > opts.deadline:
+        if deadline.passed():
             not_run.append(unit["name"])
             continue
         try:
@@ -702,17 +699,13 @@ def main(argv=None):
                    "ok": False, "why": f"{type(e).__name__}: {e}"}
         rows.append(row)
         print(f"{row['name']}: {'PASS' if row['ok'] else 'FAIL ' + row['why']}", flush=True)
-        if opts.json:
-            with open(opts.json, "w") as f:
-                json.dump({"rows": rows, "not_run": not_run}, f, indent=1)
+        results.write_json(opts.json, {"rows": rows, "not_run": not_run})
     print()
     print_table(rows)
     failed = [r["name"] for r in rows if not r["ok"]]
     print(f"\n{len(rows) - len(failed)}/{len(rows)} units pass"
           + (f"; NOT RUN (deadline): {', '.join(not_run)}" if not_run else ""))
-    if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"rows": rows, "not_run": not_run}, f, indent=1)
+    results.write_json(opts.json, {"rows": rows, "not_run": not_run})
     return 1 if failed or not_run else 0
 
 

@@ -10,16 +10,12 @@ padding NaN-poisoned and checked untouched. Exits 1 on any failure.
     PYTHONPATH=python python3 test/gpu/gelu_epilogue_check.py
 """
 import ctypes
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from weft import runtime as rt  # noqa: E402
+from weft import runtime as rt
 
 # weft_gemm_epilogue values of the aux epilogues (weft_runtime.h).
 GELU_AUX, GELU_AUX_BIAS, DGELU = 5, 6, 7

@@ -18,15 +18,11 @@ import time
 import zlib
 from collections import namedtuple
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.join(HERE, "..", "..", "python")
-sys.path.insert(0, HERE)
-sys.path.insert(0, PYTHON_DIR)
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from poison import Poisoned  # noqa: E402
+from weft.gpu.phases import REPO
+from weft.gpu.poison import Poisoned
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 SHAPES = [(4096, 4096, 4096), (8192, 1536, 512), (77, 130, 61), (1, 4096, 4096)]
@@ -238,11 +234,13 @@ def loaded_cublaslt():
 
 
 ROUNDTRIP_CASE = Case("bf16", 96, 200, 72, 0, 1, 1, "bias_gelu")
+# Loads this script as a module by its path (it is no package's module).
 ROUNDTRIP_SELECT = """
-import sys
+import importlib.util
 from weft import runtime as rt
-sys.path.insert(0, {here!r})
-import gemm_check as gc
+spec = importlib.util.spec_from_file_location("gemm_check", {script!r})
+gc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gc)
 rt.context_ensure(0)
 algo, needed = rt.gemm_select(gc.gemm_desc(rt, gc.{case!r}), gc.WORKSPACE_LIMIT)
 print(algo.raw().hex(), needed)
@@ -252,11 +250,11 @@ print(algo.raw().hex(), needed)
 def roundtrip(rt, device, workspace, stream):
     """An algorithm selected in another process (as a package stores it) runs
     here: weft_gemm_run checks the bytes with cublasLtMatmulAlgoCheck."""
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR))
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     library = loaded_cublaslt()
     if library and not env.get("WEFT_CUBLASLT"):
         env["WEFT_CUBLASLT"] = library
-    code = ROUNDTRIP_SELECT.format(here=HERE, case=ROUNDTRIP_CASE)
+    code = ROUNDTRIP_SELECT.format(script=os.path.abspath(__file__), case=ROUNDTRIP_CASE)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
     if done.returncode != 0:

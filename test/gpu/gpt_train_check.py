@@ -1,7 +1,8 @@
 """GPU check of the small GPT that trains (scripts/train-gpt, the char_gpt
 preset on examples/data/charlang.txt): Weft's package against PyTorch.
 
-Two phases, so the GPU machine builds nothing:
+Two phases, so the GPU machine builds nothing (from the checkout's root, with
+PYTHONPATH=python; weft.gpu.phases reads the command line):
 
   prepare (here, with the build):  gpt_train_check.py prepare DIR
       writes the char GPT's IR (python/weft/train_gpt.py), compiles its AdamW
@@ -9,7 +10,7 @@ Two phases, so the GPU machine builds nothing:
       --weight-copies=carried, that with --fold-attention-layout, that
       with --weight-copies=split instead of carried, and --fuse-elementwise
       without the cuBLASLt GELU epilogues the others use) and
-      ships weft-run with its libraries (package_check.ship_weft_run).
+      ships weft-run with its libraries (weft.gpu.device.ship_weft_run).
   check (on the H100):             gpt_train_check.py check DIR
       makes the data and the initial parameters with train_gpt's functions
       (fixed seeds; the corpus is in the repo), runs each package for
@@ -25,19 +26,14 @@ Two phases, so the GPU machine builds nothing:
 Exits 1 on any failure; one PASS/FAIL line per check, DIR/results.json.
 """
 import argparse
-import json
 import math
 import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, HERE)
-
-from package_check import Checker, ship_weft_run  # noqa: E402
-from weft import train_gpt  # noqa: E402
+from weft import train_gpt
+from weft.gpu.device import Checker, ship_weft_run
+from weft.gpu.phases import run_phases
 
 COMPARED = 20
 PACKAGES = {"plain": [], "fused": ["--fuse-elementwise"],
@@ -174,28 +170,23 @@ def check(directory, steps):
                 "the f64 rule's bound of each other", worst <= 1.0,
                 f"worst |with - without| / bound = {worst:.3f}; last losses "
                 f"{with_epilogue[-1]:.4f} / {without[-1]:.4f}")
-    with open(os.path.join(directory, "results.json"), "w") as f:
-        json.dump(c.results, f, indent=1)
     print(f"torch bf16 step (median of {COMPARED}): {torch_ms:.3f} ms")
-    print("FAILED: " + ", ".join(c.failures) if c.failures else "ALL PASSED")
-    return 1 if c.failures else 0
+    return c.finish()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phase", choices=["prepare", "check"])
-    parser.add_argument("dir")
-    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--steps", type=int, default=300)
-    args = parser.parse_args()
-    if args.steps < COMPARED:
-        parser.error(f"--steps must be at least {COMPARED}, got {args.steps}")
-    if args.phase == "prepare":
-        prepare(args.dir, args.build)
-        return 0
-    return check(args.dir, args.steps)
+def step_count(text):
+    """--steps: enough for the first and the last COMPARED losses."""
+    steps = int(text)
+    if steps < COMPARED:
+        raise argparse.ArgumentTypeError(f"must be at least {COMPARED}, got {steps}")
+    return steps
+
+
+def steps_option(parser):
+    parser.add_argument("--steps", type=step_count, default=300)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_phases(__doc__, {"prepare": lambda args: prepare(args.dir, args.build),
+                                  "check": lambda args: check(args.dir, args.steps)},
+                        steps_option))

@@ -1,6 +1,7 @@
 """End-to-end GPU check of the package runtime (weft-run STEP.weftpkg).
 
-Two phases, so the GPU machine builds nothing:
+Two phases, so the GPU machine builds nothing (from the checkout's root, with
+PYTHONPATH=python; weft.gpu.phases reads the command line):
 
   prepare (here, with the build):  package_check.py prepare DIR
       generates two GPT blocks with python -m weft.models (bf16, dropout 0),
@@ -28,19 +29,13 @@ Two phases, so the GPU machine builds nothing:
       must be within 1 % of the planned arena.
 Exits 1 on any failure; prints one line per check and writes DIR/results.json.
 """
-import argparse
-import json
-import lzma
 import math
 import os
-import re
-import shutil
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+from weft.gpu.device import Checker, ship_weft_run
+from weft.gpu.phases import REPO, run_phases
 
 # The small block: test/Tools/weft-run/Inputs/gpt_bf16.mlir's configuration.
 SMALL = dict(layers=1, hidden=128, heads=2, kv_heads=2, seq=16, batch=2, vocab=64,
@@ -62,7 +57,7 @@ def config_args(config):
 
 def prepare(directory, build):
     os.makedirs(directory, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), WEFT_TUNING_TABLE="none")
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"), WEFT_TUNING_TABLE="none")
     for name, config, extra in (("small", SMALL, []), ("large", LARGE, []),
                                 ("small_fused", SMALL, ["--fuse-elementwise"])):
         ir = subprocess.run([sys.executable, "-m", "weft.models", "--preset", "gpt_block",
@@ -87,63 +82,6 @@ def prepare(directory, build):
         raise SystemExit(f"small_fused.weftpkg has {bgrads} bgrad_a GEMMs, expected "
                          f"{4 * SMALL['layers']}:\n{gemms}")
     ship_weft_run(directory, build)
-
-
-def ship_weft_run(directory, build):
-    """Copies build/bin/weft-run and the shared libraries it needs into
-    directory (Checker unpacks them); test/gpu/gpt_train_check.py uses it too."""
-    # weft-run links the build machine's shared libLLVM and, through it, libz3,
-    # which GPU machines lack: ship them and weft-run xz-compressed (about 40
-    # MB in all); check unpacks them.
-    weft_run = os.path.join(build, "bin", "weft-run")
-    shipped = [("weft-run", weft_run)]
-    for line in subprocess.run(["ldd", weft_run], capture_output=True, text=True).stdout.splitlines():
-        match = re.match(r"\s*((?:libLLVM|libz3)[^ ]*) => (\S+)", line)
-        if match:
-            shipped.append((os.path.join("lib", match.group(1)), match.group(2)))
-    for name, source in shipped:
-        with open(source, "rb") as f, lzma.open(
-                os.path.join(directory, name.replace("/", "__") + ".xz"), "wb", preset=6) as out:
-            shutil.copyfileobj(f, out)
-    sizes = {f: os.path.getsize(os.path.join(directory, f)) for f in sorted(os.listdir(directory))}
-    print("prepared", directory, json.dumps(sizes))
-
-
-class Checker:
-    def __init__(self, directory):
-        self.dir = directory
-        self.failures = []
-        self.results = {}
-        # Unpack what prepare shipped: weft-run and lib/ (libLLVM, libz3).
-        self.env = dict(os.environ)
-        libs = os.path.join(directory, "lib")
-        os.makedirs(libs, exist_ok=True)
-        for name in os.listdir(directory):
-            if name.endswith(".xz"):
-                target = os.path.join(directory, name[:-3].replace("__", "/"))
-                if not os.path.exists(target):
-                    with lzma.open(os.path.join(directory, name)) as f, open(target, "wb") as out:
-                        shutil.copyfileobj(f, out)
-                    os.chmod(target, 0o755)
-        self.env["LD_LIBRARY_PATH"] = libs + os.pathsep + self.env.get("LD_LIBRARY_PATH", "")
-
-    def check(self, name, ok, detail):
-        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
-        self.results[name] = {"ok": bool(ok), "detail": detail}
-        if not ok:
-            self.failures.append(name)
-
-    def run(self, package, *args):
-        command = [os.path.join(self.dir, "weft-run"), os.path.join(self.dir, package)] + list(args)
-        done = subprocess.run(command, capture_output=True, text=True, env=self.env)
-        sys.stdout.write(done.stdout)
-        sys.stderr.write(done.stderr)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} exited {done.returncode}")
-        losses = [float(m.group(1)) for m in re.finditer(r"^step \d+/\d+ loss (\S+)", done.stdout,
-                                                           re.M)]
-        memory = re.search(r"^memory-json: (.*)$", done.stdout, re.M)
-        return losses, json.loads(memory.group(1)) if memory else None
 
 
 def torch_reference(config, params, batches, compute=None):
@@ -306,10 +244,7 @@ def check(directory):
                 f"peak +{large['peak'] - large['before']}")
     c.results["memory_small"] = memory
     c.results["memory_large"] = large
-    with open(os.path.join(directory, "results.json"), "w") as f:
-        json.dump(c.results, f, indent=1)
-    print("FAILED: " + ", ".join(c.failures) if c.failures else "ALL PASSED")
-    return 1 if c.failures else 0
+    return c.finish()
 
 
 def make_large_inputs(directory):
@@ -335,18 +270,6 @@ def make_large_inputs(directory):
     return True
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phase", choices=["prepare", "check"])
-    parser.add_argument("dir")
-    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    args = parser.parse_args()
-    if args.phase == "prepare":
-        prepare(args.dir, args.build)
-        return 0
-    return check(args.dir)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_phases(__doc__, {"prepare": lambda args: prepare(args.dir, args.build),
+                                  "check": lambda args: check(args.dir)}))

@@ -1,22 +1,15 @@
 """What bench/attention_bench.py and scripts/autotune-attention share: the
 acceptance shapes and FLOP convention of /work/shared/anchors, Weft's units
-(test/gpu/kernel_units.py) turned into timed launches, the sanity check and
+(weft.gpu.kernel_units) turned into timed launches, the sanity check and
 the run's provenance. torch is imported only by the functions that run."""
 import datetime
-import json
 import math
-import os
 import platform
 import shlex
 import sys
 from dataclasses import dataclass
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for _path in (os.path.join(REPO, "test", "gpu"), os.path.join(REPO, "python")):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-import kernel_units as ku  # noqa: E402
+from weft.gpu import kernel_units as ku
 
 # As the anchors: tokens = batch x seq, heads x head_dim = 2048.
 TOKENS = 16384
@@ -102,39 +95,6 @@ def provenance(argv=None):
     except ImportError as e:
         info["triton"] = f"unavailable: {e}"
     return info
-
-
-def json_safe(x):
-    """JSON has no inf/NaN: write them as strings."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    return x
-
-
-def write_json(path, obj):
-    """Written whole or not at all (a run cut short keeps the last full file)."""
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(json_safe(obj), f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-def write_text(path, text):
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 # ---- on the device -------------------------------------------------------
