@@ -10,62 +10,23 @@ recorded hashes are those cc44d20 compiles; the six distinct packages of the
 bench/results/h100-2026-11-23-gpt-step-split-100.json) are among them, byte
 for byte. Run by scripts/test.
 
-    python3 bench/package_hashes.py check --build build [--only NAME,...]
+    PYTHONPATH=python python3 bench/package_hashes.py check --build build [--only NAME,...]
 """
 import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
+from gpt_step_bench import ANCHOR, LAYOUT, SMALL, compile_package, generate
+from gpt_step_table import FIXED_POLICIES, budgets
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HASHES = os.path.join(ROOT, "bench", "package_hashes.json")
-
-# As bench/gpt_step_bench.py's ANCHOR and SMALL.
-ANCHOR = dict(layers=4, hidden=4096, heads=32, kv_heads=32, seq=4096, batch=1, ffn_hidden=16384,
-              dtype="bf16", dropout=0.0, pos_embedding=False, loss="mean_square")
-SMALL = dict(ANCHOR, layers=2, hidden=256, heads=2, kv_heads=2, seq=256, ffn_hidden=1024)
-LAYOUT = ["--fold-attention-layout"]
-FIXED_POLICIES = ("none", "full", "selective", "block", "uniform")
-FRACTIONS = (1.0, 0.5, 0.3)
 # The no-recompute package, whose memory report sets the budgets.
 NONE_ARGS = ["--optimizer=adamw", "--remat=none", "--weight-copies=converted"] + LAYOUT
-
-
-def config_args(config):
-    out = []
-    for key, value in config.items():
-        if isinstance(value, bool):
-            value = "on" if value else "off"
-        out += ["--" + key.replace("_", "-"), str(value)]
-    return out
-
-
-def generate(config, path, python_dir):
-    env = dict(os.environ, PYTHONPATH=python_dir)
-    ir = subprocess.run([sys.executable, "-m", "weft.models", "--preset", "gpt_block", "--emit-only"]
-                        + config_args(config), check=True, capture_output=True, text=True,
-                        env=env).stdout
-    with open(path, "w") as f:
-        f.write(ir)
-
-
-def compile_package(build, ir, out, args):
-    """weft-compile as gpt_step_bench's compile_package (fused first, unfused
-    when fusion fails). Returns (ok, fused, stderr)."""
-    base = [os.path.join(build, "bin", "weft-compile"), ir, "--entry", "forward", "--train",
-            "--target=sm_90a", "--emit=package", "-o", out] + args
-    stderr = ""
-    for fused in (True, False):
-        done = subprocess.run(base + (["--fuse-elementwise"] if fused else []),
-                              capture_output=True, text=True)
-        stderr += done.stderr
-        if done.returncode == 0 and "have no image" not in done.stderr:
-            return True, fused, stderr
-    return False, False, stderr
 
 
 def sha256(path):
@@ -73,18 +34,10 @@ def sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def resident_bytes(report):
-    cats = report["categories"]
-    return cats["parameters"] + cats["optimizer_state"] + int(0.5 * cats["parameters"])
-
-
 def package_list(report):
     """(name, model, args) of every package gpt_step_bench prepares."""
     packages = [("none", "anchor", NONE_ARGS)]
-    resident = resident_bytes(report)
-    activations = report["peak_bytes"] - resident
-    for fraction in FRACTIONS:
-        budget = resident + int(fraction * activations)
+    for fraction, budget in budgets(report).items():
         common = ["--optimizer=adamw", f"--memory-budget={budget}", "--weight-copies=auto"]
         for policy in ("budget",) + FIXED_POLICIES:
             packages.append((f"b{int(100 * fraction)}_{policy}", "anchor",
@@ -105,14 +58,15 @@ def main():
     parser.add_argument("--only", default="", help="comma-separated package names")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
+    env = dict(os.environ, PYTHONPATH=args.python)
     with tempfile.TemporaryDirectory() as work:
         irs = {"anchor": os.path.join(work, "anchor.mlir"), "small": os.path.join(work, "small.mlir")}
-        generate(ANCHOR, irs["anchor"], args.python)
-        generate(SMALL, irs["small"], args.python)
+        generate(ANCHOR, irs["anchor"], env)
+        generate(SMALL, irs["small"], env)
         if args.mode == "record":
             report_path = os.path.join(work, "none_report.json")
             ok, _, err = compile_package(args.build, irs["anchor"], os.path.join(work, "r.weftpkg"),
-                                         NONE_ARGS + [f"--memory-report={report_path}"])
+                                         NONE_ARGS + [f"--memory-report={report_path}"], env)
             if not ok:
                 sys.exit("the no-recompute package does not compile:\n" + err)
             packages = package_list(json.load(open(report_path)))
@@ -124,7 +78,7 @@ def main():
                 continue
             out = os.path.join(work, name + ".weftpkg")
             start = time.time()
-            ok, fused, err = compile_package(args.build, irs[model], out, pargs)
+            ok, fused, _ = compile_package(args.build, irs[model], out, pargs, env)
             digest = sha256(out) if ok else None
             results.append({"name": name, "model": model, "args": pargs, "fused": fused, "sha256": digest})
             line = f"{name}: {digest or 'does not compile'} ({time.time() - start:.1f} s)"
