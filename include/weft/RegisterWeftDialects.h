@@ -12,7 +12,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "weft/Analysis/Passes.h"
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/WeftDialect.h"
 #include "weft/Transforms/Passes.h"
@@ -33,7 +32,6 @@ inline void registerWeftPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
-  registerWeftAnalysisPasses();
   registerFuseAttentionPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();

@@ -4,7 +4,8 @@
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
 #include "weft/Pipelines.h"
 #include "weft/RegisterWeftDialects.h"
-#include "weft/Transforms/TestPasses.h"
+
+#include "TestPasses.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
