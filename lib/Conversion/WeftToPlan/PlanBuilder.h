@@ -62,6 +62,14 @@ private:
   /// gelu_aux / gelu_aux_bias forward, dgelu backward (GeluGemmEntries.cpp).
   mlir::LogicalResult addGeluGemm(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addAttention(mlir::Operation *op, int64_t index);
+  /// An attention op's arena buffers by kernel parameter name, its sizes and
+  /// its kernel configuration (PlanEntries.cpp).
+  struct AttentionCall;
+  /// The parameter kind ("ptr", "i32", "f32", "tensormap") and the argument
+  /// of `param` of attention kernel `spec`, or a diagnostic at `op`.
+  mlir::FailureOr<std::pair<llvm::StringRef, mlir::Attribute>>
+  attentionArg(mlir::Operation *op, const gpu::KernelSpec &spec,
+               const gpu::KernelParam &param, const AttentionCall &call);
   mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addKernelPerOp(mlir::Operation *op, int64_t index);
 
