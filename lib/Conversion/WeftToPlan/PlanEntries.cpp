@@ -4,7 +4,7 @@
 // attention kernels (attentionKernelSpecs) for attention / attention_grad,
 // one kernel launch per other weft op or fused group, a fill kernel per
 // splat constant.
-#include "PlanBuilder.h"
+#include "ScheduleBuilder.h"
 
 #include "weft/Analysis/AttentionPacking.h"
 #include "weft/Conversion/ElementwiseKernels.h"
@@ -42,7 +42,7 @@ std::string identifier(StringRef text) {
 
 } // namespace
 
-FailureOr<FlatSymbolRefAttr> PlanBuilder::bufferOf(Operation *op, Value value) {
+FailureOr<FlatSymbolRefAttr> ScheduleBuilder::bufferOf(Operation *op, Value value) {
   std::optional<unsigned> buffer = liveness.lookupBuffer(value);
   auto it = buffer ? bufferSymbols.find(*buffer) : bufferSymbols.end();
   if (it == bufferSymbols.end())
@@ -51,7 +51,7 @@ FailureOr<FlatSymbolRefAttr> PlanBuilder::bufferOf(Operation *op, Value value) {
   return it->second;
 }
 
-void PlanBuilder::declareKernel(StringRef name, StringRef image,
+void ScheduleBuilder::declareKernel(StringRef name, StringRef image,
                                 ArrayRef<StringRef> params) {
   if (!kernels.insert(name).second)
     return;
@@ -66,7 +66,7 @@ void PlanBuilder::declareKernel(StringRef name, StringRef image,
                          builder.getArrayAttr(kinds));
 }
 
-void PlanBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> args,
+void ScheduleBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> args,
                          ArrayRef<int64_t> grid, int64_t threads, int64_t smem,
                          int64_t index) {
   auto op = plan::LaunchOp::create(builder, loc, kernel, builder.getArrayAttr(args),
@@ -76,7 +76,7 @@ void PlanBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> arg
     firstEntry = op;
 }
 
-FailureOr<std::string> PlanBuilder::gemmDtype(Operation *op, Type type) {
+FailureOr<std::string> ScheduleBuilder::gemmDtype(Operation *op, Type type) {
   // What weft_gemm_check accepts: bf16 / f16 operands, f32 accumulation.
   std::string dtype = elementTypeName(type).str();
   if (dtype != "bf16" && dtype != "f16")
@@ -88,13 +88,13 @@ FailureOr<std::string> PlanBuilder::gemmDtype(Operation *op, Type type) {
   return dtype;
 }
 
-FlatSymbolRefAttr PlanBuilder::workspaceOf(Operation *op) {
+FlatSymbolRefAttr ScheduleBuilder::workspaceOf(Operation *op) {
   // Planned when the step has weft.gemm_workspace (MemoryOpInterface).
   std::optional<unsigned> workspace = liveness.lookupWorkspace(op);
   return workspace ? bufferSymbols.lookup(*workspace) : FlatSymbolRefAttr();
 }
 
-void PlanBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
+void ScheduleBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
   auto gemm = plan::GemmOp::create(
       builder, op->getLoc(), call.d, call.a, call.b, nullptr, call.bias, workspaceOf(op),
       call.aux, call.aux ? builder.getI64IntegerAttr(call.auxLd) : IntegerAttr(),
@@ -109,7 +109,7 @@ void PlanBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
     firstEntry = gemm;
 }
 
-LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addLinear(Operation *op, int64_t index) {
   auto linear = cast<LinearOp>(op);
   auto x = linear.getX().getType();
   auto w = cast<RankedTensorType>(linear.getW().getType());
@@ -136,7 +136,7 @@ LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addMatmul(Operation *op, int64_t index) {
   auto matmul = cast<MatmulOp>(op);
   auto aType = cast<RankedTensorType>(matmul.getA().getType());
   auto bType = cast<RankedTensorType>(matmul.getB().getType());
@@ -173,7 +173,7 @@ LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addBiasGradGemm(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addBiasGradGemm(Operation *op, int64_t index) {
   std::string why;
   std::optional<BiasGradGemm> group = getBiasGradGemm(op, &why);
   if (!group)
@@ -284,7 +284,7 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
 
 } // namespace
 
-struct PlanBuilder::AttentionCall {
+struct ScheduleBuilder::AttentionCall {
   /// Operands by the kernels' parameter names; delta is the op's workspace.
   llvm::StringMap<Value> tensors;
   FlatSymbolRefAttr delta;
@@ -295,7 +295,7 @@ struct PlanBuilder::AttentionCall {
 };
 
 FailureOr<std::pair<StringRef, Attribute>>
-PlanBuilder::attentionArg(Operation *op, const gpu::KernelSpec &spec,
+ScheduleBuilder::attentionArg(Operation *op, const gpu::KernelSpec &spec,
                           const gpu::KernelParam &param, const AttentionCall &call) {
   switch (param.kind) {
   case gpu::KernelParam::Kind::Pointer: {
@@ -359,7 +359,7 @@ PlanBuilder::attentionArg(Operation *op, const gpu::KernelSpec &spec,
   llvm_unreachable("every KernelParam kind is handled");
 }
 
-LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addAttention(Operation *op, int64_t index) {
   AttentionOperands o = attentionOperandsOf(op);
   FailureOr<gpu::AttentionKernelConfig> config = attentionConfigOf(op, o, options);
   if (failed(config))
@@ -411,7 +411,7 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addKernelPerOp(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addKernelPerOp(Operation *op, int64_t index) {
   std::string name;
   if (op->getNumRegions() == 0) {
     name = "weft_" + identifier(op->getName().stripDialect());
@@ -478,7 +478,7 @@ LogicalResult PlanBuilder::addKernelPerOp(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addConstant(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addConstant(Operation *op, int64_t index) {
   auto value = dyn_cast<SplatElementsAttr>(cast<arith::ConstantOp>(op).getValue());
   if (!value || !isa<FloatType>(value.getElementType()))
     return op->emitError("cannot plan arith.constant: only floating-point "
@@ -504,7 +504,7 @@ LogicalResult PlanBuilder::addConstant(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addOp(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addOp(Operation *op, int64_t index) {
   if (isa<arith::ConstantOp>(op))
     return addConstant(op, index);
   if (!isa<WeftDialect>(op->getDialect()))

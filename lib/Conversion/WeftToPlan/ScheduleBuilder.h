@@ -1,7 +1,7 @@
 // The schedule half of weft-build-plan: turns each op of a planned step into
 // weft_plan entries (GEMMs, attention launches, one kernel per other op).
-#ifndef WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
-#define WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
+#ifndef WEFT_LIB_CONVERSION_WEFTTOPLAN_SCHEDULEBUILDER_H
+#define WEFT_LIB_CONVERSION_WEFTTOPLAN_SCHEDULEBUILDER_H
 
 #include "weft/Analysis/Liveness.h"
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
@@ -11,9 +11,9 @@
 
 namespace weft {
 
-class PlanBuilder {
+class ScheduleBuilder {
 public:
-  PlanBuilder(const ScheduleLiveness &liveness, const BuildPlanOptions &options,
+  ScheduleBuilder(const ScheduleLiveness &liveness, const BuildPlanOptions &options,
               plan::StepOp step,
               llvm::DenseMap<unsigned, mlir::FlatSymbolRefAttr> bufferSymbols)
       : liveness(liveness), options(options), step(step),
@@ -85,4 +85,4 @@ private:
 
 } // namespace weft
 
-#endif // WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
+#endif // WEFT_LIB_CONVERSION_WEFTTOPLAN_SCHEDULEBUILDER_H
