@@ -12,7 +12,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "weft/Analysis/Passes.h"
 #include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/WeftDialect.h"
@@ -37,7 +36,6 @@ inline void registerWeftPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
-  registerWeftAnalysisPasses();
   registerFuseAttentionPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();

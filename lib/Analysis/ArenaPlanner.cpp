@@ -244,26 +244,10 @@ SmallVector<unsigned> orderByOffset(ArrayRef<int64_t> offsets) {
   return order;
 }
 
-} // namespace
-
-int64_t weft::placeInOrder(ArrayRef<BufferInterval> buffers,
-                           ArrayRef<unsigned> order, int64_t alignment,
-                           SmallVectorImpl<int64_t> &offsets) {
-  return placeAll(buffers, order, alignment, Fit::First, offsets);
-}
-
-ArenaPlan weft::planArena(ArrayRef<BufferInterval> buffers,
-                          const ArenaOptions &options) {
-  assert(options.alignment >= 1 && "alignment must be positive");
-  int64_t alignment = options.alignment;
-  ArenaPlan plan;
-  plan.lowerBound = computeMaxLive(buffers, alignment);
-  plan.offsets.assign(buffers.size(), 0);
-  if (buffers.empty()) {
-    plan.strategy = "empty";
-    return plan;
-  }
-
+/// The greedy plans: each of four orders (size, lifetime, area, start),
+/// placed with best fit and with first fit; `plan` takes the lowest peak.
+void planGreedy(ArrayRef<BufferInterval> buffers, int64_t alignment,
+                ArenaPlan &plan) {
   auto length = [&](unsigned i) { return buffers[i].end - buffers[i].start + 1; };
   auto size = [&](unsigned i) { return alignTo(buffers[i].size, alignment); };
   struct Order {
@@ -310,32 +294,21 @@ ArenaPlan weft::planArena(ArrayRef<BufferInterval> buffers,
       }
     }
   }
-  if (plan.peakBytes <= plan.lowerBound.bytes)
-    return plan;
+}
 
-  if (buffers.size() <= options.exactLimit) {
-    ExactSearch search(buffers, alignment, plan.lowerBound.bytes, plan.peakBytes);
-    if (search.run(offsets)) {
-      plan.offsets = offsets;
-      plan.peakBytes =
-          placeAll(buffers, orderByOffset(offsets), alignment, Fit::First, offsets);
-      plan.offsets = offsets;
-      plan.strategy = "exact";
-    }
-    // Either the search improved the plan to the optimum or the greedy one
-    // already was optimal.
-    return plan;
-  }
-
-  // Local search over placement orders, replayed with first fit. Moves: one
-  // buffer to a random position, two neighbours swapped, or a buffer that
-  // reaches the peak moved earlier. A move is kept when it is not worse in
-  // (peak, energy): the energy, sum of (offset + size) * size * lifetime,
-  // pulls large long-lived buffers down and lets the walk cross plateaus of
-  // equal peak. A replay keeps the placement of the unchanged prefix of the
-  // order and costs O((n - prefix) * n): options.searchWork bounds the sum.
-  if (options.searchIterations == 0)
-    return plan;
+/// Local search over placement orders, replayed with first fit, from
+/// `plan`'s placement. Moves: one buffer to a random position, two
+/// neighbours swapped, or a buffer that reaches the peak moved earlier. A
+/// move is kept when it is not worse in (peak, energy): the energy, sum of
+/// (offset + size) * size * lifetime, pulls large long-lived buffers down
+/// and lets the walk cross plateaus of equal peak. A replay keeps the
+/// placement of the unchanged prefix of the order and costs
+/// O((n - prefix) * n): options.searchWork bounds the sum.
+void searchOrders(ArrayRef<BufferInterval> buffers, const ArenaOptions &options,
+                  ArenaPlan &plan) {
+  int64_t alignment = options.alignment;
+  auto length = [&](unsigned i) { return buffers[i].end - buffers[i].start + 1; };
+  auto size = [&](unsigned i) { return alignTo(buffers[i].size, alignment); };
   // Work counts buffer pairs examined: a replay from position p costs about
   // (n - p) * n. At least a few replays run whatever the budget.
   double n = double(buffers.size()), work = 0.0;
@@ -347,7 +320,7 @@ ArenaPlan weft::planArena(ArrayRef<BufferInterval> buffers,
     return sum;
   };
   SmallVector<unsigned> current = orderByOffset(plan.offsets);
-  SmallVector<int64_t> currentOffsets;
+  SmallVector<int64_t> currentOffsets, offsets;
   int64_t currentPeak =
       placeAll(buffers, current, alignment, Fit::First, currentOffsets);
   double currentEnergy = energy(currentOffsets);
@@ -408,6 +381,47 @@ ArenaPlan weft::planArena(ArrayRef<BufferInterval> buffers,
   }
   if (improved)
     plan.strategy += "+search";
+}
+
+} // namespace
+
+int64_t weft::placeInOrder(ArrayRef<BufferInterval> buffers,
+                           ArrayRef<unsigned> order, int64_t alignment,
+                           SmallVectorImpl<int64_t> &offsets) {
+  return placeAll(buffers, order, alignment, Fit::First, offsets);
+}
+
+ArenaPlan weft::planArena(ArrayRef<BufferInterval> buffers,
+                          const ArenaOptions &options) {
+  assert(options.alignment >= 1 && "alignment must be positive");
+  int64_t alignment = options.alignment;
+  ArenaPlan plan;
+  plan.lowerBound = computeMaxLive(buffers, alignment);
+  plan.offsets.assign(buffers.size(), 0);
+  if (buffers.empty()) {
+    plan.strategy = "empty";
+    return plan;
+  }
+  planGreedy(buffers, alignment, plan);
+  if (plan.peakBytes <= plan.lowerBound.bytes)
+    return plan;
+
+  if (buffers.size() <= options.exactLimit) {
+    SmallVector<int64_t> offsets;
+    ExactSearch search(buffers, alignment, plan.lowerBound.bytes, plan.peakBytes);
+    if (search.run(offsets)) {
+      plan.offsets = offsets;
+      plan.peakBytes =
+          placeAll(buffers, orderByOffset(offsets), alignment, Fit::First, offsets);
+      plan.offsets = offsets;
+      plan.strategy = "exact";
+    }
+    // Either the search improved the plan to the optimum or the greedy one
+    // already was optimal.
+    return plan;
+  }
+  if (options.searchIterations > 0)
+    searchOrders(buffers, options, plan);
   return plan;
 }
 

@@ -544,7 +544,8 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
       config.warpgroupMma = kernelOptions.warpgroupMma.value_or(tiles.warpgroupMma);
       config.stages = kernelOptions.fixedStages.value_or(tiles.stages);
     };
-    FailureOr<weft::BuiltPlan> built = weft::buildPlan(step, planOptions);
+    FailureOr<weft::HostSchedule> built =
+        weft::buildHostSchedule(step, planOptions);
     if (failed(built))
       return kExitFailed;
     FailureOr<weft::pkg::Package> package = weft::makePackage(

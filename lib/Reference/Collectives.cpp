@@ -220,6 +220,73 @@ LogicalResult takePiece(Operation *op, const DeviceGroups &groups, int64_t rank,
   return success();
 }
 
+/// shard.all_to_all: every rank's input split along split_axis, piece k of
+/// each member concatenated along concat_axis on the group's k-th rank.
+LogicalResult runAllToAll(shard::AllToAllOp allToAll, const DeviceGroups &groups,
+                          ArrayRef<const Tensor *> inputs,
+                          MutableArrayRef<Tensor> results) {
+  Operation *op = allToAll;
+  int64_t ranks = results.size();
+  int64_t splitAxis = allToAll.getSplitAxis().getSExtValue();
+  int64_t concatAxis = allToAll.getConcatAxis().getSExtValue();
+  int64_t parts = groups.size();
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    Tensor &result = results[rank];
+    int64_t k = groups.inGroupIndex(rank), offset = 0;
+    for (int64_t member : groups.members(rank)) {
+      const Tensor &input = *inputs[member];
+      if (failed(expectDivisible(op, input.shape, splitAxis, parts)))
+        return failure();
+      int64_t size = input.shape[splitAxis] / parts;
+      Tensor piece = sliceAlong(input, splitAxis, k * size, size);
+      if (concatAxis < 0 || concatAxis >= int64_t(result.shape.size()) ||
+          offset + piece.shape[concatAxis] > result.shape[concatAxis])
+        return op->emitOpError("cannot concatenate pieces of shape ")
+               << shapeString(piece.shape) << " along tensor axis "
+               << concatAxis << " into a result of shape "
+               << shapeString(result.shape);
+      insertAlong(result, piece, concatAxis, offset);
+      offset += piece.shape[concatAxis];
+    }
+  }
+  return success();
+}
+
+/// shard.shift: rank at coordinate c along shift_axis receives the tensor of
+/// the rank at c - offset (the tensors move by +offset). Without `rotate`, a
+/// rank with no source (undefined upstream) gets zeros.
+LogicalResult runShift(shard::ShiftOp shift, ArrayRef<int64_t> gridShape,
+                       ArrayRef<shard::GridAxis> gridAxes,
+                       const DeviceGroups &groups,
+                       ArrayRef<const Tensor *> inputs,
+                       MutableArrayRef<Tensor> results) {
+  Operation *op = shift;
+  int64_t ranks = results.size();
+  int64_t shiftAxis = shift.getShiftAxis().getSExtValue();
+  if (!llvm::is_contained(gridAxes, shiftAxis))
+    return op->emitOpError("expects shift_axis ")
+           << shiftAxis << " to be one of grid_axes";
+  int64_t extent = gridShape[shiftAxis];
+  auto offset = static_cast<int64_t>(shift.getOffset());
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    std::vector<int64_t> coords = groups.coordinates(rank);
+    int64_t source = coords[shiftAxis] - offset;
+    if (shift.getRotate())
+      source = ((source % extent) + extent) % extent;
+    if (source < 0 || source >= extent) {
+      std::fill(results[rank].data.begin(), results[rank].data.end(),
+                0.0);
+      continue;
+    }
+    coords[shiftAxis] = source;
+    const Tensor &input = *inputs[groups.linearize(coords)];
+    if (failed(expectShape(op, input, results[rank])))
+      return failure();
+    results[rank].data = input.data;
+  }
+  return success();
+}
+
 } // namespace
 
 bool isCollective(Operation *op) {
@@ -329,58 +396,11 @@ LogicalResult runCollective(Operation *op, ArrayRef<int64_t> gridShape,
         }
         return success();
       })
-      .Case([&](shard::AllToAllOp allToAll) -> LogicalResult {
-        int64_t splitAxis = allToAll.getSplitAxis().getSExtValue();
-        int64_t concatAxis = allToAll.getConcatAxis().getSExtValue();
-        int64_t parts = groups.size();
-        for (int64_t rank = 0; rank < ranks; ++rank) {
-          Tensor &result = results[rank];
-          int64_t k = groups.inGroupIndex(rank), offset = 0;
-          for (int64_t member : groups.members(rank)) {
-            const Tensor &input = *inputs[member];
-            if (failed(expectDivisible(op, input.shape, splitAxis, parts)))
-              return failure();
-            int64_t size = input.shape[splitAxis] / parts;
-            Tensor piece = sliceAlong(input, splitAxis, k * size, size);
-            if (concatAxis < 0 || concatAxis >= int64_t(result.shape.size()) ||
-                offset + piece.shape[concatAxis] > result.shape[concatAxis])
-              return op->emitOpError("cannot concatenate pieces of shape ")
-                     << shapeString(piece.shape) << " along tensor axis "
-                     << concatAxis << " into a result of shape "
-                     << shapeString(result.shape);
-            insertAlong(result, piece, concatAxis, offset);
-            offset += piece.shape[concatAxis];
-          }
-        }
-        return success();
+      .Case([&](shard::AllToAllOp allToAll) {
+        return runAllToAll(allToAll, groups, inputs, results);
       })
-      .Case([&](shard::ShiftOp shift) -> LogicalResult {
-        // Rank at coordinate c along shift_axis receives the tensor of the
-        // rank at c - offset (the tensors move by +offset). Without `rotate`,
-        // a rank with no source (undefined upstream) gets zeros.
-        int64_t shiftAxis = shift.getShiftAxis().getSExtValue();
-        if (!llvm::is_contained(gridAxes, shiftAxis))
-          return op->emitOpError("expects shift_axis ")
-                 << shiftAxis << " to be one of grid_axes";
-        int64_t extent = gridShape[shiftAxis];
-        auto offset = static_cast<int64_t>(shift.getOffset());
-        for (int64_t rank = 0; rank < ranks; ++rank) {
-          std::vector<int64_t> coords = groups.coordinates(rank);
-          int64_t source = coords[shiftAxis] - offset;
-          if (shift.getRotate())
-            source = ((source % extent) + extent) % extent;
-          if (source < 0 || source >= extent) {
-            std::fill(results[rank].data.begin(), results[rank].data.end(),
-                      0.0);
-            continue;
-          }
-          coords[shiftAxis] = source;
-          const Tensor &input = *inputs[groups.linearize(coords)];
-          if (failed(expectShape(op, input, results[rank])))
-            return failure();
-          results[rank].data = input.data;
-        }
-        return success();
+      .Case([&](shard::ShiftOp shift) {
+        return runShift(shift, gridShape, gridAxes, groups, inputs, results);
       })
       .Default([&](Operation *) {
         return op->emitOpError("reference interpreter cannot run '")

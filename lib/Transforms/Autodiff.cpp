@@ -266,35 +266,66 @@ RankedTensorType lowHalfType(Type paramType) {
                                IntegerType::get(tensor.getContext(), 16));
 }
 
-/// Builds @<entry>_step after `entry`; on failure nothing is left behind.
-FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
-                                  const StepArguments &args, Optimizer optimizer,
-                                  const AdamWSettings &adamw,
-                                  WeightCopies copies, int64_t gemmWorkspace,
-                                  const llvm::SmallDenseSet<int64_t> &convertedParams) {
-  MLIRContext *context = entry.getContext();
-  OpBuilder builder(context);
-  builder.setInsertionPointAfter(entry);
-  Location loc = entry.getLoc();
-  ArrayRef<Type> entryTypes = entry.getArgumentTypes();
-  Type lossType = entry.getResultTypes()[0];
-  auto attrsOf = [&](unsigned i) -> DictionaryAttr {
+/// The parts of @<entry>_step, built in order by buildStep: its signature,
+/// the cloned forward, then (with an optimizer) the AdamW updates after the
+/// backward. Argument layout with an optimizer: masters, m, v (numParams
+/// each), the batch, the step number, the seed, then the carried copies.
+class StepBuilder {
+public:
+  StepBuilder(func::FuncOp entry, const StepArguments &args, Optimizer optimizer,
+              WeightCopies copies)
+      : entry(entry), args(args), optimizer(optimizer), copies(copies),
+        builder(entry.getContext()), entryTypes(entry.getArgumentTypes()),
+        numParams(args.params.size()) {}
+
+  /// Creates the step function after `entry`, with its entry block, and
+  /// leaves the builder at the block's start.
+  func::FuncOp createFunction(StringRef name,
+                              const llvm::SmallDenseSet<int64_t> &convertedParams);
+  /// Clones the forward into the step; returns the values to differentiate
+  /// the loss by, one per parameter, and creates the step's return of it.
+  SmallVector<Value> cloneForward();
+  /// One AdamW update per parameter before the return; appends the new
+  /// masters, moments and carried copies to `stepResults` with their aliases.
+  void addAdamWUpdates(const AdamWSettings &adamw, ArrayRef<Value> gradients,
+                       SmallVector<Value> &stepResults,
+                       SmallVector<AdamWOp> &updates, SmallVector<Value> &carried);
+
+  func::FuncOp step;
+  Block *body = nullptr;
+  Value loss;
+  func::ReturnOp ret;
+  /// (master index, copy argument index) of each carried copy.
+  SmallVector<std::pair<unsigned, unsigned>> copyArgs;
+
+private:
+  DictionaryAttr attrsOf(unsigned i) {
     DictionaryAttr attrs = entry.getArgAttrDict(i);
     return attrs ? attrs : builder.getDictionaryAttr({});
-  };
-  auto scalarI64 = RankedTensorType::get({}, builder.getI64Type());
-  unsigned numParams = args.params.size();
-  bool carryCopies = copies != WeightCopies::Converted;
-  // A split master's slot holds its low half; its bf16 copy is the high half.
-  auto isSplit = [&](unsigned k) {
+  }
+  /// A split master's slot holds its low half; its bf16 copy is the high half.
+  bool isSplit(unsigned k) const {
     return copies == WeightCopies::Split &&
            getElementTypeOrSelf(entryTypes[args.params[k]]).isBF16();
-  };
+  }
 
-  // The signature.
+  func::FuncOp entry;
+  const StepArguments &args;
+  Optimizer optimizer;
+  WeightCopies copies;
+  OpBuilder builder;
+  ArrayRef<Type> entryTypes;
+  unsigned numParams;
+};
+
+func::FuncOp
+StepBuilder::createFunction(StringRef name,
+                            const llvm::SmallDenseSet<int64_t> &convertedParams) {
+  builder.setInsertionPointAfter(entry);
+  Type lossType = entry.getResultTypes()[0];
+  auto scalarI64 = RankedTensorType::get({}, builder.getI64Type());
+  bool carryCopies = copies != WeightCopies::Converted;
   SmallVector<Type> inputs, results{lossType};
-  // (master index, copy argument index) of each carried copy.
-  SmallVector<std::pair<unsigned, unsigned>> copyArgs;
   SmallVector<DictionaryAttr> inputAttrs;
   if (optimizer == Optimizer::None) {
     inputs.assign(entryTypes.begin(), entryTypes.end());
@@ -337,13 +368,16 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
         results.push_back(entryTypes[p]);
       }
   }
-  auto step = func::FuncOp::create(builder, loc, name,
-                                   builder.getFunctionType(inputs, results));
+  step = func::FuncOp::create(builder, entry.getLoc(), name,
+                              builder.getFunctionType(inputs, results));
   step.setAllArgAttrs(inputAttrs);
-  Block *body = step.addEntryBlock();
+  body = step.addEntryBlock();
   builder.setInsertionPointToStart(body);
+  return step;
+}
 
-  // The forward, cloned; a parameter enters it converted from its master.
+SmallVector<Value> StepBuilder::cloneForward() {
+  // A parameter enters the forward converted from its master.
   IRMapping mapping;
   SmallVector<Value> wrt;
   if (optimizer == Optimizer::None) {
@@ -377,72 +411,93 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
   for (Operation &op : entry.front().without_terminator())
     builder.clone(op, mapping);
   Operation *entryReturn = entry.front().getTerminator();
-  Value loss = mapping.lookupOrDefault(entryReturn->getOperand(0));
-  auto ret = func::ReturnOp::create(builder, entryReturn->getLoc(), loss);
+  loss = mapping.lookupOrDefault(entryReturn->getOperand(0));
+  ret = func::ReturnOp::create(builder, entryReturn->getLoc(), loss);
+  return wrt;
+}
+
+void StepBuilder::addAdamWUpdates(const AdamWSettings &adamw,
+                                  ArrayRef<Value> gradients,
+                                  SmallVector<Value> &stepResults,
+                                  SmallVector<AdamWOp> &updates,
+                                  SmallVector<Value> &carried) {
+  builder.setInsertionPoint(ret);
+  Value stepNumber = body->getArgument(3 * numParams + args.batch.size());
+  SmallVector<Value> newParams, newM, newV;
+  llvm::DenseMap<unsigned, unsigned> copyOf(copyArgs.begin(), copyArgs.end());
+  for (unsigned k = 0; k < numParams; ++k) {
+    Value master = body->getArgument(k);
+    Type type = master.getType(), stateType = body->getArgument(numParams + k).getType();
+    // A split master updates its halves: the bf16 copy argument (high) and
+    // the master slot (low).
+    Value param = master, low;
+    Type lowType;
+    if (isSplit(k)) {
+      param = body->getArgument(copyOf.lookup(k));
+      low = master;
+      lowType = type;
+      type = param.getType();
+    }
+    auto update = AdamWOp::create(
+        builder, master.getLoc(), type, stateType, stateType, lowType, param,
+        gradients[k], body->getArgument(numParams + k),
+        body->getArgument(2 * numParams + k), stepNumber, low,
+        builder.getF64FloatAttr(adamw.lr),
+        builder.getF64FloatAttr(adamw.beta1), builder.getF64FloatAttr(adamw.beta2),
+        builder.getF64FloatAttr(adamw.eps),
+        builder.getF64FloatAttr(adamw.weightDecay));
+    updates.push_back(update);
+    newParams.push_back(isSplit(k) ? update.getNewParamLow() : update.getNewParam());
+    newM.push_back(update.getNewM());
+    newV.push_back(update.getNewV());
+  }
+  llvm::append_range(stepResults, newParams);
+  llvm::append_range(stepResults, newM);
+  llvm::append_range(stepResults, newV);
+  // Result 1 + i updates argument i (params, then m, then v).
+  for (unsigned i = 0; i < 3 * numParams; ++i)
+    step.setResultAttr(1 + i, WeftDialect::kAliasAttr, builder.getI64IntegerAttr(i));
+  // Each carried copy: the new master converted, written over the copy;
+  // a split master's high half as its update wrote it.
+  for (auto [k, arg] : copyArgs) {
+    Value copy = body->getArgument(arg);
+    stepResults.push_back(isSplit(k) ? updates[k].getNewParam()
+                                     : Value(ConvertOp::create(builder, copy.getLoc(),
+                                                               copy.getType(), newParams[k])));
+    carried[k] = copy;
+    step.setResultAttr(unsigned(stepResults.size() - 1), WeftDialect::kAliasAttr,
+                       builder.getI64IntegerAttr(arg));
+  }
+}
+
+/// Builds @<entry>_step after `entry`; on failure nothing is left behind.
+FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
+                                  const StepArguments &args, Optimizer optimizer,
+                                  const AdamWSettings &adamw,
+                                  WeightCopies copies, int64_t gemmWorkspace,
+                                  const llvm::SmallDenseSet<int64_t> &convertedParams) {
+  StepBuilder parts(entry, args, optimizer, copies);
+  func::FuncOp step = parts.createFunction(name, convertedParams);
+  Block *body = parts.body;
+  unsigned numParams = args.params.size();
+  SmallVector<Value> wrt = parts.cloneForward();
 
   // The backward.
   FailureOr<SmallVector<Value>> gradients =
-      GradientState::buildGradients(*body, loss, wrt);
+      GradientState::buildGradients(*body, parts.loss, wrt);
   if (failed(gradients)) {
     step.erase();
     return failure();
   }
-  SmallVector<Value> stepResults{loss};
+  SmallVector<Value> stepResults{parts.loss};
   SmallVector<AdamWOp> updates;
   // Per parameter: its carried copy argument, if any.
-  SmallVector<Value> carried(copyArgs.empty() ? 0 : numParams);
-  if (optimizer == Optimizer::None) {
+  SmallVector<Value> carried(parts.copyArgs.empty() ? 0 : numParams);
+  if (optimizer == Optimizer::None)
     stepResults.append(gradients->begin(), gradients->end());
-  } else {
-    builder.setInsertionPoint(ret);
-    Value stepNumber = body->getArgument(3 * numParams + args.batch.size());
-    SmallVector<Value> newParams, newM, newV;
-    llvm::DenseMap<unsigned, unsigned> copyOf(copyArgs.begin(), copyArgs.end());
-    for (unsigned k = 0; k < numParams; ++k) {
-      Value master = body->getArgument(k);
-      Type type = master.getType(), stateType = body->getArgument(numParams + k).getType();
-      // A split master updates its halves: the bf16 copy argument (high) and
-      // the master slot (low).
-      Value param = master, low;
-      Type lowType;
-      if (isSplit(k)) {
-        param = body->getArgument(copyOf.lookup(k));
-        low = master;
-        lowType = type;
-        type = param.getType();
-      }
-      auto update = AdamWOp::create(
-          builder, master.getLoc(), type, stateType, stateType, lowType, param,
-          (*gradients)[k], body->getArgument(numParams + k),
-          body->getArgument(2 * numParams + k), stepNumber, low,
-          builder.getF64FloatAttr(adamw.lr),
-          builder.getF64FloatAttr(adamw.beta1), builder.getF64FloatAttr(adamw.beta2),
-          builder.getF64FloatAttr(adamw.eps),
-          builder.getF64FloatAttr(adamw.weightDecay));
-      updates.push_back(update);
-      newParams.push_back(isSplit(k) ? update.getNewParamLow() : update.getNewParam());
-      newM.push_back(update.getNewM());
-      newV.push_back(update.getNewV());
-    }
-    llvm::append_range(stepResults, newParams);
-    llvm::append_range(stepResults, newM);
-    llvm::append_range(stepResults, newV);
-    // Result 1 + i updates argument i (params, then m, then v).
-    for (unsigned i = 0; i < 3 * numParams; ++i)
-      step.setResultAttr(1 + i, WeftDialect::kAliasAttr, builder.getI64IntegerAttr(i));
-    // Each carried copy: the new master converted, written over the copy;
-    // a split master's high half as its update wrote it.
-    for (auto [k, arg] : copyArgs) {
-      Value copy = body->getArgument(arg);
-      stepResults.push_back(isSplit(k) ? updates[k].getNewParam()
-                                       : Value(ConvertOp::create(builder, copy.getLoc(),
-                                                                 copy.getType(), newParams[k])));
-      carried[k] = copy;
-      step.setResultAttr(unsigned(stepResults.size() - 1), WeftDialect::kAliasAttr,
-                         builder.getI64IntegerAttr(arg));
-    }
-  }
-  ret->setOperands(stepResults);
+  else
+    parts.addAdamWUpdates(adamw, *gradients, stepResults, updates, carried);
+  parts.ret->setOperands(stepResults);
   eraseDeadOps(*body);
   if (optimizer != Optimizer::None)
     convertMastersLate(*body, SmallVector<Value>(
@@ -450,7 +505,7 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
   scheduleUpdatesEarly(*body, updates, carried);
   if (gemmWorkspace > 0)
     step->setAttr(WeftDialect::kGemmWorkspaceAttr,
-                  builder.getI64IntegerAttr(gemmWorkspace));
+                  Builder(entry.getContext()).getI64IntegerAttr(gemmWorkspace));
   return step;
 }
 

@@ -27,8 +27,9 @@ constexpr llvm::StringLiteral kOffsetAttr = WeftDialect::kOffsetAttr;
 constexpr llvm::StringLiteral kMemoryPlanAttr = WeftDialect::kMemoryPlanAttr;
 
 /// The `weft.memory_plan` dictionary of one function.
-DictionaryAttr buildPlanAttr(MLIRContext *ctx, const ScheduleLiveness &liveness,
-                             const MemoryPlan &plan) {
+DictionaryAttr buildMemoryPlanAttr(MLIRContext *ctx,
+                                   const ScheduleLiveness &liveness,
+                                   const MemoryPlan &plan) {
   Builder b(ctx);
   SmallVector<NamedAttribute> categories;
   for (unsigned c = 0; c < kNumBufferCategories; ++c) {
@@ -58,8 +59,8 @@ DictionaryAttr buildPlanAttr(MLIRContext *ctx, const ScheduleLiveness &liveness,
 /// Writes offsets onto the IR: `weft.offset` on tensor arguments,
 /// `weft.offsets` (-1 for a non-tensor result) and `weft.workspace_offset`
 /// on ops, `weft.memory_plan` on the function.
-void attachPlan(func::FuncOp func, const ScheduleLiveness &liveness,
-                const MemoryPlan &plan) {
+void attachMemoryPlan(func::FuncOp func, const ScheduleLiveness &liveness,
+                      const MemoryPlan &plan) {
   Builder b(func.getContext());
   auto offsetOf = [&](Value value) -> int64_t {
     std::optional<unsigned> buffer = liveness.lookupBuffer(value);
@@ -86,7 +87,8 @@ void attachPlan(func::FuncOp func, const ScheduleLiveness &liveness,
     else
       op->removeAttr(kWorkspaceOffsetAttr);
   }
-  func->setAttr(kMemoryPlanAttr, buildPlanAttr(func.getContext(), liveness, plan));
+  func->setAttr(kMemoryPlanAttr,
+                buildMemoryPlanAttr(func.getContext(), liveness, plan));
 }
 
 /// How a buffer is named in the report: its root value as the printer names
@@ -172,7 +174,7 @@ struct PlanMemoryPass : weft::impl::PlanMemoryPassBase<PlanMemoryPass> {
             << *conflict;
         return signalPassFailure();
       }
-      attachPlan(func, *liveness, plan);
+      attachMemoryPlan(func, *liveness, plan);
       planned.push_back({func, std::move(*liveness), std::move(plan)});
     }
     if (!entry.empty() && !foundEntry) {

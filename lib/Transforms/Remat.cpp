@@ -451,46 +451,100 @@ LogicalResult RematPass::runOnFunction(func::FuncOp func, Policy policy,
   return success();
 }
 
-LogicalResult RematPass::solveBudget(func::FuncOp func,
-                                     const StepStructure &step, CopyMode copies,
-                                     int64_t budgetBytes,
-                                     FunctionResult &result,
-                                     SymbolTableCollection &symbols) {
-  BudgetProblem problem = buildBudgetProblem(step, alignment, symbols);
-  result.classes = problem.classes.size();
-  result.frontierSize = problem.frontier.size();
+namespace {
 
-  // The weight copies' recompute time, paid once whatever the layers keep.
-  // Modes: false keeps them, true converts them again in the backward.
-  RecomputeScope copyScope = weightCopyScope(step);
-  double copySeconds = 0.0;
-  for (Operation *op : copyScope.ops)
-    copySeconds += getRecomputeSeconds(op, symbols);
-  SmallVector<bool, 2> modes;
-  if (copies != CopyMode::Recompute)
-    modes.push_back(false);
-  if (copies == CopyMode::Recompute ||
-      (copies == CopyMode::Auto && !copyScope.recompute.empty()))
-    modes.push_back(true);
+/// Evaluates combinations of the budget problem's frontier on copies of the
+/// function, remembering each evaluation: max-live (a lower bound on the
+/// peak) and the greedy planners' peak (an upper bound: the planner's search
+/// only improves on it) always, the planner's peak when asked. Modes: false
+/// keeps the weight copies, true converts them again in the backward.
+class BudgetSearch {
+public:
+  BudgetSearch(func::FuncOp func, const BudgetProblem &problem, int64_t alignment,
+               SymbolTableCollection &symbols, int64_t &evaluated)
+      : func(func), problem(problem), alignment(alignment), symbols(symbols),
+        evaluated(evaluated) {
+    evaluations[0].resize(problem.frontier.size());
+    evaluations[1].resize(problem.frontier.size());
+  }
 
-  // Evaluates a combination on a copy of the function: max-live (a lower
-  // bound on the peak) and the greedy planners' peak (an upper bound: the
-  // planner's search only improves on it) always, the planner's peak when
-  // asked.
+  struct Choice {
+    unsigned index;
+    bool withCopies;
+  };
+
+  /// The fastest combination whose planned peak fits `budgetBytes`: the
+  /// frontier is sorted by decreasing seconds, so walk it from the back, in
+  /// each mode, until a choice cannot beat the best found (a tie keeps the
+  /// copies). `copySeconds` is the weight copies' recompute time.
+  FailureOr<std::optional<Choice>> fastestFit(ArrayRef<bool> modes,
+                                              double copySeconds,
+                                              int64_t budgetBytes) {
+    std::optional<Choice> chosen;
+    double chosenSeconds = 0.0;
+    for (bool withCopies : modes) {
+      double extra = withCopies ? copySeconds : 0.0;
+      for (unsigned index = problem.frontier.size(); index-- > 0;) {
+        double seconds = problem.frontier[index].seconds + extra;
+        if (chosen && seconds >= chosenSeconds)
+          break;
+        if (failed(evaluate(index, withCopies, /*withPeak=*/false)))
+          return failure();
+        Evaluation &eval = evaluations[withCopies][index];
+        if (eval.maxLive > budgetBytes)
+          continue;
+        bool fits = eval.greedyPeak <= budgetBytes;
+        if (!fits) {
+          if (failed(evaluate(index, withCopies, /*withPeak=*/true)))
+            return failure();
+          fits = *eval.peak <= budgetBytes;
+        }
+        if (fits) {
+          chosen = Choice{index, withCopies};
+          chosenSeconds = seconds;
+          break;
+        }
+      }
+    }
+    return chosen;
+  }
+
+  /// The smallest reachable peak: plan in order of max-live (a lower bound
+  /// on the peak) until no unplanned combination can beat the best.
+  FailureOr<std::optional<int64_t>> smallestPeak(ArrayRef<bool> modes) {
+    std::optional<int64_t> best;
+    for (bool withCopies : modes) {
+      SmallVector<Evaluation> &evals = evaluations[withCopies];
+      SmallVector<unsigned> order;
+      for (unsigned index = 0; index < problem.frontier.size(); ++index)
+        order.push_back(index);
+      llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+        return evals[a].maxLive < evals[b].maxLive;
+      });
+      for (unsigned index : order) {
+        if (best && evals[index].maxLive >= *best)
+          break;
+        if (failed(evaluate(index, withCopies, /*withPeak=*/true)))
+          return failure();
+        if (!best || *evals[index].peak < *best)
+          best = evals[index].peak;
+      }
+    }
+    return best;
+  }
+
+private:
   struct Evaluation {
     int64_t maxLive = -1;
     int64_t greedyPeak = -1;
     std::optional<int64_t> peak;
   };
-  SmallVector<Evaluation> evaluations[2];
-  evaluations[0].resize(problem.frontier.size());
-  evaluations[1].resize(problem.frontier.size());
-  auto evaluate = [&](unsigned index, bool withCopies,
-                      bool withPeak) -> LogicalResult {
+
+  LogicalResult evaluate(unsigned index, bool withCopies, bool withPeak) {
     Evaluation &eval = evaluations[withCopies][index];
     if (eval.maxLive >= 0 && (eval.peak || !withPeak))
       return success();
-    ++result.evaluated;
+    ++evaluated;
     auto copy = cast<func::FuncOp>(func->clone());
     auto erase = llvm::make_scope_exit([&] { copy->erase(); });
     FailureOr<StepStructure> copyStep = StepStructure::analyze(copy);
@@ -521,80 +575,76 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
            << " s, max-live " << eval.maxLive << ", greedy peak "
            << eval.greedyPeak << ", peak " << (eval.peak ? *eval.peak : -1);
     return success();
-  };
+  }
 
-  // The fastest combination whose planned peak fits: the frontier is sorted
-  // by decreasing seconds, so walk it from the back, in each mode, until a
-  // choice cannot beat the best found (a tie keeps the copies).
-  std::optional<unsigned> chosen;
-  bool chosenCopies = false;
-  double chosenSeconds = 0.0;
-  for (bool withCopies : modes) {
-    double extra = withCopies ? copySeconds : 0.0;
-    for (unsigned index = problem.frontier.size(); index-- > 0;) {
-      double seconds = problem.frontier[index].seconds + extra;
-      if (chosen && seconds >= chosenSeconds)
-        break;
-      if (failed(evaluate(index, withCopies, /*withPeak=*/false)))
-        return failure();
-      Evaluation &eval = evaluations[withCopies][index];
-      if (eval.maxLive > budgetBytes)
-        continue;
-      bool fits = eval.greedyPeak <= budgetBytes;
-      if (!fits) {
-        if (failed(evaluate(index, withCopies, /*withPeak=*/true)))
-          return failure();
-        fits = *eval.peak <= budgetBytes;
-      }
-      if (fits) {
-        chosen = index;
-        chosenCopies = withCopies;
-        chosenSeconds = seconds;
-        break;
-      }
-    }
+  func::FuncOp func;
+  const BudgetProblem &problem;
+  int64_t alignment;
+  SymbolTableCollection &symbols;
+  int64_t &evaluated;
+  SmallVector<Evaluation> evaluations[2];
+};
+
+/// The infeasible-budget diagnostic, at the function's location (without the
+/// op dump a diagnostic on the op would carry), with the smallest peak found.
+LogicalResult emitInfeasibleBudget(func::FuncOp func, const StepStructure &step,
+                                   const BudgetProblem &problem,
+                                   ArrayRef<bool> modes, int64_t budgetBytes,
+                                   std::optional<int64_t> best) {
+  InFlightDiagnostic diag = emitError(func.getLoc(), "weft-remat: the budget of ")
+                            << describeBytes(budgetBytes) << " is infeasible for @"
+                            << func.getSymName();
+  if (best)
+    diag << ": the smallest peak Weft can reach is " << describeBytes(*best);
+  diag << " (" << problem.frontier.size() << " recompute choices over "
+       << step.getLayers().size() << " layers, " << problem.classes.size()
+       << (problem.classes.size() == 1 ? " class" : " classes")
+       << " of isomorphic layers";
+  if (modes.size() == 2)
+    diag << ", weight copies kept or recomputed";
+  else if (modes.front())
+    diag << ", weight copies recomputed";
+  diag << ")";
+  return diag;
+}
+
+} // namespace
+
+LogicalResult RematPass::solveBudget(func::FuncOp func,
+                                     const StepStructure &step, CopyMode copies,
+                                     int64_t budgetBytes,
+                                     FunctionResult &result,
+                                     SymbolTableCollection &symbols) {
+  BudgetProblem problem = buildBudgetProblem(step, alignment, symbols);
+  result.classes = problem.classes.size();
+  result.frontierSize = problem.frontier.size();
+
+  // The weight copies' recompute time, paid once whatever the layers keep.
+  // Modes: false keeps them, true converts them again in the backward.
+  RecomputeScope copyScope = weightCopyScope(step);
+  double copySeconds = 0.0;
+  for (Operation *op : copyScope.ops)
+    copySeconds += getRecomputeSeconds(op, symbols);
+  SmallVector<bool, 2> modes;
+  if (copies != CopyMode::Recompute)
+    modes.push_back(false);
+  if (copies == CopyMode::Recompute ||
+      (copies == CopyMode::Auto && !copyScope.recompute.empty()))
+    modes.push_back(true);
+
+  BudgetSearch search(func, problem, alignment, symbols, result.evaluated);
+  FailureOr<std::optional<BudgetSearch::Choice>> chosen =
+      search.fastestFit(modes, copySeconds, budgetBytes);
+  if (failed(chosen))
+    return failure();
+  if (!*chosen) {
+    FailureOr<std::optional<int64_t>> best = search.smallestPeak(modes);
+    if (failed(best))
+      return failure();
+    result.smallestPeak = *best;
+    return emitInfeasibleBudget(func, step, problem, modes, budgetBytes, *best);
   }
-  if (!chosen) {
-    // The smallest reachable peak: plan in order of max-live (a lower bound
-    // on the peak) until no unplanned combination can beat the best.
-    std::optional<int64_t> best;
-    for (bool withCopies : modes) {
-      SmallVector<Evaluation> &evals = evaluations[withCopies];
-      SmallVector<unsigned> order;
-      for (unsigned index = 0; index < problem.frontier.size(); ++index)
-        order.push_back(index);
-      llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-        return evals[a].maxLive < evals[b].maxLive;
-      });
-      for (unsigned index : order) {
-        if (best && evals[index].maxLive >= *best)
-          break;
-        if (failed(evaluate(index, withCopies, /*withPeak=*/true)))
-          return failure();
-        if (!best || *evals[index].peak < *best)
-          best = evals[index].peak;
-      }
-    }
-    result.smallestPeak = best;
-    // At the function's location, without the op dump a diagnostic on the
-    // op would carry.
-    InFlightDiagnostic diag = emitError(func.getLoc(), "weft-remat: the budget of ")
-                              << describeBytes(budgetBytes) << " is infeasible for @"
-                              << func.getSymName();
-    if (best)
-      diag << ": the smallest peak Weft can reach is " << describeBytes(*best);
-    diag << " (" << problem.frontier.size() << " recompute choices over "
-         << step.getLayers().size() << " layers, " << problem.classes.size()
-         << (problem.classes.size() == 1 ? " class" : " classes")
-         << " of isomorphic layers";
-    if (modes.size() == 2)
-      diag << ", weight copies kept or recomputed";
-    else if (modes.front())
-      diag << ", weight copies recomputed";
-    diag << ")";
-    return diag;
-  }
-  const CombinedChoice &combined = problem.frontier[*chosen];
+  const CombinedChoice &combined = problem.frontier[(*chosen)->index];
   for (auto [c, layerClass] : llvm::enumerate(problem.classes)) {
     const RematChoice &choice = layerClass.choices[combined.choiceOfClass[c]];
     result.decisions.push_back({layerClass.multiplicity,
@@ -604,7 +654,7 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
   }
   result.stats = applyRecompute(
       step, budgetScopes(step, problem, combined, alignment, symbols), symbols);
-  if (chosenCopies) {
+  if ((*chosen)->withCopies) {
     FailureOr<RecomputeStats> copyStats = recomputeWeightCopies(func, symbols);
     if (failed(copyStats))
       return failure();

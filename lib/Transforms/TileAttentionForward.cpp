@@ -2,8 +2,8 @@
 // online softmax over the key blocks the block sees (running row max and sum
 // in the compute type), the output normalised once at the end and the row
 // log-sum-exp saved. Also the score and dropout tiles the backward reuses.
-#include "PhiloxBuilder.h"
 #include "TileAttention.h"
+#include "weft/Codegen/PhiloxBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -93,7 +93,7 @@ Value buildDropoutFactors(TileMath &math, const AttentionProblem &problem,
         Value element = arith::IndexCastUIOp::create(
             body, body.getI64Type(),
             arith::AddIOp::create(body, tileBase, offset));
-        Value keep = buildDropoutKeep(body, seed, problem.rngId, element,
+        Value keep = codegen::buildDropoutKeep(body, seed, problem.rngId, element,
                                       problem.dropoutP);
         return arith::SelectOp::create(
                    body, keep, bodyMath.scalar(1.0 / (1.0 - problem.dropoutP)),

@@ -232,7 +232,7 @@ WEFT_API weft_status weft_gemm_run_aux(const weft_gemm_desc *desc, const weft_ge
 
 /* ---- Running a compiled step (a package of weft-compile --emit=package) ---
  * weft_step_load reads the package (bounds, checksums, format version), runs
- * its plan checks, refuses a package built for another arch than the device,
+ * its schedule checks, refuses a package built for another arch than the device,
  * allocates ONE arena of the planned size (cuMemAlloc), copies the package's
  * initial data, loads every kernel image (the cubin when it runs on the
  * device, else the PTX), resolves every launch's arguments (buffers -> arena
@@ -265,8 +265,8 @@ typedef enum weft_step_role {
 
 /* One planned buffer. Pointers stay valid until weft_step_free. */
 typedef struct weft_step_buffer {
-  const char *name; /* "arg0", "s12", "ws7": the plan's buffer symbols */
-  const char *type; /* "tensor<2x16xbf16>" or "" when the plan has none */
+  const char *name; /* "arg0", "s12", "ws7": the schedule's buffer symbols */
+  const char *type; /* "tensor<2x16xbf16>" or "" when the package has none */
   weft_step_role role;
   size_t offset, size; /* bytes in the arena */
   unsigned first, last; /* live schedule indices, inclusive */

@@ -3,7 +3,7 @@
 // encodes tensor maps and fills every launch's argument blob, so a run only
 // issues launches, GEMMs, events (and poison memsets) -- or one graph launch.
 #include "Driver.h"
-#include "StepPlan.h"
+#include "PreparedStep.h"
 #include "Status.h"
 
 #include <algorithm>
@@ -26,7 +26,7 @@ struct alignas(64) BlobChunk {
 } // namespace
 
 struct weft_step {
-  StepPlan plan;
+  PreparedStep prepared;
   std::string description;
   bool loaded = false; // device resources exist (weft_step_load, not _prepare)
   const DriverApi *api = nullptr;
@@ -98,9 +98,9 @@ void release(weft_step &step) {
 
 weft_status allocateBuffers(weft_step &step) {
   const DriverApi &api = *step.api;
-  const pkg::Package &package = step.plan.package;
+  const pkg::Package &package = step.prepared.package;
   step.address.assign(package.buffers.size(), 0);
-  if (step.plan.options.debug_buffers) {
+  if (step.prepared.options.debug_buffers) {
     step.debugAllocations.assign(package.buffers.size(), 0);
     for (size_t i = 0; i < package.buffers.size(); ++i) {
       const pkg::Buffer &buffer = package.buffers[i];
@@ -128,10 +128,10 @@ weft_status allocateBuffers(weft_step &step) {
 }
 
 weft_status loadModules(weft_step &step) {
-  const pkg::Package &package = step.plan.package;
+  const pkg::Package &package = step.prepared.package;
   step.modules.assign(package.images.size(), nullptr);
   for (size_t i = 0; i < package.images.size(); ++i) {
-    const ImageChoice &choice = step.plan.images[i];
+    const ImageChoice &choice = step.prepared.images[i];
     if (choice.image == pkg::kNone)
       continue;
     const pkg::Image &image = package.images[i];
@@ -144,7 +144,7 @@ weft_status loadModules(weft_step &step) {
   }
   step.functions.assign(package.kernels.size(), nullptr);
   std::vector<uint32_t> maxSmem(package.kernels.size(), 0);
-  for (const ResolvedLaunch &launch : step.plan.launches)
+  for (const ResolvedLaunch &launch : step.prepared.launches)
     maxSmem[launch.kernel] = std::max(maxSmem[launch.kernel], launch.smem);
   for (size_t k = 0; k < package.kernels.size(); ++k) {
     const pkg::Kernel &kernel = package.kernels[k];
@@ -156,8 +156,8 @@ weft_status loadModules(weft_step &step) {
         return fail(status, format("kernel '%s': %s", kernel.name.c_str(), weft_last_error()));
   }
   // What weft_launch checks per call, checked once here instead.
-  for (size_t i = 0; i < step.plan.launches.size(); ++i) {
-    const ResolvedLaunch &launch = step.plan.launches[i];
+  for (size_t i = 0; i < step.prepared.launches.size(); ++i) {
+    const ResolvedLaunch &launch = step.prepared.launches[i];
     int maxThreads = 0;
     if (CUresult result = step.api->cuFuncGetAttribute(
             &maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, step.functions[launch.kernel]))
@@ -175,11 +175,11 @@ weft_status loadModules(weft_step &step) {
 // Fills every launch's blob: addresses, immediates, tensor maps (encoded
 // once, here), and the pointer array cuLaunchKernel takes.
 weft_status bindArguments(weft_step &step) {
-  const StepPlan &plan = step.plan;
-  step.blobs.resize(plan.launches.size());
-  step.params.resize(plan.launches.size());
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
-    const ResolvedLaunch &launch = plan.launches[i];
+  const PreparedStep &prepared = step.prepared;
+  step.blobs.resize(prepared.launches.size());
+  step.params.resize(prepared.launches.size());
+  for (size_t i = 0; i < prepared.launches.size(); ++i) {
+    const ResolvedLaunch &launch = prepared.launches[i];
     std::vector<BlobChunk> &blob = step.blobs[i];
     blob.assign(launch.blobBytes / sizeof(BlobChunk), BlobChunk{});
     unsigned char *base = blob.front().bytes;
@@ -203,7 +203,7 @@ weft_status bindArguments(weft_step &step) {
         break;
       }
       case pkg::ParamKind::TensorMap: {
-        const ResolvedTensorMap &map = plan.tensorMaps[slot.value];
+        const ResolvedTensorMap &map = prepared.tensorMaps[slot.value];
         auto *tensorMap = reinterpret_cast<CUtensorMap *>(at);
         void *global = reinterpret_cast<void *>(uintptr_t(step.address[map.buffer]));
         if (weft_status status = weft_tensor_map_encode_tiled(
@@ -211,7 +211,7 @@ weft_status bindArguments(weft_step &step) {
                 map.rank > 1 ? map.strides : nullptr, map.box, map.swizzle))
           return fail(status, format("launch %zu: tensor map %llu of buffer '%s': %s", i,
                                      (unsigned long long)slot.value,
-                                     plan.package.buffers[map.buffer].name.c_str(),
+                                     prepared.package.buffers[map.buffer].name.c_str(),
                                      weft_last_error()));
         break;
       }
@@ -222,11 +222,11 @@ weft_status bindArguments(weft_step &step) {
 }
 
 weft_status prepareGemms(weft_step &step) {
-  StepPlan &plan = step.plan;
-  step.gemmWorkspace.assign(plan.gemms.size(), 0);
-  for (size_t i = 0; i < plan.gemms.size(); ++i) {
-    ResolvedGemm &gemm = plan.gemms[i];
-    size_t limit = gemm.workspace == pkg::kNone ? 0 : plan.package.buffers[gemm.workspace].size;
+  PreparedStep &prepared = step.prepared;
+  step.gemmWorkspace.assign(prepared.gemms.size(), 0);
+  for (size_t i = 0; i < prepared.gemms.size(); ++i) {
+    ResolvedGemm &gemm = prepared.gemms[i];
+    size_t limit = gemm.workspace == pkg::kNone ? 0 : prepared.package.buffers[gemm.workspace].size;
     step.gemmWorkspace[i] = limit;
     if (gemm.algo.valid)
       continue;
@@ -246,7 +246,7 @@ weft_status prepareGemms(weft_step &step) {
 weft_status createStreams(weft_step &step) {
   const DriverApi &api = *step.api;
   // Debug mode runs everything on one stream: poisoning must follow every use.
-  unsigned count = step.plan.options.debug_buffers ? 1 : step.plan.package.numStreams;
+  unsigned count = step.prepared.options.debug_buffers ? 1 : step.prepared.package.numStreams;
   step.streams.assign(count, nullptr);
   for (CUstream &stream : step.streams)
     // Blocking streams: they wait for the synchronous copies of weft_step_bind.
@@ -259,7 +259,7 @@ weft_status createStreams(weft_step &step) {
         return failCuda(result, "cuEventCreate");
     return WEFT_OK;
   };
-  if (weft_status status = create(step.events, step.plan.numEvents))
+  if (weft_status status = create(step.events, step.prepared.numEvents))
     return status;
   if (weft_status status = create(step.forks, count))
     return status;
@@ -272,8 +272,8 @@ weft_status createStreams(weft_step &step) {
 weft_status issue(weft_step &step,
                   const std::function<weft_status(size_t)> &afterEntry = nullptr) {
   const DriverApi &api = *step.api;
-  const StepPlan &plan = step.plan;
-  bool debug = plan.options.debug_buffers;
+  const PreparedStep &prepared = step.prepared;
+  bool debug = prepared.options.debug_buffers;
   CUstream main = step.streams[0];
   for (size_t s = 1; s < step.streams.size(); ++s) {
     if (CUresult result = api.cuEventRecord(step.forks[s], main))
@@ -281,22 +281,22 @@ weft_status issue(weft_step &step,
     if (CUresult result = api.cuStreamWaitEvent(step.streams[s], step.forks[s], 0))
       return failCuda(result, "cuStreamWaitEvent (fork)");
   }
-  for (size_t position = 0; position < plan.schedule.size(); ++position) {
-    const ScheduleStep &entry = plan.schedule[position];
+  for (size_t position = 0; position < prepared.schedule.size(); ++position) {
+    const ScheduleStep &entry = prepared.schedule[position];
     switch (entry.kind) {
     case pkg::EntryKind::Launch: {
-      const ResolvedLaunch &l = plan.launches[entry.item];
+      const ResolvedLaunch &l = prepared.launches[entry.item];
       CUstream stream = step.streams[debug ? 0 : l.stream];
       if (CUresult result = api.cuLaunchKernel(
               step.functions[l.kernel], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
               l.block[2], l.smem, stream, step.params[entry.item].data(), nullptr))
         return failCuda(result,
                         format("cuLaunchKernel of '%s' (launch %u, schedule index %u)",
-                               plan.package.kernels[l.kernel].name.c_str(), entry.item, l.index));
+                               prepared.package.kernels[l.kernel].name.c_str(), entry.item, l.index));
       break;
     }
     case pkg::EntryKind::Gemm: {
-      const ResolvedGemm &g = plan.gemms[entry.item];
+      const ResolvedGemm &g = prepared.gemms[entry.item];
       auto at = [&](uint32_t buffer) -> void * {
         return buffer == pkg::kNone ? nullptr
                                     : reinterpret_cast<void *>(uintptr_t(step.address[buffer]));
@@ -317,7 +317,7 @@ weft_status issue(weft_step &step,
     case pkg::EntryKind::Event: {
       if (debug)
         break; // one stream: already ordered
-      const pkg::Event &e = plan.package.events[entry.item];
+      const pkg::Event &e = prepared.package.events[entry.item];
       CUresult result = e.record ? api.cuEventRecord(step.events[e.event], step.streams[e.stream])
                                  : api.cuStreamWaitEvent(step.streams[e.stream],
                                                          step.events[e.event], 0);
@@ -330,7 +330,7 @@ weft_status issue(weft_step &step,
     }
     for (uint32_t buffer : entry.poison)
       if (CUresult result = api.cuMemsetD8Async(step.address[buffer], 0xFF,
-                                                plan.package.buffers[buffer].size, main))
+                                                prepared.package.buffers[buffer].size, main))
         return failCuda(result, "cuMemsetD8Async (poisoning a dead buffer)");
     if (afterEntry)
       if (weft_status status = afterEntry(position))
@@ -392,19 +392,19 @@ weft_status loadStep(weft_step &step, const void *bytes, size_t size,
   int sm = 0;
   if (weft_status status = weft_device_arch(&sm))
     return status;
-  if (weft_status status = prepareStep(bytes, size, sm, options, step.plan))
+  if (weft_status status = prepareStep(bytes, size, sm, options, step.prepared))
     return status;
   if (CUresult result = api->cuCtxGetCurrent(&step.context))
     return failCuda(result, "cuCtxGetCurrent");
   step.loaded = true; // from here on, release() undoes what exists
   if (weft_status status = readMemory(step, step.memory.used_before_load))
     return status;
-  step.memory.planned_bytes = step.plan.arenaBytes;
+  step.memory.planned_bytes = step.prepared.arenaBytes;
   if (weft_status status = allocateBuffers(step))
     return status;
   if (weft_status status = readMemory(step, step.memory.used_after_arena))
     return status;
-  const pkg::Package &package = step.plan.package;
+  const pkg::Package &package = step.prepared.package;
   for (const pkg::InitData &data : package.initData)
     if (!data.bytes.empty())
       if (CUresult result = api->cuMemcpyHtoD_v2(step.address[data.buffer], data.bytes.data(),
@@ -429,10 +429,10 @@ weft_step_options optionsOrDefault(const weft_step_options *options) {
 weft_status checkBuffer(const weft_step *step, size_t index, const char *caller) {
   if (!step)
     return fail(WEFT_ERROR_INVALID_ARGUMENT, format("%s: step is NULL", caller));
-  if (index >= step->plan.package.buffers.size())
+  if (index >= step->prepared.package.buffers.size())
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
                 format("%s: buffer %zu, but the step has %zu", caller, index,
-                       step->plan.package.buffers.size()));
+                       step->prepared.package.buffers.size()));
   return WEFT_OK;
 }
 
@@ -448,7 +448,7 @@ weft_status weft_step_prepare(const void *package, size_t size, int device_sm,
     *out = nullptr;
     auto step = std::make_unique<weft_step>();
     if (weft_status status =
-            prepareStep(package, size, device_sm, optionsOrDefault(options), step->plan))
+            prepareStep(package, size, device_sm, optionsOrDefault(options), step->prepared))
       return status;
     *out = step.release();
     return WEFT_OK;
@@ -510,7 +510,7 @@ weft_status weft_step_free(weft_step *step) {
 }
 
 size_t weft_step_buffer_count(const weft_step *step) {
-  return step ? step->plan.package.buffers.size() : 0;
+  return step ? step->prepared.package.buffers.size() : 0;
 }
 
 weft_status weft_step_buffer_info(const weft_step *step, size_t index, weft_step_buffer *info) {
@@ -519,8 +519,8 @@ weft_status weft_step_buffer_info(const weft_step *step, size_t index, weft_step
       return status;
     if (!info)
       return fail(WEFT_ERROR_INVALID_ARGUMENT, "weft_step_buffer_info: info is NULL");
-    const pkg::Buffer &b = step->plan.package.buffers[index];
-    const BufferShape &shape = step->plan.shapes[index];
+    const pkg::Buffer &b = step->prepared.package.buffers[index];
+    const BufferShape &shape = step->prepared.shapes[index];
     *info = weft_step_buffer{};
     info->name = b.name.c_str();
     info->type = b.type.c_str();
@@ -536,7 +536,7 @@ weft_status weft_step_buffer_info(const weft_step *step, size_t index, weft_step
     for (int d = 0; d < shape.rank; ++d)
       info->shape[d] = shape.dims[size_t(d)];
     info->dtype = shape.dtype.c_str();
-    for (const pkg::InitData &data : step->plan.package.initData)
+    for (const pkg::InitData &data : step->prepared.package.initData)
       info->has_initial_data |= data.buffer == index;
     return WEFT_OK;
   });
@@ -548,7 +548,7 @@ weft_status weft_step_find_buffer(const weft_step *step, const char *name, size_
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("weft_step_find_buffer: %s is NULL",
                          !step ? "step" : !name ? "name" : "index"));
-    const std::vector<pkg::Buffer> &buffers = step->plan.package.buffers;
+    const std::vector<pkg::Buffer> &buffers = step->prepared.package.buffers;
     for (size_t i = 0; i < buffers.size(); ++i)
       if (buffers[i].name == name) {
         *index = i;
@@ -563,7 +563,7 @@ weft_status weft_step_bind(weft_step *step, size_t index, const void *host, size
   return apiCall("weft_step_bind", [&]() -> weft_status {
     if (weft_status status = checkBuffer(step, index, "weft_step_bind"))
       return status;
-    const pkg::Buffer &b = step->plan.package.buffers[index];
+    const pkg::Buffer &b = step->prepared.package.buffers[index];
     if (!host || bytes != b.size)
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("weft_step_bind: buffer '%s' has %llu bytes, got %zu%s", b.name.c_str(),
@@ -582,7 +582,7 @@ weft_status weft_step_read(weft_step *step, size_t index, void *host, size_t byt
   return apiCall("weft_step_read", [&]() -> weft_status {
     if (weft_status status = checkBuffer(step, index, "weft_step_read"))
       return status;
-    const pkg::Buffer &b = step->plan.package.buffers[index];
+    const pkg::Buffer &b = step->prepared.package.buffers[index];
     if (!host || bytes != b.size)
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("weft_step_read: buffer '%s' has %llu bytes, got %zu%s", b.name.c_str(),
@@ -620,7 +620,7 @@ weft_status weft_step_run(weft_step *step) {
     if (weft_status status = makeCurrent(*step, "weft_step_run"))
       return status;
     const DriverApi &api = *step->api;
-    if (step->plan.options.graph) {
+    if (step->prepared.options.graph) {
       if (!step->graphExec)
         if (weft_status status = captureGraph(*step))
           return status;
@@ -648,7 +648,7 @@ weft_status weft_step_memory_info(weft_step *step, weft_step_memory *memory) {
       if (weft_status status = readMemory(*step, used))
         return status;
     } else {
-      step->memory.planned_bytes = step->plan.arenaBytes;
+      step->memory.planned_bytes = step->prepared.arenaBytes;
     }
     *memory = step->memory;
     return WEFT_OK;
@@ -658,12 +658,12 @@ weft_status weft_step_memory_info(weft_step *step, weft_step_memory *memory) {
 const char *weft_step_describe(weft_step *step) {
   if (!step)
     return "";
-  step->description = describeStep(step->plan);
+  step->description = describeStep(step->prepared);
   return step->description.c_str();
 }
 
 size_t weft_step_entry_count(const weft_step *step) {
-  return step ? step->plan.schedule.size() : 0;
+  return step ? step->prepared.schedule.size() : 0;
 }
 
 weft_status weft_step_entry_info(const weft_step *step, size_t entry, weft_step_entry *info) {
@@ -671,24 +671,24 @@ weft_status weft_step_entry_info(const weft_step *step, size_t entry, weft_step_
     if (!step || !info)
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("weft_step_entry_info: %s is NULL", !step ? "step" : "info"));
-    const StepPlan &plan = step->plan;
-    if (entry >= plan.schedule.size())
+    const PreparedStep &prepared = step->prepared;
+    if (entry >= prepared.schedule.size())
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("weft_step_entry_info: entry %zu, but the schedule has %zu", entry,
-                         plan.schedule.size()));
-    const ScheduleStep &e = plan.schedule[entry];
+                         prepared.schedule.size()));
+    const ScheduleStep &e = prepared.schedule[entry];
     *info = weft_step_entry{};
     switch (e.kind) {
     case pkg::EntryKind::Launch: {
-      const ResolvedLaunch &l = plan.launches[e.item];
+      const ResolvedLaunch &l = prepared.launches[e.item];
       info->kind = WEFT_ENTRY_LAUNCH;
-      info->name = plan.package.kernels[l.kernel].name.c_str();
+      info->name = prepared.package.kernels[l.kernel].name.c_str();
       info->index = l.index;
       info->stream = l.stream;
       break;
     }
     case pkg::EntryKind::Gemm: {
-      const ResolvedGemm &g = plan.gemms[e.item];
+      const ResolvedGemm &g = prepared.gemms[e.item];
       info->kind = WEFT_ENTRY_GEMM;
       info->name = "gemm";
       info->index = g.index;
@@ -700,7 +700,7 @@ weft_status weft_step_entry_info(const weft_step *step, size_t entry, weft_step_
       break;
     }
     case pkg::EntryKind::Event: {
-      const pkg::Event &ev = plan.package.events[e.item];
+      const pkg::Event &ev = prepared.package.events[e.item];
       info->kind = WEFT_ENTRY_EVENT;
       info->name = ev.record ? "record_event" : "wait_event";
       info->index = ev.index;
@@ -718,7 +718,7 @@ weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_t count,
     if (!step || !entry_ms)
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("weft_step_run_timed: %s is NULL", !step ? "step" : "entry_ms"));
-    size_t entries = step->plan.schedule.size();
+    size_t entries = step->prepared.schedule.size();
     if (count != entries)
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("weft_step_run_timed: count %zu, but the schedule has %zu entries",

@@ -4,7 +4,8 @@
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
 #include "weft/Pipelines.h"
 #include "weft/RegisterWeftDialects.h"
-#include "weft/Transforms/TestPasses.h"
+
+#include "TestPasses.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -15,7 +16,6 @@ int main(int argc, char **argv) {
   weft::registerBuildPlanPass();
   weft::registerWeftPipelines();
   weft::registerWeftTestPasses();
-  weft::registerTestPrintFormulasPass();
   weft::registerDiffEachPassCLOptions();
   return mlir::asMainReturnCode(
       weft::weftOptMain(argc, argv, "Weft optimizer driver\n", registry));

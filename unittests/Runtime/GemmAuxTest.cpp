@@ -4,7 +4,7 @@
 // GEMM record's aux buffer and leading dimension through the writer, the
 // reader, the package checks and the step plan.
 #include "GemmPlan.h"
-#include "StepPlan.h"
+#include "PreparedStep.h"
 
 #include "weft/Target/Package/Package.h"
 
@@ -169,7 +169,7 @@ TEST(GemmAux, PackageRecordRoundTripsAndResolves) {
   EXPECT_EQ(read.gemms[0].auxLd, 136);
   EXPECT_EQ(read.gemms[0].epilogue, pkg::Epilogue::GeluAuxBias);
   // The step plan carries them to the runtime's descriptor and call.
-  StepPlan plan;
+  PreparedStep plan;
   weft_step_options options = {};
   ASSERT_EQ(prepareStep(bytes.data(), bytes.size(), 90, options, plan), WEFT_OK) << lastError();
   ASSERT_EQ(plan.gemms.size(), 1u);

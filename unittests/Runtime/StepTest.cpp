@@ -1,7 +1,7 @@
-// The package executor up to its first driver call (StepPlan.cpp and
+// The package executor up to its first driver call (PreparedStep.cpp and
 // weft_step_prepare): argument blobs, arena layout, poison points, arch and
 // version refusal, and weft_step_load without a usable driver.
-#include "StepPlan.h"
+#include "PreparedStep.h"
 #include "RuntimeTestSupport.h"
 
 #include "weft/Target/Package/Package.h"
@@ -101,7 +101,7 @@ pkg::Package makePackage() {
   return p;
 }
 
-weft_status prepare(const pkg::Package &package, int sm, runtime::StepPlan &plan,
+weft_status prepare(const pkg::Package &package, int sm, runtime::PreparedStep &plan,
                     bool debug = false) {
   std::string bytes = pkg::writePackage(package);
   weft_step_options options = {};
@@ -109,8 +109,8 @@ weft_status prepare(const pkg::Package &package, int sm, runtime::StepPlan &plan
   return runtime::prepareStep(bytes.data(), bytes.size(), sm, options, plan);
 }
 
-TEST(StepPlan, ResolvesArgumentsIntoAlignedBlobs) {
-  runtime::StepPlan plan;
+TEST(PreparedStep, ResolvesArgumentsIntoAlignedBlobs) {
+  runtime::PreparedStep plan;
   ASSERT_EQ(prepare(makePackage(), 90, plan), WEFT_OK) << lastError();
   ASSERT_EQ(plan.launches.size(), 2u);
   const runtime::ResolvedLaunch &l = plan.launches[0];
@@ -142,8 +142,8 @@ TEST(StepPlan, ResolvesArgumentsIntoAlignedBlobs) {
       << text;
 }
 
-TEST(StepPlan, DebugBuffersPoisonAfterTheLastUse) {
-  runtime::StepPlan plan;
+TEST(PreparedStep, DebugBuffersPoisonAfterTheLastUse) {
+  runtime::PreparedStep plan;
   ASSERT_EQ(prepare(makePackage(), 90, plan, /*debug=*/true), WEFT_OK) << lastError();
   // x dies after the GEMM (index 1), z after the second launch (index 2); y
   // lives to the end of the step and is never poisoned.
@@ -154,8 +154,8 @@ TEST(StepPlan, DebugBuffersPoisonAfterTheLastUse) {
   EXPECT_EQ(plan.arenaBytes, 3u * 4096); // the sum of the buffers
 }
 
-TEST(StepPlan, RefusesAnotherArchNamingBoth) {
-  runtime::StepPlan plan;
+TEST(PreparedStep, RefusesAnotherArchNamingBoth) {
+  runtime::PreparedStep plan;
   EXPECT_EQ(prepare(makePackage(), 80, plan), WEFT_ERROR_ARCH_MISMATCH);
   EXPECT_NE(lastError().find("the package is built for sm_90a but the device is sm_80 "
                              "(compute capability 8.0)"),
@@ -166,10 +166,10 @@ TEST(StepPlan, RefusesAnotherArchNamingBoth) {
   EXPECT_EQ(prepare(plain, 100, plan), WEFT_ERROR_ARCH_MISMATCH) << lastError();
 }
 
-TEST(StepPlan, RefusesAnotherFormatVersionNamingBoth) {
+TEST(PreparedStep, RefusesAnotherFormatVersionNamingBoth) {
   pkg::Package package = makePackage();
   package.formatVersion = 7;
-  runtime::StepPlan plan;
+  runtime::PreparedStep plan;
   EXPECT_EQ(prepare(package, 90, plan), WEFT_ERROR_VERSION_MISMATCH);
   EXPECT_NE(lastError().find("package format version 7 is not supported: this reader reads "
                              "format version 2"),
@@ -177,10 +177,10 @@ TEST(StepPlan, RefusesAnotherFormatVersionNamingBoth) {
       << lastError();
 }
 
-TEST(StepPlan, RefusesBrokenPlansAndMissingImages) {
+TEST(PreparedStep, RefusesBrokenPlansAndMissingImages) {
   pkg::Package package = makePackage();
   package.buffers[2].offset = 4096; // z onto y while both are live
-  runtime::StepPlan plan;
+  runtime::PreparedStep plan;
   EXPECT_EQ(prepare(package, 90, plan), WEFT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("overlaps buffer 'y'"), std::string::npos) << lastError();
   package = makePackage();
@@ -191,7 +191,7 @@ TEST(StepPlan, RefusesBrokenPlansAndMissingImages) {
   EXPECT_EQ(runtime::prepareStep("WEFTPKG", 7, 90, {}, plan), WEFT_ERROR_INVALID_ARGUMENT);
 }
 
-TEST(StepPlan, ParsesBufferTypes) {
+TEST(PreparedStep, ParsesBufferTypes) {
   runtime::BufferShape shape;
   std::string error;
   ASSERT_TRUE(runtime::parseTensorType("tensor<2x16x128xbf16>", shape, error));

@@ -225,8 +225,8 @@ def FuseBiasGradPass : Pass<"weft-fuse-bias-grad", "mlir::func::FuncOp"> {
     flattening) into one `weft.fused` of kind `matmul+reduce_sum` yielding
     (dW, db), placed where the earlier of the two ran. Before memory
     planning, so liveness sees db written with dW. The group runs its body,
-    so the reference interpreter's values are unchanged; the plan builder
-    lowers it to one `plan.gemm` with epilogue `bgrad_a`.
+    so the reference interpreter's values are unchanged; weft-build-plan
+    lowers it to one `weft_plan.gemm` with epilogue `bgrad_a`.
 
     ```mlir
     %a = weft.reshape %dy : (tensor<1x256x1024xbf16>) -> tensor<256x1024xbf16>

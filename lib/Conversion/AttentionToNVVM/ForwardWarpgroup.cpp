@@ -33,168 +33,217 @@ Value kMajorDescriptor(WarpEmitter &w, Value tile, int64_t slabBytes, int64_t st
                             /*strideBytes=*/1024, /*swizzle128=*/true);
 }
 
+/// What the producer and the consumers of one CTA agree on: the tile
+/// geometry, the shared-memory layout and the ring's barriers.
+struct ForwardRing {
+  const AttentionKernelConfig &config;
+  TmaForwardLayout layout;
+  int64_t d, blockQ, blockK, stages, consumers;
+  int64_t qSlabBytes, kvSlabBytes, kvTileBytes;
+  // Barriers: 0 = Q landed, 1 + slot = K landed, 1 + stages + slot = V
+  // landed, 1 + 2 * stages + slot = slot released by every consumer warp.
+  int64_t fullK, fullV, empty;
+
+  explicit ForwardRing(const AttentionKernelConfig &config)
+      : config(config), layout(tmaForwardLayout(config)), d(config.headDim),
+        blockQ(config.blockQ), blockK(config.blockK), stages(config.stages),
+        consumers(config.blockQ / 64), qSlabBytes(config.blockQ * 128),
+        kvSlabBytes(config.blockK * 128),
+        kvTileBytes(config.blockK * config.headDim * 2), fullK(1),
+        fullV(1 + config.stages), empty(1 + 2 * config.stages) {}
+
+  /// The address of barrier `first + slot`.
+  Value barrier(WarpEmitter &w, int64_t first, Value slot) const {
+    return w.add(w.i32c(layout.barriers + first * 8), w.mul(slot, w.i32c(8)));
+  }
+  /// Key block kb's ring slot and the phase parity its barriers are in.
+  std::pair<Value, Value> slotAndParity(WarpEmitter &w, Value kb) const {
+    return {arith::RemUIOp::create(w.b, kb, w.i32c(stages)),
+            w.andi(w.divu(kb, w.i32c(stages)), w.i32c(1))};
+  }
+  /// The K tile of `slot` and the V tile right after it.
+  std::pair<Value, Value> kvTiles(WarpEmitter &w, Value slot) const {
+    Value tileK = w.add(w.i32c(layout.kv), w.mul(slot, w.i32c(2 * kvTileBytes)));
+    return {tileK, w.add(tileK, w.i32c(kvTileBytes))};
+  }
+
+  /// Thread 0 initialises every barrier of the ring; then the CTA syncs.
+  void initBarriers(WarpEmitter &e, Value tid) const {
+    e.ifThen(arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
+      e.mbarrierInit(e.i32c(layout.barriers), 1);
+      for (int64_t slot = 0; slot < stages; ++slot) {
+        e.mbarrierInit(e.i32c(layout.barriers + (fullK + slot) * 8), 1);
+        e.mbarrierInit(e.i32c(layout.barriers + (fullV + slot) * 8), 1);
+        e.mbarrierInit(e.i32c(layout.barriers + (empty + slot) * 8), consumers * 4);
+      }
+      e.fenceBarrierInit();
+    });
+    e.barrier();
+  }
+};
+
+/// The producer warpgroup: gives registers back, then one thread issues
+/// every copy: Q once, and K, V of each key block into its ring slot once
+/// the consumers released the block `stages` before it.
+void emitProducer(WarpEmitter &e, const ForwardRing &ring, ForwardRows &r,
+                  mlir::gpu::GPUFuncOp func, Value keyBlocks) {
+  const AttentionKernelConfig &config = ring.config;
+  ImplicitLocOpBuilder &b = e.b;
+  Value qMap = func.getArgument(0), kMap = func.getArgument(1), vMap = func.getArgument(2);
+  if (ring.consumers > 1)
+    e.setMaxRegisters(24, /*increase=*/false);
+  e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, r.ids.tid, e.i32c(0)), [&] {
+    // Tensor-map coordinates (column, row, head, batch) in every layout.
+    Value batch = r.block.batch;
+    Value qHead = TensorRows(e, config, r.s, AttentionOperand::Q).mapHead(e, r.block.head);
+    Value kHead = TensorRows(e, config, r.s, AttentionOperand::K).mapHead(e, r.block.kvHead);
+    Value vHead = TensorRows(e, config, r.s, AttentionOperand::V).mapHead(e, r.block.kvHead);
+    Value qBarrier = e.i32c(ring.layout.barriers);
+    e.mbarrierArriveExpectTx(qBarrier, ring.blockQ * ring.d * 2);
+    for (int64_t slab = 0; slab < ring.d / kSlabCols; ++slab)
+      e.tmaLoad4d(e.i32c(ring.layout.q + slab * ring.qSlabBytes), qMap,
+                  e.i32c(slab * kSlabCols), r.block.q0, qHead, batch, qBarrier);
+    scf::ForOp::create(
+        b, e.i32c(0), keyBlocks, e.i32c(1), ValueRange{},
+        [&](OpBuilder &nested, Location loc, Value kb, ValueRange) {
+          ImplicitLocOpBuilder lb(loc, nested);
+          WarpEmitter w(lb, config.bf16);
+          auto [slot, parity] = ring.slotAndParity(w, kb);
+          // Slot reuse: wait until the consumers released block kb - stages.
+          w.ifThen(w.le(w.i32c(ring.stages), kb), [&] {
+            w.mbarrierWait(ring.barrier(w, ring.empty, slot), w.sub(w.i32c(1), parity));
+          });
+          Value k0 = w.mul(kb, w.i32c(ring.blockK));
+          auto [tileK, tileV] = ring.kvTiles(w, slot);
+          for (auto [tile, map, head, first] :
+               {std::tuple{tileK, kMap, kHead, ring.fullK},
+                std::tuple{tileV, vMap, vHead, ring.fullV}}) {
+            Value full = ring.barrier(w, first, slot);
+            w.mbarrierArriveExpectTx(full, ring.kvTileBytes);
+            for (int64_t slab = 0; slab < ring.d / kSlabCols; ++slab)
+              w.tmaLoad4d(w.add(tile, w.i32c(slab * ring.kvSlabBytes)), map,
+                          w.i32c(slab * kSlabCols), k0, head, batch, full);
+          }
+          scf::YieldOp::create(lb);
+        });
+  });
+}
+
+/// One consumer iteration over key block kb: S = Q K^T by wgmma from shared
+/// memory, the online softmax, O += P V with P in registers, then the slot
+/// released. Returns the next loop state.
+SmallVector<Value> consumeKeyBlock(WarpEmitter &w, const ForwardRing &ring,
+                                   ForwardRows &r, Value qTile, Value wgRow0,
+                                   Value kb, ValueRange state) {
+  const AttentionKernelConfig &config = ring.config;
+  ImplicitLocOpBuilder &lb = w.b;
+  const int64_t keyTiles = ring.blockK / 8, dTiles = ring.d / 8, kSteps = ring.d / 16;
+  auto [slot, parity] = ring.slotAndParity(w, kb);
+  Value k0 = w.mul(kb, w.i32c(ring.blockK));
+  auto [tileK, tileV] = ring.kvTiles(w, slot);
+
+  // S = Q K^T: 64 x block_k for this warpgroup.
+  w.mbarrierWait(ring.barrier(w, ring.fullK, slot), parity);
+  SmallVector<Value> acc(keyTiles * 4, r.zeroF);
+  w.wgmmaFence();
+  for (int64_t step = 0; step < kSteps; ++step)
+    acc = w.wgmmaShared(acc, kMajorDescriptor(w, qTile, ring.qSlabBytes, step),
+                        kMajorDescriptor(w, tileK, ring.kvSlabBytes, step), ring.blockK,
+                        /*accumulate=*/step != 0);
+  w.wgmmaCommit();
+  w.wgmmaWait(0);
+  SmallVector<Quad> scores(keyTiles);
+  for (int64_t i = 0; i < keyTiles * 4; ++i)
+    scores[i / 4][i % 4] = acc[i];
+
+  Value kBlockEnd = w.add(k0, w.i32c(ring.blockK));
+  Value maskNeeded = arith::CmpIOp::create(lb, arith::CmpIPredicate::sgt, kBlockEnd, r.s.kLen);
+  if (config.causal)
+    maskNeeded = arith::OrIOp::create(
+        lb, maskNeeded,
+        arith::CmpIOp::create(lb, arith::CmpIPredicate::sgt, kBlockEnd,
+                              w.add(wgRow0, w.i32c(1))));
+  SmallVector<Value> next(state.begin(), state.end());
+  std::array<Value, 2> alpha = onlineSoftmaxStep(w, r, scores, k0, state, next, maskNeeded);
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < dTiles * 4; ++i)
+    out.push_back(w.fmul(state[4 + i], alpha[(i % 4) / 2]));
+
+  // O += P V: V (block_k x head_dim, slabs of 64 columns) read
+  // MN-major: 8-key groups 1024 bytes apart (stride), slabs
+  // kvSlabBytes apart (leading); a k-step is 16 keys, 2048 bytes.
+  SmallVector<Quad> p = w.toA(scores);
+  w.mbarrierWait(ring.barrier(w, ring.fullV, slot), parity);
+  w.wgmmaFence();
+  for (size_t step = 0; step < p.size(); ++step) {
+    Value descriptor = w.matrixDescriptor(
+        w.add(tileV, w.i32c(2048 * static_cast<int64_t>(step))), ring.kvSlabBytes, 1024,
+        /*swizzle128=*/true);
+    out = w.wgmma(out, p[step], descriptor, ring.d, /*transposeB=*/true,
+                  /*accumulate=*/true);
+  }
+  w.wgmmaCommit();
+  w.wgmmaWait(0);
+  // Every lane of this warp is past its reads of the slot.
+  w.ifThen(arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, r.ids.lane, w.i32c(0)),
+           [&] { w.mbarrierArrive(ring.barrier(w, ring.empty, slot)); });
+  for (int64_t i = 0; i < dTiles * 4; ++i)
+    next[4 + i] = out[i];
+  return next;
+}
+
+/// A consumer warpgroup c >= 1: takes registers, waits for Q, runs the key
+/// loop over its 64 query rows 64 (c - 1) .. + 63 and stores O and the
+/// log-sum-exp.
+void emitConsumer(WarpEmitter &e, const ForwardRing &ring, ForwardRows &r,
+                  mlir::gpu::GPUFuncOp func, Value warpgroup, Value keyBlocks) {
+  ImplicitLocOpBuilder &b = e.b;
+  if (ring.consumers > 1)
+    e.setMaxRegisters(240, /*increase=*/true);
+  r.ids.warp = e.sub(r.ids.warp, e.i32c(4));
+  Value consumer = e.sub(warpgroup, e.i32c(1));
+  r.initSoftmaxConstants(e);
+  Value qTile = e.add(e.i32c(ring.layout.q), e.mul(consumer, e.i32c(64 * 128)));
+  e.mbarrierWait(e.i32c(ring.layout.barriers), e.i32c(0));
+  // This warpgroup's first query row: a block needs the mask when it ends
+  // past k_len or (causal) past the key that row may see.
+  Value wgRow0 = e.add(r.block.q0, e.mul(consumer, e.i32c(64)));
+
+  SmallVector<Value> init = r.initialLoopState(ring.d / 8);
+  auto loop = scf::ForOp::create(
+      b, e.i32c(0), keyBlocks, e.i32c(1), init,
+      [&](OpBuilder &nested, Location loc, Value kb, ValueRange state) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        WarpEmitter w(lb, ring.config.bf16);
+        scf::YieldOp::create(lb, consumeKeyBlock(w, ring, r, qTile, wgRow0, kb, state));
+      });
+  storeForwardOutput(e, r, loop.getResults(), func.getArgument(3), func.getArgument(4));
+}
+
 } // namespace
 
 void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
   ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
   b.setInsertionPointToEnd(&func.getBody().front());
   WarpEmitter e(b, config.bf16);
-  Value qMap = func.getArgument(0), kMap = func.getArgument(1), vMap = func.getArgument(2);
   KernelScalars s = KernelScalars::of(func, 5);
-  const int64_t d = config.headDim, blockQ = config.blockQ, blockK = config.blockK;
-  const int64_t stages = config.stages, consumers = blockQ / 64;
-  const int64_t keyTiles = blockK / 8, dTiles = d / 8, kSteps = d / 16;
-  const TmaForwardLayout layout = tmaForwardLayout(config);
-  const int64_t qSlabBytes = blockQ * 128, kvSlabBytes = blockK * 128;
-  const int64_t kvTileBytes = blockK * d * 2;
+  const ForwardRing ring(config);
 
-  ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, blockQ), {}, {}, {}, {}};
-  Value tid = r.ids.tid, warp = r.ids.warp;
-  Value warpgroup = e.divu(warp, e.i32c(4));
-  Value kEnd = config.causal ? e.minsi(s.kLen, e.add(r.block.q0, e.i32c(blockQ))) : s.kLen;
-  Value keyBlocks = e.ceilDiv(kEnd, blockK);
-  auto barrier = [&](WarpEmitter &w, int64_t first, Value slot) {
-    return w.add(w.i32c(layout.barriers + first * 8), w.mul(slot, w.i32c(8)));
-  };
-  auto slotAndParity = [&](WarpEmitter &w, Value kb) {
-    return std::pair<Value, Value>{arith::RemUIOp::create(w.b, kb, w.i32c(stages)),
-                                   w.andi(w.divu(kb, w.i32c(stages)), w.i32c(1))};
-  };
-  // Barriers: 0 = Q landed, 1 + slot = K landed, 1 + stages + slot = V
-  // landed, 1 + 2 * stages + slot = slot released by every consumer warp.
-  const int64_t fullK = 1, fullV = 1 + stages, empty = 1 + 2 * stages;
-
-  e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
-    e.mbarrierInit(e.i32c(layout.barriers), 1);
-    for (int64_t slot = 0; slot < stages; ++slot) {
-      e.mbarrierInit(e.i32c(layout.barriers + (fullK + slot) * 8), 1);
-      e.mbarrierInit(e.i32c(layout.barriers + (fullV + slot) * 8), 1);
-      e.mbarrierInit(e.i32c(layout.barriers + (empty + slot) * 8), consumers * 4);
-    }
-    e.fenceBarrierInit();
-  });
-  e.barrier();
+  ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, ring.blockQ), {}, {}, {}, {}};
+  Value warpgroup = e.divu(r.ids.warp, e.i32c(4));
+  Value kEnd = config.causal ? e.minsi(s.kLen, e.add(r.block.q0, e.i32c(ring.blockQ))) : s.kLen;
+  Value keyBlocks = e.ceilDiv(kEnd, ring.blockK);
+  ring.initBarriers(e, r.ids.tid);
 
   Value isProducer = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warpgroup, e.i32c(0));
   auto roles = scf::IfOp::create(b, isProducer, /*withElseRegion=*/true);
   {
-    // Producer: give registers back, then one thread issues every copy.
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(roles.thenBlock()->getTerminator());
-    if (consumers > 1)
-      e.setMaxRegisters(24, /*increase=*/false);
-    e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
-      // Tensor-map coordinates (column, row, head, batch) in every layout.
-      Value batch = r.block.batch;
-      Value qHead = TensorRows(e, config, s, AttentionOperand::Q).mapHead(e, r.block.head);
-      Value kHead = TensorRows(e, config, s, AttentionOperand::K).mapHead(e, r.block.kvHead);
-      Value vHead = TensorRows(e, config, s, AttentionOperand::V).mapHead(e, r.block.kvHead);
-      Value qBarrier = e.i32c(layout.barriers);
-      e.mbarrierArriveExpectTx(qBarrier, blockQ * d * 2);
-      for (int64_t slab = 0; slab < d / kSlabCols; ++slab)
-        e.tmaLoad4d(e.i32c(layout.q + slab * qSlabBytes), qMap, e.i32c(slab * kSlabCols),
-                    r.block.q0, qHead, batch, qBarrier);
-      scf::ForOp::create(
-          b, e.i32c(0), keyBlocks, e.i32c(1), ValueRange{},
-          [&](OpBuilder &nested, Location loc, Value kb, ValueRange) {
-            ImplicitLocOpBuilder lb(loc, nested);
-            WarpEmitter w(lb, config.bf16);
-            auto [slot, parity] = slotAndParity(w, kb);
-            // Slot reuse: wait until the consumers released block kb - stages.
-            w.ifThen(w.le(w.i32c(stages), kb), [&] {
-              w.mbarrierWait(barrier(w, empty, slot), w.sub(w.i32c(1), parity));
-            });
-            Value k0 = w.mul(kb, w.i32c(blockK));
-            Value tileK = w.add(w.i32c(layout.kv), w.mul(slot, w.i32c(2 * kvTileBytes)));
-            Value tileV = w.add(tileK, w.i32c(kvTileBytes));
-            for (auto [tile, map, head, first] : {std::tuple{tileK, kMap, kHead, fullK},
-                                                  std::tuple{tileV, vMap, vHead, fullV}}) {
-              Value full = barrier(w, first, slot);
-              w.mbarrierArriveExpectTx(full, kvTileBytes);
-              for (int64_t slab = 0; slab < d / kSlabCols; ++slab)
-                w.tmaLoad4d(w.add(tile, w.i32c(slab * kvSlabBytes)), map,
-                            w.i32c(slab * kSlabCols), k0, head, batch, full);
-            }
-            scf::YieldOp::create(lb);
-          });
-    });
+    emitProducer(e, ring, r, func, keyBlocks);
   }
-
-  // Consumers: warpgroup c >= 1 owns query rows 64 (c - 1) .. + 63.
   b.setInsertionPoint(roles.elseBlock()->getTerminator());
-  if (consumers > 1)
-    e.setMaxRegisters(240, /*increase=*/true);
-  r.ids.warp = e.sub(warp, e.i32c(4));
-  Value consumer = e.sub(warpgroup, e.i32c(1));
-  r.initSoftmaxConstants(e);
-  Value qTile = e.add(e.i32c(layout.q), e.mul(consumer, e.i32c(64 * 128)));
-  e.mbarrierWait(e.i32c(layout.barriers), e.i32c(0));
-  // This warpgroup's first query row: a block needs the mask when it ends
-  // past k_len or (causal) past the key that row may see.
-  Value wgRow0 = e.add(r.block.q0, e.mul(consumer, e.i32c(64)));
-
-  SmallVector<Value> init = r.initialLoopState(dTiles);
-  auto loop = scf::ForOp::create(
-      b, e.i32c(0), keyBlocks, e.i32c(1), init,
-      [&](OpBuilder &nested, Location loc, Value kb, ValueRange state) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        WarpEmitter w(lb, config.bf16);
-        auto [slot, parity] = slotAndParity(w, kb);
-        Value k0 = w.mul(kb, w.i32c(blockK));
-        Value tileK = w.add(w.i32c(layout.kv), w.mul(slot, w.i32c(2 * kvTileBytes)));
-        Value tileV = w.add(tileK, w.i32c(kvTileBytes));
-
-        // S = Q K^T: 64 x block_k for this warpgroup.
-        w.mbarrierWait(barrier(w, fullK, slot), parity);
-        SmallVector<Value> acc(keyTiles * 4, r.zeroF);
-        w.wgmmaFence();
-        for (int64_t step = 0; step < kSteps; ++step)
-          acc = w.wgmmaShared(acc, kMajorDescriptor(w, qTile, qSlabBytes, step),
-                              kMajorDescriptor(w, tileK, kvSlabBytes, step), blockK,
-                              /*accumulate=*/step != 0);
-        w.wgmmaCommit();
-        w.wgmmaWait(0);
-        SmallVector<Quad> scores(keyTiles);
-        for (int64_t i = 0; i < keyTiles * 4; ++i)
-          scores[i / 4][i % 4] = acc[i];
-
-        Value kBlockEnd = w.add(k0, w.i32c(blockK));
-        Value maskNeeded = arith::CmpIOp::create(lb, arith::CmpIPredicate::sgt, kBlockEnd, s.kLen);
-        if (config.causal)
-          maskNeeded = arith::OrIOp::create(
-              lb, maskNeeded,
-              arith::CmpIOp::create(lb, arith::CmpIPredicate::sgt, kBlockEnd,
-                                    w.add(wgRow0, w.i32c(1))));
-        SmallVector<Value> next(state.begin(), state.end());
-        std::array<Value, 2> alpha =
-            onlineSoftmaxStep(w, r, scores, k0, state, next, maskNeeded);
-        SmallVector<Value> out;
-        for (int64_t i = 0; i < dTiles * 4; ++i)
-          out.push_back(w.fmul(state[4 + i], alpha[(i % 4) / 2]));
-
-        // O += P V: V (block_k x head_dim, slabs of 64 columns) read
-        // MN-major: 8-key groups 1024 bytes apart (stride), slabs
-        // kvSlabBytes apart (leading); a k-step is 16 keys, 2048 bytes.
-        SmallVector<Quad> p = w.toA(scores);
-        w.mbarrierWait(barrier(w, fullV, slot), parity);
-        w.wgmmaFence();
-        for (size_t step = 0; step < p.size(); ++step) {
-          Value descriptor = w.matrixDescriptor(
-              w.add(tileV, w.i32c(2048 * static_cast<int64_t>(step))), kvSlabBytes, 1024,
-              /*swizzle128=*/true);
-          out = w.wgmma(out, p[step], descriptor, d, /*transposeB=*/true,
-                        /*accumulate=*/true);
-        }
-        w.wgmmaCommit();
-        w.wgmmaWait(0);
-        // Every lane of this warp is past its reads of the slot.
-        w.ifThen(arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, r.ids.lane, w.i32c(0)),
-                 [&] { w.mbarrierArrive(barrier(w, empty, slot)); });
-        for (int64_t i = 0; i < dTiles * 4; ++i)
-          next[4 + i] = out[i];
-        scf::YieldOp::create(lb, next);
-      });
-  storeForwardOutput(e, r, loop.getResults(), func.getArgument(3), func.getArgument(4));
+  emitConsumer(e, ring, r, func, warpgroup, keyBlocks);
   b.setInsertionPointAfter(roles);
   mlir::gpu::ReturnOp::create(b);
 }

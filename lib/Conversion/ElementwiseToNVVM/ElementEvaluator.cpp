@@ -5,8 +5,7 @@
 // would store it.
 #include "KernelEmitter.h"
 
-#include "../../Transforms/PhiloxBuilder.h"
-
+#include "weft/Codegen/PhiloxBuilder.h"
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -84,13 +83,13 @@ Value ElementEvaluator::computeDropout(DropoutOp o) {
       Value block = m.b.createOrFold<arith::ShRUIOp>(vector->base, m.i64c(2));
       if (lane >= 4)
         block = m.i64Add(block, m.i64c(lane / 4));
-      words = tiling::buildPhiloxBlock(m.b, seed, rngId, block);
+      words = codegen::buildPhiloxBlock(m.b, seed, rngId, block);
     }
     draw = words[lane % 4];
   } else {
-    draw = tiling::buildPhiloxDraw(m.b, seed, rngId, linear());
+    draw = codegen::buildPhiloxDraw(m.b, seed, rngId, linear());
   }
-  Value kept = tiling::buildDrawKept(m.b, draw, p);
+  Value kept = codegen::buildDrawKept(m.b, draw, p);
   // x / (1 - p) as the reference (float64, then one rounding): the factor
   // split into two f32s, x * hi + x * lo with one fma, is within about half
   // an f32 ulp of it; x * f32(1 / (1 - p)) alone would be off by up to one.

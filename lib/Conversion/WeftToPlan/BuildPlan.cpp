@@ -1,9 +1,10 @@
 // weft-build-plan: a step planned by weft-plan-memory -> weft_plan.step. The
 // buffers come from the shared schedule/liveness analysis with the offsets
-// the planner wrote on the IR; PlanEntries.cpp makes the schedule.
+// weft-plan-memory wrote on the IR; ScheduleBuilder (PlanEntries.cpp) makes
+// the schedule entries.
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
 
-#include "PlanBuilder.h"
+#include "ScheduleBuilder.h"
 
 #include "weft/Dialect/WeftDialect.h"
 
@@ -87,8 +88,8 @@ std::string bufferName(const ScheduleLiveness &liveness, const LiveBuffer &buffe
 
 } // namespace
 
-FailureOr<BuiltPlan> weft::buildPlan(func::FuncOp func,
-                                     const BuildPlanOptions &options) {
+FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
+                                                const BuildPlanOptions &options) {
   auto memoryPlan = func->getAttrOfType<DictionaryAttr>(WeftDialect::kMemoryPlanAttr);
   if (!memoryPlan)
     return func.emitError("cannot build the plan of @")
@@ -112,7 +113,7 @@ FailureOr<BuiltPlan> weft::buildPlan(func::FuncOp func,
       uint64_t(alignment.getInt()), options.arch, pkg::kFormatVersion,
       uint64_t(liveness->getNumSteps()), /*num_streams=*/1);
   step.getBody().emplaceBlock();
-  auto fail = [&]() -> FailureOr<BuiltPlan> {
+  auto fail = [&]() -> FailureOr<HostSchedule> {
     step.erase();
     return failure();
   };
@@ -163,13 +164,13 @@ FailureOr<BuiltPlan> weft::buildPlan(func::FuncOp func,
     symbols[index] = FlatSymbolRefAttr::get(builder.getContext(), bufferSymbol);
   }
 
-  PlanBuilder entries(*liveness, options, step, std::move(symbols));
+  ScheduleBuilder entries(*liveness, options, step, std::move(symbols));
   bool failedAny = false;
   for (Operation *op : liveness->getSchedule().drop_back())
     failedAny |= failed(entries.addOp(op, liveness->getStep(op)));
   if (failedAny)
     return fail();
-  return BuiltPlan{step, std::move(entries.attentionImages),
+  return HostSchedule{step, std::move(entries.attentionImages),
                    std::move(entries.elementwiseImages)};
 }
 
@@ -202,7 +203,7 @@ struct BuildPlanPass : weft::impl::BuildPlanPassBase<BuildPlanPass> {
       return signalPassFailure();
     }
     for (func::FuncOp func : planned)
-      if (failed(buildPlan(func, options)))
+      if (failed(buildHostSchedule(func, options)))
         return signalPassFailure();
   }
 };

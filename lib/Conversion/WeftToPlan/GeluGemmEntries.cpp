@@ -2,7 +2,7 @@
 // one cuBLASLt GEMM whose epilogue applies the tanh GELU (writing the
 // pre-activation as the aux matrix when the group yields it) or its
 // gradient (reading the pre-activation).
-#include "PlanBuilder.h"
+#include "ScheduleBuilder.h"
 
 #include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Dialect/WeftDialect.h"
@@ -22,7 +22,7 @@ int64_t rowsOf(ArrayRef<int64_t> shape) {
 
 } // namespace
 
-LogicalResult PlanBuilder::addGeluGemm(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addGeluGemm(Operation *op, int64_t index) {
   std::string why;
   std::optional<GeluGemm> group = getGeluGemm(op, &why);
   if (!group)

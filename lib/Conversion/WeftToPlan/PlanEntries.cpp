@@ -4,7 +4,7 @@
 // attention kernels (attentionKernelSpecs) for attention / attention_grad,
 // one kernel launch per other weft op or fused group, a fill kernel per
 // splat constant.
-#include "PlanBuilder.h"
+#include "ScheduleBuilder.h"
 
 #include "weft/Dialect/AttentionPacking.h"
 #include "weft/Conversion/ElementwiseKernels.h"
@@ -42,7 +42,7 @@ std::string identifier(StringRef text) {
 
 } // namespace
 
-FailureOr<FlatSymbolRefAttr> PlanBuilder::bufferOf(Operation *op, Value value) {
+FailureOr<FlatSymbolRefAttr> ScheduleBuilder::bufferOf(Operation *op, Value value) {
   std::optional<unsigned> buffer = liveness.lookupBuffer(value);
   auto it = buffer ? bufferSymbols.find(*buffer) : bufferSymbols.end();
   if (it == bufferSymbols.end())
@@ -51,7 +51,7 @@ FailureOr<FlatSymbolRefAttr> PlanBuilder::bufferOf(Operation *op, Value value) {
   return it->second;
 }
 
-void PlanBuilder::declareKernel(StringRef name, StringRef image,
+void ScheduleBuilder::declareKernel(StringRef name, StringRef image,
                                 ArrayRef<StringRef> params) {
   if (!kernels.insert(name).second)
     return;
@@ -66,7 +66,7 @@ void PlanBuilder::declareKernel(StringRef name, StringRef image,
                          builder.getArrayAttr(kinds));
 }
 
-void PlanBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> args,
+void ScheduleBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> args,
                          ArrayRef<int64_t> grid, int64_t threads, int64_t smem,
                          int64_t index) {
   auto op = plan::LaunchOp::create(builder, loc, kernel, builder.getArrayAttr(args),
@@ -76,7 +76,7 @@ void PlanBuilder::launch(Location loc, StringRef kernel, ArrayRef<Attribute> arg
     firstEntry = op;
 }
 
-FailureOr<std::string> PlanBuilder::gemmDtype(Operation *op, Type type) {
+FailureOr<std::string> ScheduleBuilder::gemmDtype(Operation *op, Type type) {
   // What weft_gemm_check accepts: bf16 / f16 operands, f32 accumulation.
   std::string dtype = elementTypeName(type).str();
   if (dtype != "bf16" && dtype != "f16")
@@ -88,13 +88,13 @@ FailureOr<std::string> PlanBuilder::gemmDtype(Operation *op, Type type) {
   return dtype;
 }
 
-FlatSymbolRefAttr PlanBuilder::workspaceOf(Operation *op) {
+FlatSymbolRefAttr ScheduleBuilder::workspaceOf(Operation *op) {
   // Planned when the step has weft.gemm_workspace (MemoryOpInterface).
   std::optional<unsigned> workspace = liveness.lookupWorkspace(op);
   return workspace ? bufferSymbols.lookup(*workspace) : FlatSymbolRefAttr();
 }
 
-void PlanBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
+void ScheduleBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
   auto gemm = plan::GemmOp::create(
       builder, op->getLoc(), call.d, call.a, call.b, nullptr, call.bias, workspaceOf(op),
       call.aux, call.aux ? builder.getI64IntegerAttr(call.auxLd) : IntegerAttr(),
@@ -109,7 +109,7 @@ void PlanBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
     firstEntry = gemm;
 }
 
-LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addLinear(Operation *op, int64_t index) {
   auto linear = cast<LinearOp>(op);
   auto x = linear.getX().getType();
   auto w = cast<RankedTensorType>(linear.getW().getType());
@@ -136,7 +136,7 @@ LogicalResult PlanBuilder::addLinear(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addMatmul(Operation *op, int64_t index) {
   auto matmul = cast<MatmulOp>(op);
   auto aType = cast<RankedTensorType>(matmul.getA().getType());
   auto bType = cast<RankedTensorType>(matmul.getB().getType());
@@ -173,7 +173,7 @@ LogicalResult PlanBuilder::addMatmul(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addBiasGradGemm(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addBiasGradGemm(Operation *op, int64_t index) {
   std::string why;
   std::optional<BiasGradGemm> group = getBiasGradGemm(op, &why);
   if (!group)
@@ -202,50 +202,67 @@ LogicalResult PlanBuilder::addBiasGradGemm(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
-  bool backward = isa<AttentionGradOp>(op);
+namespace {
+
+/// What the attention kernels read of an attention or attention_grad op (the
+/// gradient operands null for the forward).
+struct AttentionOperands {
+  bool backward;
   Value q, k, v, out, lse, dout, dq, dk, dv;
   double scale, dropout;
   bool causal;
+  std::string dtype;
+};
+
+AttentionOperands attentionOperandsOf(Operation *op) {
+  AttentionOperands o;
+  o.backward = isa<AttentionGradOp>(op);
   if (auto forward = dyn_cast<AttentionOp>(op)) {
-    q = forward.getQ(), k = forward.getK(), v = forward.getV();
-    out = forward.getOut(), lse = forward.getLse();
-    scale = forward.getScaleValue();
-    dropout = forward.getDropoutP().convertToDouble();
-    causal = forward.getCausal();
+    o.q = forward.getQ(), o.k = forward.getK(), o.v = forward.getV();
+    o.out = forward.getOut(), o.lse = forward.getLse();
+    o.scale = forward.getScaleValue();
+    o.dropout = forward.getDropoutP().convertToDouble();
+    o.causal = forward.getCausal();
   } else {
     auto grad = cast<AttentionGradOp>(op);
-    q = grad.getQ(), k = grad.getK(), v = grad.getV(), out = grad.getOut();
-    lse = grad.getLse(), dout = grad.getDout();
-    dq = grad.getDq(), dk = grad.getDk(), dv = grad.getDv();
-    scale = grad.getScaleValue();
-    dropout = grad.getDropoutP().convertToDouble();
-    causal = grad.getCausal();
+    o.q = grad.getQ(), o.k = grad.getK(), o.v = grad.getV(), o.out = grad.getOut();
+    o.lse = grad.getLse(), o.dout = grad.getDout();
+    o.dq = grad.getDq(), o.dk = grad.getDk(), o.dv = grad.getDv();
+    o.scale = grad.getScaleValue();
+    o.dropout = grad.getDropoutP().convertToDouble();
+    o.causal = grad.getCausal();
   }
-  // What the GPU kernels implement (AotKernels.cpp checks the same).
-  std::string dtype = elementTypeName(q.getType()).str();
-  if (dtype != "bf16" && dtype != "f16")
+  o.dtype = elementTypeName(o.q.getType()).str();
+  return o;
+}
+
+/// The kernel configuration of the op: what the GPU kernels implement
+/// (AotKernels.cpp checks the same), its layout and packing, and the tiles
+/// `options` chooses; a diagnostic at the op when no kernel fits.
+FailureOr<gpu::AttentionKernelConfig>
+attentionConfigOf(Operation *op, const AttentionOperands &o,
+                  const BuildPlanOptions &options) {
+  if (o.dtype != "bf16" && o.dtype != "f16")
     return op->emitError("cannot plan ")
            << op->getName() << ": the GPU attention kernels take bf16 or f16, got "
-           << cast<ShapedType>(q.getType()).getElementType();
-  if (dropout > 0.0)
+           << cast<ShapedType>(o.q.getType()).getElementType();
+  if (o.dropout > 0.0)
     return op->emitError("cannot plan ")
            << op->getName() << ": the GPU attention kernels do not implement "
-           << "dropout (dropout_p = " << dropout << ")";
-  if (!lse)
+           << "dropout (dropout_p = " << o.dropout << ")";
+  if (!o.lse)
     return op->emitError("cannot plan weft.attention without its lse result: "
                          "the forward kernel writes the row log-sum-exp");
-  ArrayRef<int64_t> qShape = cast<ShapedType>(q.getType()).getShape();
-  ArrayRef<int64_t> kShape = cast<ShapedType>(k.getType()).getShape();
-  ArrayRef<int64_t> vShape = cast<ShapedType>(v.getType()).getShape();
+  ArrayRef<int64_t> qShape = cast<ShapedType>(o.q.getType()).getShape();
+  ArrayRef<int64_t> vShape = cast<ShapedType>(o.v.getType()).getShape();
   if (qShape[3] != vShape[3])
     return op->emitError("cannot plan ")
            << op->getName() << ": the GPU attention kernels need the value dim ("
            << vShape[3] << ") to equal head_dim (" << qShape[3] << ")";
   gpu::AttentionKernelConfig config;
-  config.bf16 = dtype == "bf16";
+  config.bf16 = o.dtype == "bf16";
   config.headDim = qShape[3];
-  config.causal = causal;
+  config.causal = o.causal;
   if (isSeqMajorAttention(op)) {
     config.layout = gpu::AttentionKernelConfig::Layout::SeqMajor;
     std::optional<QkvPacking> packing = packedQkvOf(op);
@@ -258,113 +275,143 @@ LogicalResult PlanBuilder::addAttention(Operation *op, int64_t index) {
     config.groupedQkv = packing == QkvPacking::Grouped;
   }
   if (options.chooseTiles)
-    options.chooseTiles(config, backward);
+    options.chooseTiles(config, o.backward);
   std::string message;
-  if (failed(gpu::verifyAttentionKernelConfig(config, backward, message)))
+  if (failed(gpu::verifyAttentionKernelConfig(config, o.backward, message)))
     return op->emitError("cannot plan ") << op->getName() << ": " << message;
+  return config;
+}
 
-  // Operands by the kernels' parameter names; delta is the op's workspace.
-  llvm::StringMap<Value> tensors = {{"q", q},       {"k", k},     {"v", v},
-                                    {"out", out},   {"lse", lse}, {"dout", dout},
-                                    {"dq", dq},     {"dk", dk},   {"dv", dv}};
+} // namespace
+
+struct ScheduleBuilder::AttentionCall {
+  /// Operands by the kernels' parameter names; delta is the op's workspace.
+  llvm::StringMap<Value> tensors;
   FlatSymbolRefAttr delta;
-  if (backward) {
+  gpu::AttentionKernelConfig config;
+  std::string dtype;
+  double scale;
+  int64_t batch, qHeads, kvHeads, qLen, kLen;
+};
+
+FailureOr<std::pair<StringRef, Attribute>>
+ScheduleBuilder::attentionArg(Operation *op, const gpu::KernelSpec &spec,
+                          const gpu::KernelParam &param, const AttentionCall &call) {
+  switch (param.kind) {
+  case gpu::KernelParam::Kind::Pointer: {
+    if (param.name == "delta")
+      return std::pair<StringRef, Attribute>{"ptr", call.delta};
+    Value tensor = call.tensors.lookup(param.name);
+    if (!tensor)
+      return op->emitError("cannot plan ")
+             << op->getName() << ": kernel " << spec.name
+             << " takes a tensor '" << param.name << "' the op does not have";
+    FailureOr<FlatSymbolRefAttr> buffer = bufferOf(op, tensor);
+    if (failed(buffer))
+      return failure();
+    return std::pair<StringRef, Attribute>{"ptr", *buffer};
+  }
+  case gpu::KernelParam::Kind::I32: {
+    int64_t value = llvm::StringSwitch<int64_t>(param.name)
+                        .Case("batch", call.batch)
+                        .Case("q_heads", call.qHeads)
+                        .Case("kv_heads", call.kvHeads)
+                        .Case("q_len", call.qLen)
+                        .Case("k_len", call.kLen)
+                        .Default(-1);
+    if (value < 0)
+      return op->emitError("cannot plan ")
+             << op->getName() << ": kernel " << spec.name
+             << " takes an i32 '" << param.name << "' the planner does not know";
+    return std::pair<StringRef, Attribute>{"i32",
+                                           builder.getI32IntegerAttr(int32_t(value))};
+  }
+  case gpu::KernelParam::Kind::F32:
+    return std::pair<StringRef, Attribute>{"f32",
+                                           builder.getF32FloatAttr(float(call.scale))};
+  case gpu::KernelParam::Kind::TensorMap: {
+    // The TMA view KernelParam documents (attentionTensorMap): rank 4
+    // (d, len, heads, batch), box (64, boxRows, 1, 1), 128-byte swizzle;
+    // encoded by the runtime at load.
+    Value tensor = call.tensors.lookup(param.name);
+    FailureOr<FlatSymbolRefAttr> buffer =
+        tensor ? bufferOf(op, tensor) : FailureOr<FlatSymbolRefAttr>(failure());
+    if (failed(buffer))
+      return op->emitError("cannot plan ")
+             << op->getName() << ": kernel " << spec.name
+             << " takes a tensor map of '" << param.name
+             << "' without an arena buffer";
+    gpu::AttentionTensorMap map =
+        gpu::attentionTensorMap(call.config, param, call.batch, call.qHeads,
+                                call.kvHeads, call.qLen, call.kLen);
+    return std::pair<StringRef, Attribute>{
+        "tensormap",
+        builder.getDictionaryAttr({
+            builder.getNamedAttr("tensormap", *buffer),
+            builder.getNamedAttr("dtype", builder.getStringAttr(call.dtype)),
+            builder.getNamedAttr("dims", builder.getDenseI64ArrayAttr(map.dims)),
+            builder.getNamedAttr("strides", builder.getDenseI64ArrayAttr(map.strides)),
+            builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(map.box)),
+            builder.getNamedAttr("swizzle", builder.getI64IntegerAttr(128)),
+        })};
+  }
+  }
+  llvm_unreachable("every KernelParam kind is handled");
+}
+
+LogicalResult ScheduleBuilder::addAttention(Operation *op, int64_t index) {
+  AttentionOperands o = attentionOperandsOf(op);
+  FailureOr<gpu::AttentionKernelConfig> config = attentionConfigOf(op, o, options);
+  if (failed(config))
+    return failure();
+  AttentionCall call;
+  call.config = *config;
+  call.dtype = o.dtype;
+  call.scale = o.scale;
+  call.tensors = {{"q", o.q},     {"k", o.k},       {"v", o.v},
+                  {"out", o.out}, {"lse", o.lse},   {"dout", o.dout},
+                  {"dq", o.dq},   {"dk", o.dk},     {"dv", o.dv}};
+  if (o.backward) {
     std::optional<unsigned> workspace = liveness.lookupWorkspace(op);
     auto it = workspace ? bufferSymbols.find(*workspace) : bufferSymbols.end();
     if (it == bufferSymbols.end())
       return op->emitError("cannot plan weft.attention_grad: no planned "
                            "workspace for delta");
-    delta = it->second;
+    call.delta = it->second;
   }
   // [b, h, s, d], or [b, s, h, d] for a seq-major op.
+  ArrayRef<int64_t> qShape = cast<ShapedType>(o.q.getType()).getShape();
+  ArrayRef<int64_t> kShape = cast<ShapedType>(o.k.getType()).getShape();
   int seqDim = isSeqMajorAttention(op) ? 1 : 2, headsDim = 3 - seqDim;
-  int64_t batch = qShape[0], qHeads = qShape[headsDim], kvHeads = kShape[headsDim];
-  int64_t qLen = qShape[seqDim], kLen = kShape[seqDim];
-  std::string image = (backward ? "weft_attention_grad_" : "weft_attention_") +
-                      config.suffix();
+  call.batch = qShape[0], call.qHeads = qShape[headsDim];
+  call.kvHeads = kShape[headsDim];
+  call.qLen = qShape[seqDim], call.kLen = kShape[seqDim];
+  std::string image = (o.backward ? "weft_attention_grad_" : "weft_attention_") +
+                      config->suffix();
   if (images.insert(image).second)
-    attentionImages.push_back({image, config, backward});
-  for (const gpu::KernelSpec &spec : gpu::attentionKernelSpecs(config, backward)) {
+    attentionImages.push_back({image, *config, o.backward});
+  for (const gpu::KernelSpec &spec : gpu::attentionKernelSpecs(*config, o.backward)) {
     SmallVector<StringRef> kinds;
     SmallVector<Attribute> args;
     for (const gpu::KernelParam &param : spec.params) {
-      switch (param.kind) {
-      case gpu::KernelParam::Kind::Pointer: {
-        kinds.push_back("ptr");
-        if (param.name == "delta") {
-          args.push_back(delta);
-          break;
-        }
-        Value tensor = tensors.lookup(param.name);
-        if (!tensor)
-          return op->emitError("cannot plan ")
-                 << op->getName() << ": kernel " << spec.name
-                 << " takes a tensor '" << param.name << "' the op does not have";
-        FailureOr<FlatSymbolRefAttr> buffer = bufferOf(op, tensor);
-        if (failed(buffer))
-          return failure();
-        args.push_back(*buffer);
-        break;
-      }
-      case gpu::KernelParam::Kind::I32: {
-        kinds.push_back("i32");
-        int64_t value = llvm::StringSwitch<int64_t>(param.name)
-                            .Case("batch", batch)
-                            .Case("q_heads", qHeads)
-                            .Case("kv_heads", kvHeads)
-                            .Case("q_len", qLen)
-                            .Case("k_len", kLen)
-                            .Default(-1);
-        if (value < 0)
-          return op->emitError("cannot plan ")
-                 << op->getName() << ": kernel " << spec.name
-                 << " takes an i32 '" << param.name << "' the planner does not know";
-        args.push_back(builder.getI32IntegerAttr(int32_t(value)));
-        break;
-      }
-      case gpu::KernelParam::Kind::F32:
-        kinds.push_back("f32");
-        args.push_back(builder.getF32FloatAttr(float(scale)));
-        break;
-      case gpu::KernelParam::Kind::TensorMap: {
-        // The TMA view KernelParam documents (attentionTensorMap): rank 4
-        // (d, len, heads, batch), box (64, boxRows, 1, 1), 128-byte swizzle;
-        // encoded by the runtime at load.
-        kinds.push_back("tensormap");
-        Value tensor = tensors.lookup(param.name);
-        FailureOr<FlatSymbolRefAttr> buffer =
-            tensor ? bufferOf(op, tensor) : FailureOr<FlatSymbolRefAttr>(failure());
-        if (failed(buffer))
-          return op->emitError("cannot plan ")
-                 << op->getName() << ": kernel " << spec.name
-                 << " takes a tensor map of '" << param.name
-                 << "' without an arena buffer";
-        gpu::AttentionTensorMap map =
-            gpu::attentionTensorMap(config, param, batch, qHeads, kvHeads, qLen, kLen);
-        args.push_back(builder.getDictionaryAttr({
-            builder.getNamedAttr("tensormap", *buffer),
-            builder.getNamedAttr("dtype", builder.getStringAttr(dtype)),
-            builder.getNamedAttr("dims", builder.getDenseI64ArrayAttr(map.dims)),
-            builder.getNamedAttr("strides", builder.getDenseI64ArrayAttr(map.strides)),
-            builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(map.box)),
-            builder.getNamedAttr("swizzle", builder.getI64IntegerAttr(128)),
-        }));
-        break;
-      }
-      }
+      FailureOr<std::pair<StringRef, Attribute>> arg = attentionArg(op, spec, param, call);
+      if (failed(arg))
+        return failure();
+      kinds.push_back(arg->first);
+      args.push_back(arg->second);
     }
     declareKernel(spec.name, image, kinds);
     // Grid: (ceil(len / rows per block), heads, batch), as KernelSpec says.
-    int64_t len = spec.overKeys ? kLen : qLen;
-    int64_t heads = spec.overKeys ? kvHeads : qHeads;
+    int64_t len = spec.overKeys ? call.kLen : call.qLen;
+    int64_t heads = spec.overKeys ? call.kvHeads : call.qHeads;
     launch(op->getLoc(), spec.name, args,
-           {(len + spec.rowsPerBlock - 1) / spec.rowsPerBlock, heads, batch},
+           {(len + spec.rowsPerBlock - 1) / spec.rowsPerBlock, heads, call.batch},
            spec.threads, spec.dynamicSmemBytes, index);
   }
   return success();
 }
 
-LogicalResult PlanBuilder::addKernelPerOp(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addKernelPerOp(Operation *op, int64_t index) {
   std::string name;
   if (op->getNumRegions() == 0) {
     name = "weft_" + identifier(op->getName().stripDialect());
@@ -431,7 +478,7 @@ LogicalResult PlanBuilder::addKernelPerOp(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addConstant(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addConstant(Operation *op, int64_t index) {
   auto value = dyn_cast<SplatElementsAttr>(cast<arith::ConstantOp>(op).getValue());
   if (!value || !isa<FloatType>(value.getElementType()))
     return op->emitError("cannot plan arith.constant: only floating-point "
@@ -457,7 +504,7 @@ LogicalResult PlanBuilder::addConstant(Operation *op, int64_t index) {
   return success();
 }
 
-LogicalResult PlanBuilder::addOp(Operation *op, int64_t index) {
+LogicalResult ScheduleBuilder::addOp(Operation *op, int64_t index) {
   if (isa<arith::ConstantOp>(op))
     return addConstant(op, index);
   if (!isa<WeftDialect>(op->getDialect()))

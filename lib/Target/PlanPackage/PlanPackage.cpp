@@ -58,7 +58,7 @@ FailureOr<gpu::GpuBinary> buildElementwiseImage(MLIRContext *context,
 
 } // namespace
 
-FailureOr<pkg::Package> makePackage(const BuiltPlan &built, StringRef chip,
+FailureOr<pkg::Package> makePackage(const HostSchedule &built, StringRef chip,
                                     StringRef weftVersion,
                                     llvm::raw_ostream &notes) {
   plan::StepOp step = built.step;

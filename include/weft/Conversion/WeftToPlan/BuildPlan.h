@@ -43,7 +43,9 @@ struct ElementwiseImage {
   mlir::Operation *op = nullptr;
 };
 
-struct BuiltPlan {
+/// A step's host schedule: the weft_plan.step (launches, GEMMs, events over
+/// the arena weft-plan-memory laid out) and the kernel images it launches.
+struct HostSchedule {
   plan::StepOp step;
   std::vector<AttentionImage> attentionImages;
   std::vector<ElementwiseImage> elementwiseImages;
@@ -51,10 +53,11 @@ struct BuiltPlan {
 
 /// Appends `weft_plan.step @<func>_plan` after `func`, which must carry
 /// weft-plan-memory's offsets. Emits diagnostics at the ops it cannot plan.
-mlir::FailureOr<BuiltPlan> buildPlan(mlir::func::FuncOp func,
-                                     const BuildPlanOptions &options);
+mlir::FailureOr<HostSchedule>
+buildHostSchedule(mlir::func::FuncOp func, const BuildPlanOptions &options);
 
-/// Registers the plan dialect in `registry` (tools that parse or build plans).
+/// Registers the weft_plan dialect in `registry` (tools that parse or build
+/// host schedules).
 void registerPlanDialect(mlir::DialectRegistry &registry);
 
 } // namespace weft

@@ -3,8 +3,8 @@
 // concatenates their dq, dk, dv only into the gradient of that output, the
 // GPU kernels read and write the packed tensors with strides (layout
 // SeqMajor, packedQkv / packedGrads), so the split and the concat are views
-// that run nothing. Liveness gives them one buffer; the plan builder skips
-// them and tells the kernels.
+// that run nothing. Liveness gives them one buffer; weft-build-plan's
+// schedule skips them and tells the kernels.
 #ifndef WEFT_DIALECT_ATTENTIONPACKING_H
 #define WEFT_DIALECT_ATTENTIONPACKING_H
 

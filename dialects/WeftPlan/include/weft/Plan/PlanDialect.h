@@ -20,9 +20,9 @@
 
 namespace weft::plan {
 
-/// The plan of `step` as the package holds it (no images, no initial data):
-/// symbols resolved to indices, the body's launches, GEMMs and events as the
-/// schedule. Emits a diagnostic at the op and fails when an op names a symbol
+/// The host schedule of `step` as the package holds it (no images, no
+/// initial data): symbols resolved to indices, the body's launches, GEMMs and
+/// events as the schedule. Emits a diagnostic at the op and fails when an op names a symbol
 /// the step does not define as a buffer / kernel, or a value does not fit
 /// the package's fields. With `diagnose` false, fails silently.
 mlir::FailureOr<pkg::Package> exportStep(StepOp step, bool diagnose = true);

@@ -1,6 +1,7 @@
 // weft-print-cost: prints the CostOpInterface / MemoryOpInterface values of
 // every op that implements them, so lit tests can check the cost model.
-#include "weft/Analysis/Passes.h"
+#include "TestPasses.h"
+
 #include "weft/Dialect/WeftDialect.h"
 
 #include "llvm/Support/Format.h"
@@ -8,7 +9,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_PRINTCOSTPASS
-#include "weft/Analysis/Passes.h.inc"
+#include "TestPasses.h.inc"
 } // namespace weft
 
 using namespace mlir;

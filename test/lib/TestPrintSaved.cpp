@@ -1,8 +1,9 @@
 // weft-print-saved: lists the saved activations of each function, as the
 // schedule/liveness analysis classifies them, with totals per reading layer,
 // so tests can check activation-memory counts tensor by tensor.
+#include "TestPasses.h"
+
 #include "weft/Analysis/Liveness.h"
-#include "weft/Analysis/Passes.h"
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/IR/AsmState.h"
@@ -13,7 +14,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_PRINTSAVEDPASS
-#include "weft/Analysis/Passes.h.inc"
+#include "TestPasses.h.inc"
 } // namespace weft
 
 using namespace mlir;

@@ -1,7 +1,7 @@
 // Host half of weft_step_load: reads and checks a package for a device of a
 // given sm and resolves every launch, tensor map, GEMM and poison point, so
 // the device half only allocates, loads and encodes.
-#include "StepPlan.h"
+#include "PreparedStep.h"
 #include "Image.h"
 #include "Status.h"
 
@@ -276,13 +276,13 @@ bool parseArch(const std::string &arch, int &sm, bool &specific) {
 }
 
 weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
-                        const weft_step_options &options, StepPlan &plan) {
+                        const weft_step_options &options, PreparedStep &prepared) {
   if (!bytes)
     return fail(WEFT_ERROR_INVALID_ARGUMENT, "the package is NULL");
-  plan = StepPlan();
-  plan.deviceSm = deviceSm;
-  plan.options = options;
-  pkg::Package &package = plan.package;
+  prepared = PreparedStep();
+  prepared.deviceSm = deviceSm;
+  prepared.options = options;
+  pkg::Package &package = prepared.package;
   std::string error;
   if (!pkg::readPackage(bytes, size, package, error))
     return fail(package.formatVersion != pkg::kFormatVersion ? WEFT_ERROR_VERSION_MISMATCH
@@ -319,55 +319,55 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
     BufferShape shape;
     if (!parseTensorType(buffer.type, shape, error))
       return fail(WEFT_ERROR_INVALID_ARGUMENT, "buffer '" + buffer.name + "': " + error);
-    plan.shapes.push_back(std::move(shape));
+    prepared.shapes.push_back(std::move(shape));
   }
 
   if (options.debug_buffers) {
-    plan.arenaBytes = 0;
+    prepared.arenaBytes = 0;
     for (const pkg::Buffer &buffer : package.buffers)
-      plan.arenaBytes += buffer.size;
+      prepared.arenaBytes += buffer.size;
   } else {
-    plan.arenaBytes = package.arenaBytes;
+    prepared.arenaBytes = package.arenaBytes;
   }
 
   // Images the kernels use, each checked against the device once.
-  plan.images.resize(package.images.size());
+  prepared.images.resize(package.images.size());
   std::vector<bool> used(package.images.size(), false);
   for (const pkg::Kernel &kernel : package.kernels)
     used[kernel.image] = true; // checkPackage(requireImages) made it valid
   for (size_t i = 0; i < package.images.size(); ++i) {
     if (!used[i])
       continue;
-    plan.images[i].image = uint32_t(i);
-    if (weft_status status = chooseImage(package.images[i], deviceSm, plan.images[i]))
+    prepared.images[i].image = uint32_t(i);
+    if (weft_status status = chooseImage(package.images[i], deviceSm, prepared.images[i]))
       return status;
   }
   for (const pkg::Kernel &kernel : package.kernels)
-    plan.kernelImage.push_back(kernel.image);
+    prepared.kernelImage.push_back(kernel.image);
 
   for (const pkg::Launch &launch : package.launches) {
     ResolvedLaunch resolved;
     if (weft_status status = resolveLaunch(package, launch, resolved))
       return status;
-    plan.launches.push_back(std::move(resolved));
+    prepared.launches.push_back(std::move(resolved));
   }
   for (const pkg::TensorMap &map : package.tensorMaps) {
     ResolvedTensorMap resolved;
     if (weft_status status = resolveTensorMap(map, resolved))
       return status;
-    plan.tensorMaps.push_back(resolved);
+    prepared.tensorMaps.push_back(resolved);
   }
   for (uint32_t i = 0; i < package.gemms.size(); ++i) {
     ResolvedGemm resolved;
     if (weft_status status = resolveGemm(package, i, resolved))
       return status;
-    plan.gemms.push_back(resolved);
+    prepared.gemms.push_back(resolved);
   }
   for (const pkg::Event &event : package.events)
-    plan.numEvents = std::max(plan.numEvents, event.event + 1);
+    prepared.numEvents = std::max(prepared.numEvents, event.event + 1);
 
   for (const pkg::Entry &entry : package.schedule)
-    plan.schedule.push_back({entry.kind, entry.item, {}});
+    prepared.schedule.push_back({entry.kind, entry.item, {}});
   if (options.debug_buffers) {
     // A buffer dies after the last entry at or before the end of its live
     // range; one live to the step's last index (results, parameters) never.
@@ -380,23 +380,23 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
         if (entryIndex(package, package.schedule[e]) <= buffer.last)
           last = int(e);
       if (last >= 0)
-        plan.schedule[size_t(last)].poison.push_back(b);
+        prepared.schedule[size_t(last)].poison.push_back(b);
     }
   }
   return WEFT_OK;
 }
 
-std::string describeStep(const StepPlan &plan) {
-  const pkg::Package &package = plan.package;
+std::string describeStep(const PreparedStep &prepared) {
+  const pkg::Package &package = prepared.package;
   std::string text;
   text += format("step @%s: package for %s, format %u, on sm_%d\n", package.stepName.c_str(),
-                 package.arch.c_str(), package.formatVersion, plan.deviceSm);
+                 package.arch.c_str(), package.formatVersion, prepared.deviceSm);
   text += format("arena %llu bytes (%s), %u stream(s), %u event(s), %zu schedule entries\n",
-                 (unsigned long long)plan.arenaBytes,
-                 plan.options.debug_buffers ? "debug: one allocation per buffer"
+                 (unsigned long long)prepared.arenaBytes,
+                 prepared.options.debug_buffers ? "debug: one allocation per buffer"
                                             : "one allocation",
-                 plan.options.debug_buffers ? 1u : package.numStreams, plan.numEvents,
-                 plan.schedule.size());
+                 prepared.options.debug_buffers ? 1u : package.numStreams, prepared.numEvents,
+                 prepared.schedule.size());
   for (size_t i = 0; i < package.buffers.size(); ++i) {
     const pkg::Buffer &b = package.buffers[i];
     text += format("buffer %zu '%s' %s %s offset %llu size %llu live [%u, %u]", i,
@@ -408,17 +408,17 @@ std::string describeStep(const StepPlan &plan) {
       text += format(" result %d", b.result);
     text += "\n";
   }
-  for (size_t i = 0; i < plan.images.size(); ++i)
-    if (plan.images[i].image != pkg::kNone)
+  for (size_t i = 0; i < prepared.images.size(); ++i)
+    if (prepared.images[i].image != pkg::kNone)
       text += format("image %zu '%s': %s\n", i, package.images[i].name.c_str(),
-                     plan.images[i].cubin ? "cubin" : "PTX (JIT)");
+                     prepared.images[i].cubin ? "cubin" : "PTX (JIT)");
   auto bufferText = [&](uint64_t index) {
     const pkg::Buffer &b = package.buffers[index];
     return format("'%s'@%llu", b.name.c_str(), (unsigned long long)b.offset);
   };
-  for (const ScheduleStep &step : plan.schedule) {
+  for (const ScheduleStep &step : prepared.schedule) {
     if (step.kind == pkg::EntryKind::Launch) {
-      const ResolvedLaunch &l = plan.launches[step.item];
+      const ResolvedLaunch &l = prepared.launches[step.item];
       text += format("launch %u at %u stream %u: %s grid (%u, %u, %u) block (%u, %u, %u) smem "
                      "%u blob %zu [",
                      step.item, l.index, l.stream, package.kernels[l.kernel].entry.c_str(),
@@ -446,7 +446,7 @@ std::string describeStep(const StepPlan &plan) {
           break;
         }
         case pkg::ParamKind::TensorMap: {
-          const ResolvedTensorMap &m = plan.tensorMaps[slot.value];
+          const ResolvedTensorMap &m = prepared.tensorMaps[slot.value];
           text += format("tensormap %s dims [", bufferText(m.buffer).c_str());
           for (unsigned d = 0; d < m.rank; ++d)
             text += format("%s%llu", d ? ", " : "", m.dims[d]);
@@ -464,7 +464,7 @@ std::string describeStep(const StepPlan &plan) {
       }
       text += "]\n";
     } else if (step.kind == pkg::EntryKind::Gemm) {
-      const ResolvedGemm &g = plan.gemms[step.item];
+      const ResolvedGemm &g = prepared.gemms[step.item];
       text += format("gemm %u at %u stream %u: %s = %s%s x %s%s", step.item, g.index, g.stream,
                      bufferText(g.d).c_str(), bufferText(g.a).c_str(),
                      g.desc.trans_a ? "^T" : "", bufferText(g.b).c_str(),

@@ -1,17 +1,17 @@
-// Philox4x32-10 written with arith ops, so the CPU attention tiles and the GPU
-// elementwise kernels (ElementwiseToNVVM links WeftTransforms for it) draw the
-// dropout mask of the reference interpreter bit for bit (the rule is in
+// Philox4x32-10 written with arith ops, so the CPU attention tiles
+// (weft-tile-attention) and the GPU elementwise kernels (ElementwiseToNVVM)
+// draw the dropout mask of the reference interpreter bit for bit (the rule is in
 // weft/Reference/Numerics.h): key (uint32(seed), uint32(rng_id)), counter
 // (uint32(i/4), uint32((i/4) >> 32), 0, 0), lane i % 4, kept iff
 // draw >= uint64(p * 2^32).
-#ifndef WEFT_LIB_TRANSFORMS_PHILOXBUILDER_H
-#define WEFT_LIB_TRANSFORMS_PHILOXBUILDER_H
+#ifndef WEFT_CODEGEN_PHILOXBUILDER_H
+#define WEFT_CODEGEN_PHILOXBUILDER_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <array>
 
-namespace weft::tiling {
+namespace weft::codegen {
 
 /// The four 32-bit (i32) draws of Philox block `block` (i64: the elements
 /// 4 * block .. 4 * block + 3, lane k drawing word k) for an op with `seed`
@@ -34,6 +34,6 @@ mlir::Value buildDrawKept(mlir::ImplicitLocOpBuilder &b, mlir::Value draw,
 mlir::Value buildDropoutKeep(mlir::ImplicitLocOpBuilder &b, mlir::Value seed,
                              int64_t rngId, mlir::Value index, double p);
 
-} // namespace weft::tiling
+} // namespace weft::codegen
 
-#endif // WEFT_LIB_TRANSFORMS_PHILOXBUILDER_H
+#endif // WEFT_CODEGEN_PHILOXBUILDER_H

@@ -1,9 +1,9 @@
 // The host half of running a package: everything decided before the first
-// driver call (arch and plan checks, image choice, launch argument layout,
+// driver call (arch and schedule checks, image choice, launch argument layout,
 // tensor-map and GEMM descriptors, arena layout, poison points). Tested
 // without a GPU; Step.cpp turns it into device work.
-#ifndef WEFT_RUNTIME_STEPPLAN_H
-#define WEFT_RUNTIME_STEPPLAN_H
+#ifndef WEFT_RUNTIME_PREPAREDSTEP_H
+#define WEFT_RUNTIME_PREPAREDSTEP_H
 
 #include "weft_runtime.h"
 
@@ -14,9 +14,9 @@
 
 namespace weft::runtime {
 
-// A buffer's tensor type parsed from the plan's "tensor<2x16xbf16>".
+// A buffer's tensor type parsed from the package's "tensor<2x16xbf16>".
 struct BufferShape {
-  int rank = -1; // -1: the plan gave no type
+  int rank = -1; // -1: the package gave no type
   std::vector<long long> dims;
   std::string dtype; // "bf16", "f16", "f32", "f64", "i64", "i32", "i1"
 };
@@ -70,12 +70,15 @@ struct ScheduleStep {
   std::vector<uint32_t> poison;
 };
 
-struct StepPlan {
+// A package resolved for one device and one set of options by prepareStep:
+// the host schedule with every argument, descriptor and image decided (the
+// runtime's counterpart of the compiler's weft_plan.step, not a new plan).
+struct PreparedStep {
   pkg::Package package;
   int deviceSm = 0;
   weft_step_options options = {};
   std::vector<BufferShape> shapes;
-  // Arena offsets (the plan's), or in debug mode each buffer's own allocation.
+  // Arena offsets (the package's), or in debug mode each buffer's own allocation.
   uint64_t arenaBytes = 0;
   std::vector<ImageChoice> images;  // per package image
   std::vector<uint32_t> kernelImage; // per kernel: index into images
@@ -92,11 +95,11 @@ bool parseArch(const std::string &arch, int &sm, bool &specific);
 // Reads and checks `bytes` for a device of `deviceSm` and resolves it. On
 // failure returns the status with the thread's error naming the problem.
 weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
-                        const weft_step_options &options, StepPlan &plan);
+                        const weft_step_options &options, PreparedStep &prepared);
 
 // The text of weft_step_describe (no device addresses: offsets in the arena).
-std::string describeStep(const StepPlan &plan);
+std::string describeStep(const PreparedStep &prepared);
 
 } // namespace weft::runtime
 
-#endif // WEFT_RUNTIME_STEPPLAN_H
+#endif // WEFT_RUNTIME_PREPAREDSTEP_H

@@ -1,38 +1,25 @@
-// Test-only passes (see TestPasses.h). Not in Passes.td: no tool but
-// weft-opt may offer them.
-#include "weft/Transforms/TestPasses.h"
+// weft-test-break-result: miscompiles on purpose (the first weft.add of each
+// function becomes weft.sub) so the tests of --weft-diff-each-pass catch it.
+#include "TestPasses.h"
 
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/Pass.h"
+
+namespace weft {
+#define GEN_PASS_DEF_TESTBREAKRESULTPASS
+#include "TestPasses.h.inc"
+} // namespace weft
 
 using namespace mlir;
 
 namespace {
 
-/// Replaces the first weft.add of each function (or of `func` only) by
-/// weft.sub on the same operands: a wrong result on purpose. Runs on a module
-/// or, nested, on one function (to exercise per-function pipelines).
-struct TestBreakResultPass : PassWrapper<TestBreakResultPass, OperationPass<>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestBreakResultPass)
-
-  TestBreakResultPass() = default;
-  TestBreakResultPass(const TestBreakResultPass &other) : PassWrapper(other) {}
-
-  StringRef getArgument() const final { return "weft-test-break-result"; }
-  StringRef getDescription() const final {
-    return "Test only: miscompile on purpose by turning the first weft.add "
-           "of each function into weft.sub";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<weft::WeftDialect>();
-  }
-
-  Option<std::string> func{*this, "func",
-                           llvm::cl::desc("Only this function (default: all)")};
+struct TestBreakResultPass
+    : weft::impl::TestBreakResultPassBase<TestBreakResultPass> {
+  using Base::Base;
 
   void runOnOperation() override {
     Operation *root = getOperation();
@@ -75,5 +62,3 @@ struct TestBreakResultPass : PassWrapper<TestBreakResultPass, OperationPass<>> {
 };
 
 } // namespace
-
-void weft::registerWeftTestPasses() { PassRegistration<TestBreakResultPass>(); }

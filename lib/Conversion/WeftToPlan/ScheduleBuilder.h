@@ -1,7 +1,7 @@
 // The schedule half of weft-build-plan: turns each op of a planned step into
 // weft_plan entries (GEMMs, attention launches, one kernel per other op).
-#ifndef WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
-#define WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
+#ifndef WEFT_LIB_CONVERSION_WEFTTOPLAN_SCHEDULEBUILDER_H
+#define WEFT_LIB_CONVERSION_WEFTTOPLAN_SCHEDULEBUILDER_H
 
 #include "weft/Analysis/Liveness.h"
 #include "weft/Conversion/KernelGroupRules.h"
@@ -12,9 +12,9 @@
 
 namespace weft {
 
-class PlanBuilder {
+class ScheduleBuilder {
 public:
-  PlanBuilder(const ScheduleLiveness &liveness, const BuildPlanOptions &options,
+  ScheduleBuilder(const ScheduleLiveness &liveness, const BuildPlanOptions &options,
               plan::StepOp step,
               llvm::DenseMap<unsigned, mlir::FlatSymbolRefAttr> bufferSymbols)
       : liveness(liveness), options(options), step(step),
@@ -63,6 +63,14 @@ private:
   /// gelu_aux / gelu_aux_bias forward, dgelu backward (GeluGemmEntries.cpp).
   mlir::LogicalResult addGeluGemm(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addAttention(mlir::Operation *op, int64_t index);
+  /// An attention op's arena buffers by kernel parameter name, its sizes and
+  /// its kernel configuration (PlanEntries.cpp).
+  struct AttentionCall;
+  /// The parameter kind ("ptr", "i32", "f32", "tensormap") and the argument
+  /// of `param` of attention kernel `spec`, or a diagnostic at `op`.
+  mlir::FailureOr<std::pair<llvm::StringRef, mlir::Attribute>>
+  attentionArg(mlir::Operation *op, const gpu::KernelSpec &spec,
+               const gpu::KernelParam &param, const AttentionCall &call);
   mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addKernelPerOp(mlir::Operation *op, int64_t index);
 
@@ -78,4 +86,4 @@ private:
 
 } // namespace weft
 
-#endif // WEFT_LIB_CONVERSION_WEFTTOPLAN_PLANBUILDER_H
+#endif // WEFT_LIB_CONVERSION_WEFTTOPLAN_SCHEDULEBUILDER_H

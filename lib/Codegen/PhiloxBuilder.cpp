@@ -1,7 +1,7 @@
 // Philox4x32-10 (Salmon et al., SC'11) as arith ops: each round is two
 // 32x32->64 multiplications (arith.mului_extended gives the low and high
 // halves), xors with the counter and the key, and a key bump.
-#include "PhiloxBuilder.h"
+#include "weft/Codegen/PhiloxBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -11,7 +11,7 @@
 
 using namespace mlir;
 
-namespace weft::tiling {
+namespace weft::codegen {
 
 namespace {
 // Random123's constants, as in lib/Reference/Numerics.cpp.
@@ -90,4 +90,4 @@ Value buildDropoutKeep(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
   return buildDrawKept(b, buildPhiloxDraw(b, seed, rngId, index), p);
 }
 
-} // namespace weft::tiling
+} // namespace weft::codegen

@@ -1,6 +1,7 @@
-// Analysis passes of Weft: test and report passes over the cost model.
-#ifndef WEFT_ANALYSIS_PASSES_TD
-#define WEFT_ANALYSIS_PASSES_TD
+// Test-only passes: weft-opt alone registers them (weft-compile never does);
+// they let lit tests read the cost model and liveness, and exercise the tooling.
+#ifndef WEFT_TEST_PASSES_TD
+#define WEFT_TEST_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
 
@@ -51,4 +52,47 @@ def PrintSavedPass : Pass<"weft-print-saved", "mlir::ModuleOp"> {
   }];
 }
 
-#endif // WEFT_ANALYSIS_PASSES_TD
+def TestBreakResultPass : Pass<"weft-test-break-result"> {
+  let summary = "Test only: miscompile on purpose by turning the first "
+                "weft.add of each function into weft.sub";
+  let description = [{
+    Replaces the first `weft.add` of each function (or of `func` only) by a
+    `weft.sub` on the same operands: a wrong result on purpose, so the tests
+    of `--weft-diff-each-pass` have a pass to catch. Runs on a module or,
+    nested, on one function (to exercise per-function pipelines). Fails when
+    it breaks nothing, so its tests cannot pass vacuously.
+
+    ```mlir
+    // weft-opt --weft-test-break-result="func=loss"
+    %s = weft.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    // becomes
+    %s = weft.sub %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"",
+           "Only this function (default: all)">,
+  ];
+}
+
+def TestPrintFormulasPass : Pass<"weft-test-print-formulas", "mlir::ModuleOp"> {
+  let summary = "Print the ops with formulas and each formula op's code (test pass)";
+  let description = [{
+    Prints `formula-op weft.<name>` for every registered op that implements
+    `ScalarFormulaOpInterface`, then, for each such op in the module, its
+    formula (`ScalarFormula::print`) after `formula of weft.<name>`. The IR
+    is unchanged. python/tests/test_formulas.py reads the first list.
+
+    ```
+    formula-op weft.neg
+    formula of weft.neg
+    %0 = operand 0
+    %1 = neg %0
+    return %1
+    ```
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
+#endif // WEFT_TEST_PASSES_TD
