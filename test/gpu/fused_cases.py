@@ -71,6 +71,14 @@ def dtype_cases(d, pw, rw, ce):
                     op(["dx"], "gelu_grad", ["dy", "x"], 'approximate = "tanh"', [x, x], [x])))
     out.append(func(f"silu_grad_{d}", [("dy", x), ("x", x)], [("dx", x)],
                     op(["dx"], "silu_grad", ["dy", "x"], "", [x, x], [x])))
+    # The generic pointwise ops (their formulas), one group: rsqrt reads
+    # exp(tanh(x)) > 0.
+    out.append(func(f"tanh_exp_rsqrt_neg_{d}", [("x", x)], [("y", x)], fused(
+        ["y"], "tanh+exp+rsqrt+neg", ["x"], [x], [x],
+        [op(["t"], "tanh", ["a0"], "", [x], [x]),
+         op(["e"], "exp", ["t"], "", [x], [x]),
+         op(["r"], "rsqrt", ["e"], "", [x], [x]),
+         op(["n"], "neg", ["r"], "", [x], [x])], ["n"])))
     # dropout (p = 0) + residual + LayerNorm: both the sum and the norm out.
     out.append(func(f"dropout_add_layer_norm_{d}",
                     [("x", r), ("res", r), ("g", g), ("b", g), ("seed", "tensor<i64>")],

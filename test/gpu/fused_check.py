@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from weft import philox
+from weft.pointwise import POINTWISE
 from weft.gpu import results
 from weft.gpu.poison import Poisoned
 from weft.gpu.progress import Deadline, add_deadline_option
@@ -62,10 +63,6 @@ def load_units(root):
 
 
 # ---------------------------------------------------------------- the body
-
-def _gelu_grad(dy, x, approximate):
-    return torch.ops.aten.gelu_backward(dy, x, approximate=approximate)
-
 
 def _layer_norm_grad(dy, x, g, eps):
     n = x.shape[-1]
@@ -345,11 +342,12 @@ def run_op(name, attrs, xs, types, reference, keep=None):
             return [v.to(torch.float64) if v.is_floating_point() else v for v in values]
         return [v.to(DTYPES[t]) for v, t in zip(values, types)]
 
-    if name in ("weft.add", "weft.sub", "weft.mul"):
-        x, y = xs
-        return out({"weft.add": torch.add, "weft.sub": torch.sub, "weft.mul": torch.mul}[name](x, y))
-    if name == "weft.scale":
-        return out(xs[0] * a["value"])
+    # The pointwise ops with a formula: their PyTorch function from the one
+    # table the formula tests use (weft.pointwise).
+    pointwise = POINTWISE.get(name.removeprefix("weft."))
+    if pointwise:
+        kwargs = {k: a[k] for v in pointwise.variants for k in v if k in a}
+        return out(pointwise.torch_fn(*xs, **kwargs))
     if name == "weft.convert":
         return out(xs[0])
     if name == "weft.dropout":
@@ -357,18 +355,6 @@ def run_op(name, attrs, xs, types, reference, keep=None):
         if p == 0.0:
             return out(xs[0])
         return out(torch.where(keep, xs[0] / (1.0 - p), torch.zeros_like(xs[0])))
-    if name == "weft.where":
-        return out(torch.where(xs[0], xs[1], xs[2]))
-    if name == "weft.gelu":
-        return out(F.gelu(xs[0], approximate=a.get("approximate", "none")))
-    if name == "weft.gelu_grad":
-        return out(_gelu_grad(xs[0], xs[1], a.get("approximate", "none")))
-    if name == "weft.silu":
-        return out(F.silu(xs[0]))
-    if name == "weft.silu_grad":
-        dy, x = xs
-        s = torch.sigmoid(x)
-        return out(dy * s * (1 + x * (1 - s)))
     if name == "weft.layer_norm":
         x, g, b = xs
         return out(F.layer_norm(x, (x.shape[-1],), g, b, a.get("eps", 1e-5)))
