@@ -1,7 +1,7 @@
 // The package container and plan checks: round trip, and every malformed
 // package (truncated, corrupted, wrong version, bad indices, overlapping or
 // out-of-arena buffers) refused with a message naming the values.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <gtest/gtest.h>
 

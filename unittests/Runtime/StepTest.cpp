@@ -4,7 +4,7 @@
 #include "StepPlan.h"
 #include "RuntimeTestSupport.h"
 
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Reads a package without trusting it: every offset, length, count, string
 // and index is checked against the file and its tables before it is used,
 // and every failure names the field and the values.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include "PackageFormat.h"
 

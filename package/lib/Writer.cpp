@@ -1,6 +1,6 @@
 // Serializes a Package into the container of PackageFormat.h: strings
 // interned into one section, fixed-size records, one section per image.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include "PackageFormat.h"
 

@@ -1,7 +1,7 @@
 // The semantic checks of a plan (package or weft_plan.step): arena bounds,
 // byte overlaps of simultaneously live buffers, operand liveness and sizes,
 // launch limits, streams and events, schedule order, images.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <algorithm>
 #include <numeric>
