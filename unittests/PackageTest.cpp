@@ -1,7 +1,7 @@
 // The package container and plan checks: round trip, and every malformed
 // package (truncated, corrupted, wrong version, bad indices, overlapping or
 // out-of-arena buffers) refused with a message naming the values.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <gtest/gtest.h>
 
@@ -179,6 +179,19 @@ TEST(Package, GemmOperandTooSmall) {
       << all;
 }
 
+
+// Dims read from a file may make an operand's span exceed 64 bits: the
+// message gives it in scientific notation instead of an undefined cast
+// (weft-fuzz-package found the cast). 2^40 x 2^40 bf16 = 2^81 bytes.
+TEST(Package, GemmSpanBeyondSixtyFourBits) {
+  Package p = makePackage();
+  p.gemms[0].m = p.gemms[0].k = int64_t(1) << 40;
+  std::string all = messages(checkPackage(p));
+  EXPECT_NE(all.find("operand a: buffer 'a' has 128 bytes, the GEMM reads or "
+                     "writes 2.41785e+24"),
+            std::string::npos)
+      << all;
+}
 // A weight gradient with its bias gradient: d = a^T b, bias[m] written. The
 // check accepts it with an m-element bias buffer and names what is wrong.
 TEST(Package, BiasGradientGemm) {

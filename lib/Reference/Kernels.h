@@ -7,7 +7,7 @@
 #define WEFT_LIB_REFERENCE_KERNELS_H
 
 #include "weft/Dialect/WeftDialect.h"
-#include "weft/Reference/Tensor.h"
+#include "weft/Support/Tensor.h"
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"

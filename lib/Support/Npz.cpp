@@ -1,15 +1,18 @@
-// .npz reading and writing on top of Zip.h: the .npy parser for the dtypes
-// Weft exchanges, the `__weft_dtypes__` convention, and an np.savez-compatible
-// writer. Input is untrusted: sizes are checked before they drive allocation.
+// .npz reading and writing on top of ZipArchive.h (libzip): the .npy parser
+// for the dtypes Weft exchanges, the `__weft_dtypes__` convention, and an
+// np.savez-compatible writer. Input is untrusted: sizes are checked before
+// they drive allocation.
 #include "weft/Support/Npz.h"
 
-#include "Zip.h"
+#include "ZipArchive.h"
 #include "weft/Support/FloatBits.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/Endian.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -22,9 +25,7 @@ using llvm::Error;
 using llvm::Expected;
 using llvm::StringRef;
 using llvm::Twine;
-using zip::appendLE;
-using zip::ByteReader;
-using zip::fileError;
+using npz::fileError;
 
 //===----------------------------------------------------------------------===//
 // NpzArchive
@@ -52,23 +53,34 @@ Error makeError(const Twine &message) {
   return llvm::createStringError(message);
 }
 
-/// The dtype names of the .npz convention. Kept here rather than using
-/// weft::dtypeName (lib/Reference) so WeftSupport does not depend on the
-/// interpreter library.
-constexpr DType kAllDTypes[] = {DType::F64,  DType::F32, DType::F16, DType::BF16,
-                                DType::I64, DType::I1,  DType::I16};
+/// Bounds-checked little-endian reads from a byte range.
+class ByteReader {
+public:
+  explicit ByteReader(StringRef bytes) : bytes(bytes) {}
 
-StringRef npzTypeName(DType dtype) {
-  static constexpr StringRef kNames[] = {"f64", "f32", "f16", "bf16",
-                                         "i64", "i1",  "i16"};
-  return kNames[static_cast<int>(dtype)];
-}
+  bool has(uint64_t offset, uint64_t size) const {
+    return offset <= bytes.size() && size <= bytes.size() - offset;
+  }
+  template <typename T> T read(uint64_t offset) const {
+    return llvm::support::endian::read<T, llvm::endianness::little>(
+        bytes.data() + offset);
+  }
+  uint16_t u16(uint64_t offset) const { return read<uint16_t>(offset); }
+  uint32_t u32(uint64_t offset) const { return read<uint32_t>(offset); }
+  uint64_t u64(uint64_t offset) const { return read<uint64_t>(offset); }
+  StringRef slice(uint64_t offset, uint64_t size) const {
+    return bytes.substr(offset, size);
+  }
+  uint64_t size() const { return bytes.size(); }
 
-std::optional<DType> parseNpzTypeName(StringRef name) {
-  for (DType dtype : kAllDTypes)
-    if (name == npzTypeName(dtype))
-      return dtype;
-  return std::nullopt;
+private:
+  StringRef bytes;
+};
+
+template <typename T> void appendLE(std::string &out, T value) {
+  char bytes[sizeof(T)];
+  llvm::support::endian::write<T, llvm::endianness::little>(bytes, value);
+  out.append(bytes, sizeof(T));
 }
 
 //===----------------------------------------------------------------------===//
@@ -398,7 +410,7 @@ Expected<Tensor> decodeTensor(const NpyArray &array, DType dtype,
   }
   if (!ok)
     return fileError(file, key,
-                     "__weft_dtypes__ names it " + npzTypeName(dtype) +
+                     "__weft_dtypes__ names it " + Twine(dtypeName(dtype)) +
                          " but the array is '" + array.descr + "'");
 
   Tensor tensor;
@@ -496,12 +508,28 @@ std::string npyHeader(StringRef descr, llvm::ArrayRef<int64_t> shape) {
   return out + dict;
 }
 
+/// The .npy descr the convention fixes per dtype (bf16 as uint16 bits).
+StringRef npyDescr(DType dtype) {
+  static constexpr StringRef kDescr[] = {"<f8", "<f4", "<f2", "<u2",
+                                         "<i8", "|b1", "<i2"};
+  return kDescr[static_cast<int>(dtype)];
+}
+
+uint64_t elementBytes(DType dtype) {
+  static constexpr uint64_t kBytes[] = {8, 4, 2, 2, 8, 1, 2};
+  return kBytes[static_cast<int>(dtype)];
+}
+
+/// The size encodeNpy will return, without encoding.
+uint64_t npyBytes(const Tensor &tensor) {
+  return npyHeader(npyDescr(tensor.dtype), tensor.shape).size() +
+         tensor.data.size() * elementBytes(tensor.dtype);
+}
+
 /// The .npy bytes of `tensor` in the encoding the convention fixes per dtype.
 std::string encodeNpy(const Tensor &tensor) {
-  static const char *const kDescr[] = {"<f8", "<f4", "<f2", "<u2",
-                                       "<i8", "|b1", "<i2"};
-  std::string out =
-      npyHeader(kDescr[static_cast<int>(tensor.dtype)], tensor.shape);
+  std::string out = npyHeader(npyDescr(tensor.dtype), tensor.shape);
+  out.reserve(npyBytes(tensor));
   for (double value : tensor.data) {
     switch (tensor.dtype) {
     case DType::F64:
@@ -586,6 +614,36 @@ Error checkWritable(const NpzArchive &archive) {
   return Error::success();
 }
 
+/// The "key:dtype" strings of the `__weft_dtypes__` member at `index`.
+Error readDTypeList(const npz::ArchiveReader &zipArchive, size_t index,
+                    StringRef name, llvm::StringMap<DType> &namedTypes) {
+  StringRef key = kNpzDTypesKey;
+  Expected<std::string> member = zipArchive.read(index);
+  if (!member)
+    return member.takeError();
+  Expected<NpyArray> array = parseNpy(*member, name, key);
+  if (!array)
+    return array.takeError();
+  if (array->kind != NpyKind::Unicode && array->kind != NpyKind::Bytes)
+    return fileError(name, key,
+                     "must be a string array of \"key:dtype\", not '" +
+                         array->descr + "'");
+  Expected<std::vector<std::string>> strings = decodeStrings(*array, name, key);
+  if (!strings)
+    return strings.takeError();
+  for (StringRef item : *strings) {
+    auto [itemKey, typeName] = item.rsplit(':');
+    std::optional<DType> dtype = parseDType(typeName.str());
+    if (itemKey.empty() || !dtype)
+      return fileError(name, key,
+                       "entry \"" + item +
+                           "\" is not \"key:dtype\" with dtype one of f64, "
+                           "f32, f16, bf16, i64, i1, i16");
+    namedTypes[itemKey] = *dtype;
+  }
+  return Error::success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -593,57 +651,47 @@ Error checkWritable(const NpzArchive &archive) {
 //===----------------------------------------------------------------------===//
 
 Expected<NpzArchive> weft::parseNpz(StringRef bytes, StringRef name) {
-  Expected<std::vector<zip::Member>> members = zip::readArchive(bytes, name);
-  if (!members)
-    return members.takeError();
+  Expected<npz::ArchiveReader> zipArchive =
+      npz::ArchiveReader::open(bytes, name);
+  if (!zipArchive)
+    return zipArchive.takeError();
 
-  // Parse every member first: `__weft_dtypes__` may come anywhere.
-  std::vector<std::pair<std::string, NpyArray>> arrays;
+  // Check every member's name and read `__weft_dtypes__` first: it may come
+  // anywhere, and then each array is decoded as soon as it is read, so only
+  // one member's bytes are in memory at a time.
+  std::vector<StringRef> keys;
+  llvm::StringSet<> seen;
   llvm::StringMap<DType> namedTypes;
-  llvm::StringMap<bool> seen;
-  for (const zip::Member &member : *members) {
-    StringRef key = member.name;
+  for (auto [index, member] : llvm::enumerate(zipArchive->names())) {
+    StringRef key = member;
     if (!key.consume_back(".npy"))
-      return fileError(name, member.name,
+      return fileError(name, member,
                        "zip entry is not a .npy array (name lacks .npy)");
-    if (!seen.try_emplace(key, true).second)
+    if (!seen.insert(key).second)
       return fileError(name, key, "key appears twice in the archive");
-    Expected<NpyArray> array = parseNpy(member.bytes(), name, key);
-    if (!array)
-      return array.takeError();
-    if (key != kNpzDTypesKey) {
-      arrays.emplace_back(key.str(), std::move(*array));
-      continue;
-    }
-    if (array->kind != NpyKind::Unicode && array->kind != NpyKind::Bytes)
-      return fileError(name, key,
-                       "must be a string array of \"key:dtype\", not '" +
-                           array->descr + "'");
-    Expected<std::vector<std::string>> strings =
-        decodeStrings(*array, name, key);
-    if (!strings)
-      return strings.takeError();
-    for (StringRef item : *strings) {
-      auto [itemKey, typeName] = item.rsplit(':');
-      std::optional<DType> dtype = parseNpzTypeName(typeName);
-      if (itemKey.empty() || !dtype)
-        return fileError(name, key,
-                         "entry \"" + item +
-                             "\" is not \"key:dtype\" with dtype one of f64, "
-                             "f32, f16, bf16, i64, i1, i16");
-      namedTypes[itemKey] = *dtype;
-    }
+    keys.push_back(key);
+    if (key == kNpzDTypesKey)
+      if (Error err = readDTypeList(*zipArchive, index, name, namedTypes))
+        return std::move(err);
   }
 
   NpzArchive archive;
-  for (const auto &[key, array] : arrays) {
+  for (auto [index, key] : llvm::enumerate(keys)) {
+    if (key == kNpzDTypesKey)
+      continue;
+    Expected<std::string> member = zipArchive->read(index);
+    if (!member)
+      return member.takeError();
+    Expected<NpyArray> array = parseNpy(*member, name, key);
+    if (!array)
+      return array.takeError();
     auto named = namedTypes.find(key);
     Expected<DType> dtype = named != namedTypes.end()
                                 ? Expected<DType>(named->second)
-                                : inferDType(array, name, key);
+                                : inferDType(*array, name, key);
     if (!dtype)
       return dtype.takeError();
-    Expected<Tensor> tensor = decodeTensor(array, *dtype, name, key);
+    Expected<Tensor> tensor = decodeTensor(*array, *dtype, name, key);
     if (!tensor)
       return tensor.takeError();
     archive.set(key, std::move(*tensor));
@@ -664,30 +712,36 @@ Expected<NpzArchive> weft::readNpz(StringRef path) {
 // Writing
 //===----------------------------------------------------------------------===//
 
+/// The archive's members for the zip writer: each tensor encoded when the
+/// writer reaches it, then `__weft_dtypes__` naming every key's dtype.
+static std::vector<npz::PendingMember> npzMembers(const NpzArchive &archive) {
+  std::vector<npz::PendingMember> members;
+  std::vector<std::string> dtypes;
+  for (const auto &[key, tensor] : archive.entries()) {
+    members.push_back({key + ".npy", npyBytes(tensor),
+                       [&tensor = tensor] { return encodeNpy(tensor); }});
+    dtypes.push_back(key + ":" + dtypeName(tensor.dtype));
+  }
+  std::string list = encodeStringArray(dtypes);
+  uint64_t size = list.size();
+  members.push_back({(kNpzDTypesKey + ".npy").str(), size,
+                     [list = std::move(list)] { return list; }});
+  return members;
+}
+
 Error weft::writeNpz(llvm::raw_ostream &os, const NpzArchive &archive,
                      NpzWriteOptions options) {
   if (Error err = checkWritable(archive))
     return err;
-  zip::Writer zip(os, options.forceZip64);
-  std::vector<std::string> dtypes;
-  // One entry at a time, so memory stays at one encoded tensor.
-  for (const auto &[key, tensor] : archive.entries()) {
-    zip.add(key + ".npy", encodeNpy(tensor));
-    dtypes.push_back(key + ":" + npzTypeName(tensor.dtype).str());
-  }
-  zip.add((kNpzDTypesKey + ".npy").str(), encodeStringArray(dtypes));
-  zip.finish();
-  return Error::success();
+  return npz::writeArchive(os, npzMembers(archive), {options.forceZip64});
 }
 
 Error weft::writeNpz(StringRef path, const NpzArchive &archive,
                      NpzWriteOptions options) {
   if (Error err = checkWritable(archive))
     return makeError(path + ": " + llvm::toString(std::move(err)));
-  Error err = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
-    return writeNpz(os, archive, options);
-  });
-  if (err)
+  if (Error err =
+          npz::writeArchive(path, npzMembers(archive), {options.forceZip64}))
     return makeError(path + ": cannot write: " + llvm::toString(std::move(err)));
   return Error::success();
 }

@@ -4,8 +4,8 @@
 
 #include "Status.h"
 
-#include "weft/Target/Package/GemmAlgorithms.h"
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/GemmAlgorithms.h"
+#include "weft/Package/Package.h"
 
 #include <climits>
 #include <cstdio>

@@ -7,7 +7,7 @@
 
 #include "weft_runtime.h"
 
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 // and checksums, then the plan checks) and prints a short summary.
 #include "CheckPackage.h"
 
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"

@@ -6,7 +6,7 @@
 #include "GemmPlan.h"
 #include "PreparedStep.h"
 
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <gtest/gtest.h>
 #include <string>

@@ -3,7 +3,7 @@
 // algorithm bytes (given here, not selected) with the checksums recomputed.
 #include "weft_package_gemms.h"
 
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <gtest/gtest.h>
 

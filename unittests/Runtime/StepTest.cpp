@@ -4,7 +4,7 @@
 #include "PreparedStep.h"
 #include "RuntimeTestSupport.h"
 
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #ifndef WEFT_REFERENCE_INTERPRETER_H
 #define WEFT_REFERENCE_INTERPRETER_H
 
-#include "weft/Reference/Tensor.h"
+#include "weft/Support/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LLVM.h"

@@ -15,7 +15,7 @@
 #ifndef WEFT_REFERENCE_NUMERICS_H
 #define WEFT_REFERENCE_NUMERICS_H
 
-#include "weft/Reference/Tensor.h"
+#include "weft/Support/Tensor.h"
 
 #include <array>
 #include <cstdint>

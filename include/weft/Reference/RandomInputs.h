@@ -5,7 +5,7 @@
 #ifndef WEFT_REFERENCE_RANDOMINPUTS_H
 #define WEFT_REFERENCE_RANDOMINPUTS_H
 
-#include "weft/Reference/Tensor.h"
+#include "weft/Support/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Error.h"

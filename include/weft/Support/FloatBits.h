@@ -5,7 +5,7 @@
 #ifndef WEFT_SUPPORT_FLOATBITS_H
 #define WEFT_SUPPORT_FLOATBITS_H
 
-#include "weft/Reference/Tensor.h"
+#include "weft/Support/Tensor.h"
 
 #include <cstdint>
 

@@ -6,7 +6,7 @@
 #ifndef WEFT_SUPPORT_NPZ_H
 #define WEFT_SUPPORT_NPZ_H
 
-#include "weft/Reference/Tensor.h"
+#include "weft/Support/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringMap.h"

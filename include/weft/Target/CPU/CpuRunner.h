@@ -5,7 +5,7 @@
 #ifndef WEFT_TARGET_CPU_CPURUNNER_H
 #define WEFT_TARGET_CPU_CPURUNNER_H
 
-#include "weft/Reference/Tensor.h"
+#include "weft/Support/Tensor.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"

@@ -4,7 +4,7 @@
 #define WEFT_TARGET_PACKAGE_PLANPACKAGE_H
 
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include "llvm/Support/raw_ostream.h"
 

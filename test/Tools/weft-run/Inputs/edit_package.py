@@ -1,6 +1,6 @@
 """Makes bad packages on purpose for weft-run --check tests: edits one field
 of a valid package and, unless told not to, re-signs it (section and header
-FNV-1a checksums), following lib/Target/Package/PackageFormat.h.
+FNV-1a checksums), following package/lib/PackageFormat.h.
 
   edit_package.py IN OUT overlap | past-arena | undefined-arg
   edit_package.py IN OUT flip SECTION_KIND   (no re-signing: checksum fails)

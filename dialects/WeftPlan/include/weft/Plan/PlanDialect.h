@@ -3,7 +3,7 @@
 #ifndef WEFT_PLAN_PLANDIALECT_H
 #define WEFT_PLAN_PLANDIALECT_H
 
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Builders.h"

@@ -1,7 +1,7 @@
 // Reads a package without trusting it: every offset, length, count, string
 // and index is checked against the file and its tables before it is used,
 // and every failure names the field and the values.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include "PackageFormat.h"
 
@@ -76,7 +76,19 @@ private:
                const uint8_t *&data);
   bool string(Cursor &cursor, const char *what, uint64_t record, std::string &out);
   bool readFixedName(size_t at, const char *field, std::string &out);
+  bool readStep(Package &package);
+  bool readBuffers(Package &package);
   bool readTensorMaps(Package &package);
+  bool readKernels(Package &package);
+  bool readLaunches(Package &package);
+  bool readArg(const Package &package, const uint8_t *record,
+               const std::string &where, Launch &launch, uint64_t position);
+  bool readGemms(Package &package);
+  bool readGemm(const Package &package, const uint8_t *record, uint64_t i,
+                Gemm &gemm);
+  bool readEvents(Package &package);
+  bool readSchedule(Package &package);
+  bool readBlobs(Package &package);
 
   const uint8_t *file;
   size_t size;
@@ -266,28 +278,26 @@ bool PackageReader::readTensorMaps(Package &package) {
   return true;
 }
 
-bool PackageReader::read(Package &package) {
-  uint64_t tableOffset;
-  uint32_t count;
-  if (!readHeader(package, tableOffset, count) || !readTable(tableOffset, count))
-    return false;
-
+bool PackageReader::readStep(Package &package) {
   uint64_t n;
   const uint8_t *data;
   if (!records(kStep, kStepBytes, n, data))
     return false;
   if (n != 1)
     return fail("section STEP holds " + str(n) + " records, expected 1");
-  {
-    Cursor c(data, kStepBytes);
-    if (!string(c, "STEP name", 0, package.stepName))
-      return false;
-    package.arenaBytes = c.u64();
-    package.alignment = c.u64();
-    package.numSteps = c.u32();
-    package.numStreams = c.u32();
-  }
+  Cursor c(data, kStepBytes);
+  if (!string(c, "STEP name", 0, package.stepName))
+    return false;
+  package.arenaBytes = c.u64();
+  package.alignment = c.u64();
+  package.numSteps = c.u32();
+  package.numStreams = c.u32();
+  return true;
+}
 
+bool PackageReader::readBuffers(Package &package) {
+  uint64_t n;
+  const uint8_t *data;
   if (!records(kBuffers, kBufferBytes, n, data))
     return false;
   for (uint64_t i = 0; i < n; ++i) {
@@ -314,12 +324,12 @@ bool PackageReader::read(Package &package) {
     buffer.result = c.i32();
     package.buffers.push_back(std::move(buffer));
   }
+  return true;
+}
 
-  if (!readTensorMaps(package))
-    return false;
-
-  uint64_t numParams;
-  const uint8_t *params;
+bool PackageReader::readKernels(Package &package) {
+  uint64_t numParams, n;
+  const uint8_t *params, *data;
   if (!records(kParamKinds, 1, numParams, params))
     return false;
   if (!records(kKernels, kKernelBytes, n, data))
@@ -361,9 +371,12 @@ bool PackageReader::read(Package &package) {
     }
     package.kernels.push_back(std::move(kernel));
   }
+  return true;
+}
 
-  uint64_t numArgs;
-  const uint8_t *argData;
+bool PackageReader::readLaunches(Package &package) {
+  uint64_t numArgs, n;
+  const uint8_t *argData, *data;
   if (!records(kArgs, kArgBytes, numArgs, argData))
     return false;
   if (!records(kLaunches, kLaunchBytes, n, data))
@@ -389,93 +402,116 @@ bool PackageReader::read(Package &package) {
       return fail(where + ": arguments [" + str(first) + ", " +
                   str(first + count) + ") lie outside ARGS (" + str(numArgs) +
                   " entries)");
-    for (uint64_t a = first; a < first + count; ++a) {
-      Cursor ac(argData + a * kArgBytes, kArgBytes);
-      Arg arg;
-      uint32_t kind = ac.u32();
-      ac.u32();
-      arg.value = ac.u64();
-      if (kind >= kNumArgKinds)
-        return fail(where + ": argument " + str(a - first) + " has kind " +
-                    str(kind) + ", not one of buffer, i32, i64, f32, tensormap");
-      arg.kind = ArgKind(kind);
-      if (arg.kind == ArgKind::Buffer && arg.value >= package.buffers.size())
-        return fail(where + " (kernel '" + package.kernels[launch.kernel].name +
-                    "'): argument " + str(a - first) + " names buffer " +
-                    str(arg.value) + ", undefined: the package has " +
-                    str(package.buffers.size()) + " buffers");
-      if (arg.kind == ArgKind::TensorMap &&
-          arg.value >= package.tensorMaps.size())
-        return fail(where + " (kernel '" + package.kernels[launch.kernel].name +
-                    "'): argument " + str(a - first) + " names tensor map " +
-                    str(arg.value) + ", undefined: the package has " +
-                    str(package.tensorMaps.size()) + " tensor maps");
-      launch.args.push_back(arg);
-    }
+    for (uint64_t a = first; a < first + count; ++a)
+      if (!readArg(package, argData + a * kArgBytes, where, launch, a - first))
+        return false;
     package.launches.push_back(std::move(launch));
   }
+  return true;
+}
 
+bool PackageReader::readArg(const Package &package, const uint8_t *record,
+                            const std::string &where, Launch &launch,
+                            uint64_t position) {
+  Cursor ac(record, kArgBytes);
+  Arg arg;
+  uint32_t kind = ac.u32();
+  ac.u32();
+  arg.value = ac.u64();
+  if (kind >= kNumArgKinds)
+    return fail(where + ": argument " + str(position) + " has kind " +
+                str(kind) + ", not one of buffer, i32, i64, f32, tensormap");
+  arg.kind = ArgKind(kind);
+  if (arg.kind == ArgKind::Buffer && arg.value >= package.buffers.size())
+    return fail(where + " (kernel '" + package.kernels[launch.kernel].name +
+                "'): argument " + str(position) + " names buffer " +
+                str(arg.value) + ", undefined: the package has " +
+                str(package.buffers.size()) + " buffers");
+  if (arg.kind == ArgKind::TensorMap && arg.value >= package.tensorMaps.size())
+    return fail(where + " (kernel '" + package.kernels[launch.kernel].name +
+                "'): argument " + str(position) + " names tensor map " +
+                str(arg.value) + ", undefined: the package has " +
+                str(package.tensorMaps.size()) + " tensor maps");
+  launch.args.push_back(arg);
+  return true;
+}
+
+bool PackageReader::readGemms(Package &package) {
+  uint64_t n;
+  const uint8_t *data;
   if (!records(kGemms, kGemmBytes, n, data))
     return false;
   for (uint64_t i = 0; i < n; ++i) {
-    Cursor c(data + i * kGemmBytes, kGemmBytes);
     Gemm gemm;
-    const char *names[] = {"a", "b", "c", "d", "bias", "workspace"};
-    uint32_t *fields[] = {&gemm.a, &gemm.b, &gemm.c, &gemm.d, &gemm.bias,
-                          &gemm.workspace};
-    for (int f = 0; f < 6; ++f) {
-      *fields[f] = c.u32();
-      bool optional = f == 2 || f >= 4;
-      if ((*fields[f] != kNone || !optional) &&
-          *fields[f] >= package.buffers.size())
-        return fail("gemm " + str(i) + ": operand " + names[f] + " names buffer " +
-                    str(*fields[f]) + ", undefined: the package has " +
-                    str(package.buffers.size()) + " buffers");
-    }
-    uint32_t transA = c.u32(), transB = c.u32(), dtype = c.u32(),
-             epilogue = c.u32();
-    if (transA > 1 || transB > 1)
-      return fail("gemm " + str(i) + ": trans_a " + str(transA) + " / trans_b " +
-                  str(transB) + " must be 0 or 1");
-    if (dtype >= kNumDTypes)
-      return fail("gemm " + str(i) + ": dtype " + str(dtype) +
-                  " is not one of bf16, f16, f32, f64");
-    if (epilogue >= kNumEpilogues)
-      return fail("gemm " + str(i) + ": epilogue " + str(epilogue) +
-                  " is not one of none, bias, gelu, bias_gelu, bgrad_a, "
-                  "gelu_aux, gelu_aux_bias, dgelu");
-    gemm.transA = transA;
-    gemm.transB = transB;
-    gemm.dtype = DType(dtype);
-    gemm.epilogue = Epilogue(epilogue);
-    gemm.m = c.i64();
-    gemm.n = c.i64();
-    gemm.k = c.i64();
-    gemm.batch = c.i64();
-    for (int64_t &stride : gemm.strides)
-      stride = c.i64();
-    gemm.alpha = c.f32();
-    gemm.beta = c.f32();
-    gemm.stream = c.u32();
-    gemm.index = c.u32();
-    uint32_t hasAlgo = c.u32();
-    if (hasAlgo > 1)
-      return fail("gemm " + str(i) + ": has_algo " + str(hasAlgo) +
-                  " must be 0 or 1");
-    gemm.hasAlgo = hasAlgo;
-    c.u32();
-    for (uint8_t &byte : gemm.algo)
-      byte = c.u8();
-    gemm.aux = c.u32();
-    if (gemm.aux != kNone && gemm.aux >= package.buffers.size())
-      return fail("gemm " + str(i) + ": operand aux names buffer " + str(gemm.aux) +
-                  ", undefined: the package has " + str(package.buffers.size()) +
-                  " buffers");
-    c.u32();
-    gemm.auxLd = c.i64();
+    if (!readGemm(package, data + i * kGemmBytes, i, gemm))
+      return false;
     package.gemms.push_back(gemm);
   }
+  return true;
+}
 
+bool PackageReader::readGemm(const Package &package, const uint8_t *record,
+                             uint64_t i, Gemm &gemm) {
+  Cursor c(record, kGemmBytes);
+  const char *names[] = {"a", "b", "c", "d", "bias", "workspace"};
+  uint32_t *fields[] = {&gemm.a, &gemm.b, &gemm.c, &gemm.d, &gemm.bias,
+                        &gemm.workspace};
+  for (int f = 0; f < 6; ++f) {
+    *fields[f] = c.u32();
+    bool optional = f == 2 || f >= 4;
+    if ((*fields[f] != kNone || !optional) &&
+        *fields[f] >= package.buffers.size())
+      return fail("gemm " + str(i) + ": operand " + names[f] + " names buffer " +
+                  str(*fields[f]) + ", undefined: the package has " +
+                  str(package.buffers.size()) + " buffers");
+  }
+  uint32_t transA = c.u32(), transB = c.u32(), dtype = c.u32(),
+           epilogue = c.u32();
+  if (transA > 1 || transB > 1)
+    return fail("gemm " + str(i) + ": trans_a " + str(transA) + " / trans_b " +
+                str(transB) + " must be 0 or 1");
+  if (dtype >= kNumDTypes)
+    return fail("gemm " + str(i) + ": dtype " + str(dtype) +
+                " is not one of bf16, f16, f32, f64");
+  if (epilogue >= kNumEpilogues)
+    return fail("gemm " + str(i) + ": epilogue " + str(epilogue) +
+                " is not one of none, bias, gelu, bias_gelu, bgrad_a, "
+                "gelu_aux, gelu_aux_bias, dgelu");
+  gemm.transA = transA;
+  gemm.transB = transB;
+  gemm.dtype = DType(dtype);
+  gemm.epilogue = Epilogue(epilogue);
+  gemm.m = c.i64();
+  gemm.n = c.i64();
+  gemm.k = c.i64();
+  gemm.batch = c.i64();
+  for (int64_t &stride : gemm.strides)
+    stride = c.i64();
+  gemm.alpha = c.f32();
+  gemm.beta = c.f32();
+  gemm.stream = c.u32();
+  gemm.index = c.u32();
+  uint32_t hasAlgo = c.u32();
+  if (hasAlgo > 1)
+    return fail("gemm " + str(i) + ": has_algo " + str(hasAlgo) +
+                " must be 0 or 1");
+  gemm.hasAlgo = hasAlgo;
+  c.u32();
+  for (uint8_t &byte : gemm.algo)
+    byte = c.u8();
+  gemm.aux = c.u32();
+  if (gemm.aux != kNone && gemm.aux >= package.buffers.size())
+    return fail("gemm " + str(i) + ": operand aux names buffer " + str(gemm.aux) +
+                ", undefined: the package has " + str(package.buffers.size()) +
+                " buffers");
+  c.u32();
+  gemm.auxLd = c.i64();
+  return true;
+}
+
+bool PackageReader::readEvents(Package &package) {
+  uint64_t n;
+  const uint8_t *data;
   if (!records(kEvents, kEventBytes, n, data))
     return false;
   for (uint64_t i = 0; i < n; ++i) {
@@ -491,7 +527,12 @@ bool PackageReader::read(Package &package) {
     event.index = c.u32();
     package.events.push_back(event);
   }
+  return true;
+}
 
+bool PackageReader::readSchedule(Package &package) {
+  uint64_t n;
+  const uint8_t *data;
   if (!records(kSchedule, kEntryBytes, n, data))
     return false;
   for (uint64_t i = 0; i < n; ++i) {
@@ -508,7 +549,11 @@ bool PackageReader::read(Package &package) {
                   str(item) + " but the package has " + str(limits[kind]));
     package.schedule.push_back({EntryKind(kind), item});
   }
+  return true;
+}
 
+/// INIT_DATA, CUBIN and PTX: raw bytes attached to a buffer or an image.
+bool PackageReader::readBlobs(Package &package) {
   for (const SectionRef &section : sections) {
     if (section.kind <= kLastRequiredKind || section.kind == kTensorMaps)
       continue;
@@ -541,6 +586,18 @@ bool PackageReader::read(Package &package) {
     slot = std::string(text, section.length);
   }
   return true;
+}
+
+/// Sections in dependency order: a record is checked against the tables it
+/// indexes, so those are read first.
+bool PackageReader::read(Package &package) {
+  uint64_t tableOffset;
+  uint32_t count;
+  return readHeader(package, tableOffset, count) &&
+         readTable(tableOffset, count) && readStep(package) &&
+         readBuffers(package) && readTensorMaps(package) &&
+         readKernels(package) && readLaunches(package) && readGemms(package) &&
+         readEvents(package) && readSchedule(package) && readBlobs(package);
 }
 
 } // namespace

@@ -1,9 +1,10 @@
 // The semantic checks of a plan (package or weft_plan.step): arena bounds,
 // byte overlaps of simultaneously live buffers, operand liveness and sizes,
 // launch limits, streams and events, schedule order, images.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <set>
 #include <string>
@@ -13,6 +14,16 @@ namespace weft::pkg {
 namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }
+
+/// A byte count computed in long double from untrusted dims: exact when it
+/// fits in 64 bits, else in scientific notation (a cast would be undefined).
+std::string bytesText(long double bytes) {
+  if (bytes >= 0 && bytes < 0x1p64L)
+    return str(uint64_t(bytes));
+  char text[32];
+  snprintf(text, sizeof(text), "%.6Lg", bytes);
+  return text;
+}
 
 class PlanChecker {
 public:
@@ -393,7 +404,7 @@ private:
         report(Subject::Gemm, i,
                where + " operand " + op.name + ": buffer '" + b.name + "' has " +
                    str(b.size) + " bytes, the GEMM reads or writes " +
-                   std::to_string((unsigned long long)op.bytes));
+                   bytesText(op.bytes));
     }
   }
 

@@ -1,5 +1,5 @@
 // Names of Weft's element types, as tools print and .npz metadata stores them.
-#include "weft/Reference/Tensor.h"
+#include "weft/Support/Tensor.h"
 
 namespace weft {
 

@@ -1,6 +1,6 @@
 // Serializes a Package into the container of PackageFormat.h: strings
 // interned into one section, fixed-size records, one section per image.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include "PackageFormat.h"
 
@@ -62,20 +62,21 @@ void putName(std::string &header, size_t at, const std::string &name) {
 
 } // namespace
 
-std::string writePackage(const Package &package) {
-  StringTable strings;
-  std::vector<Section> sections;
-  auto add = [&](uint32_t kind, ByteWriter &writer, uint32_t index = 0) {
-    sections.push_back({kind, index, std::move(writer.bytes)});
-  };
+namespace {
 
+/// The STEP record; strings interned in the writer's call order, which fixes
+/// the STRINGS bytes.
+std::string stepSection(const Package &package, StringTable &strings) {
   ByteWriter step;
   strings.ref(step, package.stepName);
   step.u64(package.arenaBytes);
   step.u64(package.alignment);
   step.u32(package.numSteps);
   step.u32(package.numStreams);
+  return std::move(step.bytes);
+}
 
+std::string buffersSection(const Package &package, StringTable &strings) {
   ByteWriter buffers;
   for (const Buffer &buffer : package.buffers) {
     strings.ref(buffers, buffer.name);
@@ -89,7 +90,12 @@ std::string writePackage(const Package &package) {
     buffers.i32(buffer.arg);
     buffers.i32(buffer.result);
   }
+  return std::move(buffers.bytes);
+}
 
+/// KERNELS and PARAM_KINDS: each kernel names its run of parameter kinds.
+void kernelSections(const Package &package, StringTable &strings,
+                    std::string &kernelBytes, std::string &paramBytes) {
   ByteWriter kernels, paramKinds;
   uint32_t paramCount = 0;
   for (const Kernel &kernel : package.kernels) {
@@ -104,7 +110,13 @@ std::string writePackage(const Package &package) {
       paramKinds.u8(uint8_t(kind));
     paramCount += uint32_t(kernel.params.size());
   }
+  kernelBytes = std::move(kernels.bytes);
+  paramBytes = std::move(paramKinds.bytes);
+}
 
+/// LAUNCHES and ARGS: each launch names its run of arguments.
+void launchSections(const Package &package, std::string &launchBytes,
+                    std::string &argBytes) {
   ByteWriter launches, args;
   uint32_t argCount = 0;
   for (const Launch &launch : package.launches) {
@@ -125,7 +137,11 @@ std::string writePackage(const Package &package) {
     }
     argCount += uint32_t(launch.args.size());
   }
+  launchBytes = std::move(launches.bytes);
+  argBytes = std::move(args.bytes);
+}
 
+std::string tensorMapsSection(const Package &package) {
   ByteWriter tensorMaps;
   for (const TensorMap &map : package.tensorMaps) {
     for (uint32_t v : {map.buffer, uint32_t(map.dtype), map.rank, map.swizzle})
@@ -138,7 +154,10 @@ std::string writePackage(const Package &package) {
       tensorMaps.u32(v);
     tensorMaps.u32(0);
   }
+  return std::move(tensorMaps.bytes);
+}
 
+std::string gemmsSection(const Package &package) {
   ByteWriter gemms;
   for (const Gemm &gemm : package.gemms) {
     for (uint32_t v : {gemm.a, gemm.b, gemm.c, gemm.d, gemm.bias, gemm.workspace})
@@ -163,7 +182,10 @@ std::string writePackage(const Package &package) {
     gemms.u32(0);
     gemms.i64(gemm.auxLd);
   }
+  return std::move(gemms.bytes);
+}
 
+std::string eventsSection(const Package &package) {
   ByteWriter events;
   for (const Event &event : package.events) {
     events.u32(event.record);
@@ -171,27 +193,49 @@ std::string writePackage(const Package &package) {
     events.u32(event.event);
     events.u32(event.index);
   }
+  return std::move(events.bytes);
+}
 
+std::string scheduleSection(const Package &package) {
   ByteWriter schedule;
   for (const Entry &entry : package.schedule) {
     schedule.u32(uint32_t(entry.kind));
     schedule.u32(entry.item);
   }
+  return std::move(schedule.bytes);
+}
 
+std::string imagesSection(const Package &package, StringTable &strings) {
   ByteWriter images;
   for (const Image &image : package.images)
     strings.ref(images, image.name);
+  return std::move(images.bytes);
+}
 
-  add(kStep, step);
-  add(kBuffers, buffers);
-  add(kKernels, kernels);
-  add(kParamKinds, paramKinds);
-  add(kLaunches, launches);
-  add(kArgs, args);
-  add(kGemms, gemms);
-  add(kEvents, events);
-  add(kSchedule, schedule);
-  add(kImages, images);
+/// The sections in file order: STRINGS, the required tables by kind, the
+/// images' CUBIN/PTX, INIT_DATA, then TENSOR_MAPS when there are any.
+std::vector<Section> packageSections(const Package &package) {
+  StringTable strings;
+  std::vector<Section> sections;
+  sections.push_back({kStep, 0, stepSection(package, strings)});
+  sections.push_back({kBuffers, 0, buffersSection(package, strings)});
+  Section kernels{kKernels, 0, {}}, params{kParamKinds, 0, {}};
+  kernelSections(package, strings, kernels.bytes, params.bytes);
+  Section launches{kLaunches, 0, {}}, args{kArgs, 0, {}};
+  launchSections(package, launches.bytes, args.bytes);
+  std::string tensorMaps = tensorMapsSection(package);
+  std::string gemms = gemmsSection(package);
+  std::string events = eventsSection(package);
+  std::string schedule = scheduleSection(package);
+  std::string images = imagesSection(package, strings);
+  sections.push_back(std::move(kernels));
+  sections.push_back(std::move(params));
+  sections.push_back(std::move(launches));
+  sections.push_back(std::move(args));
+  sections.push_back({kGemms, 0, std::move(gemms)});
+  sections.push_back({kEvents, 0, std::move(events)});
+  sections.push_back({kSchedule, 0, std::move(schedule)});
+  sections.push_back({kImages, 0, std::move(images)});
   sections.insert(sections.begin(), {kStrings, 0, strings.data});
   for (size_t i = 0; i < package.images.size(); ++i) {
     if (package.images[i].cubin)
@@ -203,12 +247,15 @@ std::string writePackage(const Package &package) {
     sections.push_back({kInitData, data.buffer, data.bytes});
   // Optional: packages without TMA kernels keep the layout they always had.
   if (!package.tensorMaps.empty())
-    add(kTensorMaps, tensorMaps);
+    sections.push_back({kTensorMaps, 0, std::move(tensorMaps)});
+  return sections;
+}
 
-  // Layout: header, table, then each section at an 8-byte boundary.
+/// Header, section table, then each section at an 8-byte boundary.
+std::string layOut(const Package &package, const std::vector<Section> &sections) {
   std::string file(kHeaderBytes + sections.size() * kTableEntryBytes, '\0');
   ByteWriter table;
-  for (Section &section : sections) {
+  for (const Section &section : sections) {
     file.resize((file.size() + 7) & ~size_t(7), '\0');
     table.u32(section.kind);
     table.u32(section.index);
@@ -235,6 +282,12 @@ std::string writePackage(const Package &package) {
   std::memcpy(&file[0], header.bytes.data(), kHeaderBytes);
   std::memcpy(&file[kHeaderBytes], table.bytes.data(), table.bytes.size());
   return file;
+}
+
+} // namespace
+
+std::string writePackage(const Package &package) {
+  return layOut(package, packageSections(package));
 }
 
 } // namespace weft::pkg

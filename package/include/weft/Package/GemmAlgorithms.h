@@ -1,8 +1,8 @@
 // Writing cuBLASLt algorithms into a package file's GEMM slots in place (the
 // first-load selection stores them there); plain C++ like the rest of
 // WeftPackage, so the runtime uses it without MLIR.
-#ifndef WEFT_TARGET_PACKAGE_GEMMALGORITHMS_H
-#define WEFT_TARGET_PACKAGE_GEMMALGORITHMS_H
+#ifndef WEFT_PACKAGE_GEMMALGORITHMS_H
+#define WEFT_PACKAGE_GEMMALGORITHMS_H
 
 #include <array>
 #include <cstddef>
@@ -30,4 +30,4 @@ bool setGemmAlgorithms(uint8_t *file, size_t size,
 
 } // namespace weft::pkg
 
-#endif // WEFT_TARGET_PACKAGE_GEMMALGORITHMS_H
+#endif // WEFT_PACKAGE_GEMMALGORITHMS_H

@@ -1,5 +1,5 @@
 // Names of the package's enumerations and the FNV-1a checksum.
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/Package.h"
 
 #include "PackageFormat.h"
 

@@ -17,8 +17,8 @@
 //     u64 length, u64 FNV-1a 64 of the section's bytes
 //   sections (8-byte aligned). Strings are (u32 offset, u32 length) into the
 //   STRINGS section. Sections 1-11 appear exactly once, 15 at most once.
-#ifndef WEFT_LIB_TARGET_PACKAGE_PACKAGEFORMAT_H
-#define WEFT_LIB_TARGET_PACKAGE_PACKAGEFORMAT_H
+#ifndef WEFT_PACKAGE_LIB_PACKAGEFORMAT_H
+#define WEFT_PACKAGE_LIB_PACKAGEFORMAT_H
 
 #include <cstddef>
 #include <cstdint>
@@ -78,4 +78,4 @@ const char *sectionName(uint32_t kind);
 
 } // namespace weft::pkg::format
 
-#endif // WEFT_LIB_TARGET_PACKAGE_PACKAGEFORMAT_H
+#endif // WEFT_PACKAGE_LIB_PACKAGEFORMAT_H

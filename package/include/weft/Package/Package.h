@@ -2,8 +2,8 @@
 // at arena offsets, kernels, launches, cuBLASLt GEMMs, events), kernel images
 // and optional initial data, and its versioned binary container. No MLIR or
 // LLVM dependency: the runtime reads packages with this library.
-#ifndef WEFT_TARGET_PACKAGE_PACKAGE_H
-#define WEFT_TARGET_PACKAGE_PACKAGE_H
+#ifndef WEFT_PACKAGE_PACKAGE_H
+#define WEFT_PACKAGE_PACKAGE_H
 
 #include <cstddef>
 #include <cstdint>
@@ -251,4 +251,4 @@ uint64_t fnv1a64(const void *data, size_t size, uint64_t hash = 0xcbf29ce4842223
 
 } // namespace weft::pkg
 
-#endif // WEFT_TARGET_PACKAGE_PACKAGE_H
+#endif // WEFT_PACKAGE_PACKAGE_H

@@ -1,7 +1,7 @@
-// A tensor as the reference interpreter and the tools exchange it: a shape, an
-// element type and float64 storage (integers and i1 stored exactly as doubles).
-#ifndef WEFT_REFERENCE_TENSOR_H
-#define WEFT_REFERENCE_TENSOR_H
+// A tensor as the reference interpreter, the tools and .npz files exchange it:
+// a shape, an element type and float64 storage (integers and i1 exact).
+#ifndef WEFT_SUPPORT_TENSOR_H
+#define WEFT_SUPPORT_TENSOR_H
 
 #include <cstdint>
 #include <optional>
@@ -12,7 +12,8 @@ namespace weft {
 
 enum class DType { F64, F32, F16, BF16, I64, I1, I16 };
 
-/// "f64", "f32", "f16", "bf16", "i64", "i1".
+/// "f64", "f32", "f16", "bf16", "i64", "i1", "i16": the names tools print
+/// and the .npz `__weft_dtypes__` entry stores.
 const char *dtypeName(DType dtype);
 std::optional<DType> parseDType(const std::string &name);
 
@@ -31,4 +32,4 @@ struct Tensor {
 
 } // namespace weft
 
-#endif // WEFT_REFERENCE_TENSOR_H
+#endif // WEFT_SUPPORT_TENSOR_H

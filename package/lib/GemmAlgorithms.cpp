@@ -1,7 +1,7 @@
 // setGemmAlgorithms: patches the fixed-size GEMM records of a package file
 // (has_algo, algo[64]) and its checksums in place; see PackageFormat.h.
-#include "weft/Target/Package/GemmAlgorithms.h"
-#include "weft/Target/Package/Package.h"
+#include "weft/Package/GemmAlgorithms.h"
+#include "weft/Package/Package.h"
 
 #include "PackageFormat.h"
 
