@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 # weft-run links the build machine's shared libLLVM and, through it, libz3,
-# which GPU machines lack.
-SHIPPED_LIBRARIES = re.compile(r"\s*((?:libLLVM|libz3)[^ ]*) => (\S+)")
+# and libzip (the .npz container), which GPU machines lack.
+SHIPPED_LIBRARIES = re.compile(r"\s*((?:libLLVM|libz3|libzip)[^ ]*) => (\S+)")
 
 
 def ship_weft_run(directory, build):
@@ -33,8 +33,8 @@ def ship_weft_run(directory, build):
 
 
 def unpack_weft_run(directory):
-    """Unpacks what ship_weft_run packed (weft-run, lib/ with libLLVM and
-    libz3) once; returns the environment that runs it (LD_LIBRARY_PATH)."""
+    """Unpacks what ship_weft_run packed (weft-run, lib/ with libLLVM, libz3
+    and libzip) once; returns the environment that runs it (LD_LIBRARY_PATH)."""
     libs = os.path.join(directory, "lib")
     os.makedirs(libs, exist_ok=True)
     for name in os.listdir(directory):
