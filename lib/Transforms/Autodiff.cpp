@@ -13,7 +13,6 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -255,9 +254,6 @@ void convertMastersLate(Block &body, ArrayRef<Value> masters) {
         copy->moveBefore(first);
     }
 }
-
-/// How the step holds the low-precision weights of its f32 masters.
-enum class WeightCopies { Converted, Carried, Split };
 
 /// The i16 low half of a split master of `paramType`'s shape.
 RankedTensorType lowHalfType(Type paramType) {
@@ -525,25 +521,17 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
           << int64_t(gemmWorkspace) << " must be >= 0 bytes";
       return signalPassFailure();
     }
-    std::optional<WeightCopies> copies =
-        llvm::StringSwitch<std::optional<WeightCopies>>(weightCopies)
-            .Case("converted", WeightCopies::Converted)
-            .Case("carried", WeightCopies::Carried)
-            .Case("split", WeightCopies::Split)
-            .Default(std::nullopt);
-    if (!copies) {
-      module.emitError("weft-autodiff: option weight-copies = '")
-          << weightCopies << "' must be converted, carried or split";
-      return signalPassFailure();
-    }
-    bool carryCopies = *copies != WeightCopies::Converted;
+    // A typed option (PassOptions.h): its parser accepted only these three.
+    WeightCopies copies = weightCopies;
+    bool carryCopies = copies != WeightCopies::Converted;
     if (carryCopies && kind != Optimizer::AdamW) {
       module.emitError("weft-autodiff: weight-copies=")
-          << weightCopies << " needs optimizer=adamw (the update writes the copies)";
+          << stringifyWeightCopies(copies)
+          << " needs optimizer=adamw (the update writes the copies)";
       return signalPassFailure();
     }
     // Split masters hold a bf16 high half: an f16 parameter has none.
-    if (*copies == WeightCopies::Split)
+    if (copies == WeightCopies::Split)
       for (auto [k, p] : llvm::enumerate(args.params))
         if (getElementTypeOrSelf(entryFn.getArgumentTypes()[p]).isF16()) {
           mlir::emitError(entryFn.getArgument(p).getLoc(), "weft-autodiff: weight-copies=split "
@@ -562,12 +550,12 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
       }
       converted.insert(k);
     }
-    if (!converted.empty() && *copies != WeightCopies::Carried) {
+    if (!converted.empty() && copies != WeightCopies::Carried) {
       module.emitError("weft-autodiff: converted-params keeps some copies "
                        "converted among carried ones; it needs weight-copies=carried");
       return signalPassFailure();
     }
-    if (failed(buildStep(entryFn, stepName, args, kind, adamw, *copies,
+    if (failed(buildStep(entryFn, stepName, args, kind, adamw, copies,
                          gemmWorkspace, converted)))
       return signalPassFailure();
   }

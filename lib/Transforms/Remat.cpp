@@ -4,6 +4,7 @@
 // peak fits (per-class Pareto sets, merged exactly, checked with the planner).
 #include "RematStep.h"
 
+#include "weft/Support/ByteSize.h"
 #include "weft/Transforms/Passes.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -76,47 +77,6 @@ void addStats(RecomputeStats &total, const RecomputeStats &more) {
   total.segments += more.segments;
   total.flops += more.flops;
   total.seconds += more.seconds;
-}
-
-/// "123", "1.5GiB", "512MiB", "64KiB", "2TiB", "100B": bytes (rounded down),
-/// at least 1 and below 2^62.
-std::optional<int64_t> parseBytes(StringRef text) {
-  StringRef number = text.take_while(
-      [](char c) { return llvm::isDigit(c) || c == '.'; });
-  StringRef suffix = text.drop_front(number.size());
-  std::optional<double> scale =
-      llvm::StringSwitch<std::optional<double>>(suffix)
-          .Cases("", "B", 1.0)
-          .Case("KiB", 1024.0)
-          .Case("MiB", 1024.0 * 1024.0)
-          .Case("GiB", 1024.0 * 1024.0 * 1024.0)
-          .Case("TiB", 1024.0 * 1024.0 * 1024.0 * 1024.0)
-          .Default(std::nullopt);
-  double value;
-  if (!scale || number.empty() || number.count('.') > 1 ||
-      number == "." || number.getAsDouble(value))
-    return std::nullopt;
-  double bytes = std::floor(value * *scale);
-  if (!(bytes >= 1.0) || bytes >= 4.6e18)
-    return std::nullopt;
-  return int64_t(bytes);
-}
-
-/// "1234567 bytes (1.18 MiB)".
-std::string describeBytes(int64_t bytes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << bytes << " bytes";
-  const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = -1;
-  while (value >= 1024.0 && unit < 3) {
-    value /= 1024.0;
-    ++unit;
-  }
-  if (unit >= 0)
-    os << " (" << llvm::format("%.2f", value) << " " << units[unit] << ")";
-  return text;
 }
 
 /// Selective recompute's target (Korthikanti et al.'s "core attention"):
@@ -362,8 +322,9 @@ void RematPass::runOnOperation() {
   }
   std::optional<int64_t> budgetBytes;
   if (!budget.empty()) {
-    budgetBytes = parseBytes(budget);
-    if (!budgetBytes) {
+    budgetBytes = parseByteSize(budget);
+    // A budget of nothing fits no step: at least one byte.
+    if (!budgetBytes || *budgetBytes < 1) {
       emitError(module.getLoc(), "weft-remat: cannot parse budget '")
           << budget << "': expected a positive byte count with an optional "
           << "suffix B, KiB, MiB, GiB or TiB (e.g. 512MiB)";
@@ -445,8 +406,8 @@ LogicalResult RematPass::runOnFunction(func::FuncOp func, Policy policy,
   if (budgetBytes && after->peak > *budgetBytes)
     return emitError(func.getLoc(), "weft-remat: policy '")
            << result.policy << "' gives @" << func.getSymName()
-           << " a planned peak of " << describeBytes(after->peak)
-           << ", over the budget of " << describeBytes(*budgetBytes)
+           << " a planned peak of " << formatBytes(after->peak)
+           << ", over the budget of " << formatBytes(*budgetBytes)
            << "; policy=budget chooses what to recompute to fit";
   return success();
 }
@@ -579,10 +540,10 @@ LogicalResult RematPass::solveBudget(func::FuncOp func,
     // At the function's location, without the op dump a diagnostic on the
     // op would carry.
     InFlightDiagnostic diag = emitError(func.getLoc(), "weft-remat: the budget of ")
-                              << describeBytes(budgetBytes) << " is infeasible for @"
+                              << formatBytes(budgetBytes) << " is infeasible for @"
                               << func.getSymName();
     if (best)
-      diag << ": the smallest peak Weft can reach is " << describeBytes(*best);
+      diag << ": the smallest peak Weft can reach is " << formatBytes(*best);
     diag << " (" << problem.frontier.size() << " recompute choices over "
          << step.getLayers().size() << " layers, " << problem.classes.size()
          << (problem.classes.size() == 1 ? " class" : " classes")
