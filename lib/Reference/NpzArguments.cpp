@@ -44,8 +44,7 @@ static std::string typeString(Type type) {
   return text;
 }
 
-/// Every argument key names an argument of `func` and a rank it runs on.
-static llvm::Error checkArgumentKeys(func::FuncOp func, int64_t numRanks,
+llvm::Error checkArgumentKeys(func::FuncOp func, int64_t numRanks,
                                      const NpzArchive &archive, StringRef file) {
   size_t numArgs = func.getNumArguments();
   for (const auto &entry : archive.entries()) {
@@ -65,8 +64,6 @@ static llvm::Error checkArgumentKeys(func::FuncOp func, int64_t numRanks,
 
 llvm::Expected<PerRankTensors> argumentsFromNpz(func::FuncOp func, int64_t numRanks,
                                                 const NpzArchive &archive, StringRef file) {
-  if (llvm::Error err = checkArgumentKeys(func, numRanks, archive, file))
-    return std::move(err);
   auto error = [&](const llvm::Twine &what) {
     return llvm::createStringError(file + ": " + what);
   };

@@ -375,6 +375,9 @@ int readArguments(func::FuncOp func, int64_t numRanks, PerRankTensors &args) {
     llvm::Expected<NpzArchive> archive = weft::readNpz(inputsFile);
     if (!archive)
       return fail(kExitUsage, llvm::toString(archive.takeError()));
+    if (llvm::Error err =
+            weft::reference::checkArgumentKeys(func, numRanks, *archive, inputsFile))
+      return fail(kExitUsage, llvm::toString(std::move(err)));
     llvm::Expected<PerRankTensors> fromFile =
         weft::reference::argumentsFromNpz(func, numRanks, *archive, inputsFile);
     if (!fromFile)

@@ -33,10 +33,16 @@ bool parseTensorKey(llvm::StringRef key, llvm::StringRef kind, std::optional<uin
 /// "tensor<2x3xf32>", the form the IR and the messages use.
 std::string describeTensor(llvm::ArrayRef<int64_t> shape, DType dtype);
 
+/// Fails when an argument key of `archive` (arg<i>, rank<r>/arg<i>) names an
+/// argument past `func`'s signature or a rank past `numRanks`: for a file
+/// meant for `func` alone (weft-run --inputs), never one shared by several
+/// functions (--weft-diff-inputs).
+llvm::Error checkArgumentKeys(mlir::func::FuncOp func, int64_t numRanks,
+                              const NpzArchive &archive, llvm::StringRef file);
+
 /// A tensor for each (rank, argument) of `func` from `archive`, each checked
-/// against the signature; `file` names the archive in messages. Keys of
-/// other forms (results, data kept beside the inputs) are ignored; an
-/// argument key past the signature or the ranks is an error.
+/// against the signature; `file` names the archive in messages. Other keys
+/// (results, data kept beside the inputs) are not read.
 llvm::Expected<PerRankTensors> argumentsFromNpz(mlir::func::FuncOp func, int64_t numRanks,
                                                 const NpzArchive &archive,
                                                 llvm::StringRef file);
