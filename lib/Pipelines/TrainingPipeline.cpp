@@ -18,29 +18,23 @@ std::string weft::getStepFunctionName(StringRef entry) {
   return (entry + "_step").str();
 }
 
-/// weft-remat's policies (Passes.td), checked here so a typo is an option
-/// error before anything runs.
-static constexpr llvm::StringLiteral kRematPolicies[] = {
-    "none", "full", "selective", "block", "uniform", "budget"};
-
-/// weft-remat's weight-copies modes.
-static constexpr llvm::StringLiteral kWeightCopyModes[] = {"keep", "recompute",
-                                                           "auto"};
-
 LogicalResult weft::buildTrainingPipeline(
     OpPassManager &pm, const TrainingPipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> emitError) {
   if (options.entry.empty())
     return emitError("weft-train-pipeline needs entry=NAME, the forward "
                      "function returning the loss");
-  if (options.optimizer != "none" && options.optimizer != "adamw")
+  // The passes' own parsers (PassOptions.h), so a typo is an option error
+  // before anything runs.
+  if (!parseOptimizer(options.optimizer))
     return emitError("optimizer must be none or adamw, got '" +
                      options.optimizer + "'");
-  if (!llvm::is_contained(kRematPolicies, StringRef(options.remat)))
+  std::optional<RematPolicy> policy = parseRematPolicy(options.remat);
+  if (!policy)
     return emitError("remat must be one of none, full, selective, block, "
                      "uniform, budget; got '" +
                      options.remat + "'");
-  if (!llvm::is_contained(kWeightCopyModes, StringRef(options.rematWeightCopies)))
+  if (!parseRematWeightCopies(options.rematWeightCopies))
     return emitError("remat-weight-copies must be keep, recompute or auto; "
                      "got '" + options.rematWeightCopies + "'");
   // weight-copies is typed (PassOptions.h): its parser took only known words.
@@ -59,7 +53,7 @@ LogicalResult weft::buildTrainingPipeline(
                        "' is not a size: a number with an optional unit B, "
                        "KB, MB, GB, TB, KiB, MiB, GiB or TiB");
   }
-  if (options.remat == "budget" && !budget)
+  if (*policy == RematPolicy::Budget && !budget)
     return emitError("remat=budget needs a memory-budget");
   std::optional<int64_t> gemmWorkspace;
   if (!options.gemmWorkspace.empty()) {
@@ -102,7 +96,7 @@ LogicalResult weft::buildTrainingPipeline(
   remat.policy = options.remat;
   remat.numLayers = options.rematLayers;
   remat.weightCopies = options.rematWeightCopies;
-  if (options.remat == "budget")
+  if (*policy == RematPolicy::Budget)
     remat.budget = std::to_string(*budget);
   pm.addPass(createRematPass(remat));
 

@@ -26,8 +26,6 @@ using namespace weft;
 
 namespace {
 
-enum class Optimizer { None, AdamW };
-
 /// How the step's arguments come from the entry's: indices into the entry's
 /// arguments.
 struct StepArguments {
@@ -480,18 +478,15 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    Optimizer kind;
-    if (optimizer == "none") {
-      kind = Optimizer::None;
-    } else if (optimizer == "adamw") {
-      kind = Optimizer::AdamW;
-      if (failed(checkAdamW(module)))
-        return signalPassFailure();
-    } else {
+    std::optional<Optimizer> parsed = parseOptimizer(optimizer);
+    if (!parsed) {
       module.emitError("weft-autodiff: unknown optimizer '")
           << optimizer << "' (expected none or adamw)";
       return signalPassFailure();
     }
+    Optimizer kind = *parsed;
+    if (kind == Optimizer::AdamW && failed(checkAdamW(module)))
+      return signalPassFailure();
     auto entryFn = module.lookupSymbol<func::FuncOp>(entry);
     if (!entryFn) {
       module.emitError("weft-autodiff: no function @")

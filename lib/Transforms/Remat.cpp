@@ -32,29 +32,9 @@ using namespace weft::remat;
 
 namespace {
 
-enum class Policy { None, Full, Selective, Block, Uniform, Budget };
-
-std::optional<Policy> parsePolicy(StringRef name) {
-  return llvm::StringSwitch<std::optional<Policy>>(name)
-      .Case("none", Policy::None)
-      .Case("full", Policy::Full)
-      .Case("selective", Policy::Selective)
-      .Case("block", Policy::Block)
-      .Case("uniform", Policy::Uniform)
-      .Case("budget", Policy::Budget)
-      .Default(std::nullopt);
-}
-
-/// What happens to the parameters' converted copies the backward reads.
-enum class CopyMode { Keep, Recompute, Auto };
-
-std::optional<CopyMode> parseCopyMode(StringRef name) {
-  return llvm::StringSwitch<std::optional<CopyMode>>(name)
-      .Case("keep", CopyMode::Keep)
-      .Case("recompute", CopyMode::Recompute)
-      .Case("auto", CopyMode::Auto)
-      .Default(std::nullopt);
-}
+// The option words' one parser each (PassOptions.h), under local names.
+using Policy = RematPolicy;
+using CopyMode = RematWeightCopies;
 
 /// Converts the weight copies again before their first backward readers,
 /// on a fresh analysis of `func`: clones made by a layer recompute are
@@ -295,7 +275,7 @@ struct RematPass : weft::impl::RematPassBase<RematPass> {
 
 void RematPass::runOnOperation() {
   ModuleOp module = getOperation();
-  std::optional<Policy> policyKind = parsePolicy(policy);
+  std::optional<Policy> policyKind = parseRematPolicy(policy);
   if (!policyKind) {
     emitError(module.getLoc(), "weft-remat: unknown policy '")
         << policy << "' (expected none, full, selective, block, uniform or "
@@ -309,7 +289,7 @@ void RematPass::runOnOperation() {
         << ", got " << int64_t(numLayers);
     return signalPassFailure();
   }
-  std::optional<CopyMode> copyMode = parseCopyMode(weightCopies);
+  std::optional<CopyMode> copyMode = parseRematWeightCopies(weightCopies);
   if (!copyMode) {
     emitError(module.getLoc(), "weft-remat: unknown weight-copies '")
         << weightCopies << "' (expected keep, recompute or auto)";
