@@ -1,9 +1,13 @@
-// Named pipelines shared by weft-opt and weft-compile, and
+// Named pipelines shared by weft-opt and weft-compile (their drivers:
+// weft/Tools/Drivers.h), and
 // --weft-diff-each-pass, the instrumentation that runs the reference
 // interpreter after every pass of a pipeline and names the first pass that
 // changed a result.
 #ifndef WEFT_PIPELINES_H
 #define WEFT_PIPELINES_H
+
+#include "weft/Support/ByteSize.h"
+#include "weft/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -31,22 +35,23 @@ namespace weft {
 //===----------------------------------------------------------------------===//
 
 /// Options of the training pipeline: weft-autodiff -> [weft-fuse-elementwise]
-/// -> weft-remat ->
-/// weft-plan-memory -> weft-training-report. weft-compile's flags of the same
-/// names fill the same struct.
+/// -> weft-remat -> weft-plan-memory -> weft-training-report. weft-compile's
+/// flags of the same names fill the same struct and take their defaults from
+/// it; an option that a pass also has takes the pass's default (Passes.td),
+/// so each default is written once.
 struct TrainingPipelineOptions
     : public mlir::PassPipelineOptions<TrainingPipelineOptions> {
   Option<std::string> entry{
       *this, "entry", llvm::cl::desc("Forward function returning the loss"),
-      llvm::cl::init("forward")};
+      llvm::cl::init(AutodiffPassOptions().entry)};
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("none | adamw"),
-                                llvm::cl::init("none")};
+                                llvm::cl::init(AutodiffPassOptions().optimizer)};
   Option<double> lr{*this, "lr", llvm::cl::desc("AdamW learning rate"),
-                    llvm::cl::init(1.0e-3)};
+                    llvm::cl::init(AutodiffPassOptions().lr)};
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("AdamW weight decay"),
-                             llvm::cl::init(0.01)};
+                             llvm::cl::init(AutodiffPassOptions().weightDecay)};
   Option<std::string> memoryBudget{
       *this, "memory-budget",
       llvm::cl::desc("Bytes the planned step may use (e.g. 96MiB, 1.5GB, "
@@ -55,22 +60,29 @@ struct TrainingPipelineOptions
   Option<std::string> remat{
       *this, "remat",
       llvm::cl::desc("none | full | selective | block | uniform | budget"),
-      llvm::cl::init("none")};
+      llvm::cl::init(RematPassOptions().policy)};
   Option<int64_t> rematLayers{*this, "remat-layers",
                               llvm::cl::desc("Layers for remat=block/uniform"),
-                              llvm::cl::init(1)};
+                              llvm::cl::init(RematPassOptions().numLayers)};
   Option<std::string> rematWeightCopies{
       *this, "remat-weight-copies",
       llvm::cl::desc("keep | recompute | auto: the bf16 copies of the f32 "
                      "masters the backward reads (weft-remat weight-copies)"),
-      llvm::cl::init("auto")};
-  Option<std::string> weightCopies{
+      llvm::cl::init(RematPassOptions().weightCopies)};
+  Option<WeightCopies> weightCopies{
       *this, "weight-copies",
       llvm::cl::desc("converted | carried | split: the bf16 copies of the f32 "
                      "masters converted in each step, carried between steps and "
                      "written by the AdamW updates, or the masters' own bf16 "
                      "high halves (weft-autodiff weight-copies)"),
-      llvm::cl::init("converted")};
+      llvm::cl::init(AutodiffPassOptions().weightCopies),
+      llvm::cl::values(
+          clEnumValN(WeightCopies::Converted, "converted",
+                     "converted from the masters inside each step"),
+          clEnumValN(WeightCopies::Carried, "carried",
+                     "step arguments written by each AdamW update"),
+          clEnumValN(WeightCopies::Split, "split",
+                     "the masters' bf16 high halves, low halves in i16"))};
   Option<std::string> memoryReport{
       *this, "memory-report",
       llvm::cl::desc("Write the step's memory and FLOP report as JSON here")};
@@ -107,15 +119,6 @@ struct TrainingPipelineOptions
 
 /// The name of the step function the pipeline builds from `entry`.
 std::string getStepFunctionName(llvm::StringRef entry);
-
-/// "96MiB" -> 100663296. Accepts a non-negative decimal number with an
-/// optional unit: B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB (powers
-/// of 1024); the result is rounded down to whole bytes. nullopt on anything
-/// else or on a value past 2^63 - 1.
-std::optional<int64_t> parseByteSize(llvm::StringRef text);
-
-/// "100663296 bytes (96.0 MiB)".
-std::string formatBytes(int64_t bytes);
 
 /// Appends the pipeline to `pm` (anchored on builtin.module). Checks every
 /// option first and reports a bad one through `emitError`, adding nothing.
@@ -190,19 +193,6 @@ applyDiffEachPassCLOptions(mlir::PassManager &pm,
 /// After the pass manager ran: an error for each --weft-diff-entry that never
 /// appeared; returns whether all went well.
 bool finishDiffEachPass(const DiffEachPassStatus &status);
-
-/// weft-opt's main after registration (registerDiffEachPassCLOptions
-/// included): MlirOptMain with --weft-diff-each-pass hooked into its pass
-/// pipeline setup. Fails when a pass changed a result (unless
-/// --verify-diagnostics judges the run).
-mlir::LogicalResult weftOptMain(int argc, char **argv, llvm::StringRef toolName,
-                                mlir::DialectRegistry &registry);
-
-/// weft-compile's main after registration (see tools/weft-compile): parses
-/// the command line, runs weft-train-pipeline, writes the step IR. Returns
-/// the exit code: 0 done, 1 the compilation failed (a pass, the budget, a
-/// --weft-diff-each-pass difference), 2 bad usage or unreadable input.
-int weftCompileMain(int argc, char **argv, mlir::DialectRegistry &registry);
 
 } // namespace weft
 

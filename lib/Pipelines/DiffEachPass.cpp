@@ -4,6 +4,7 @@
 #include "weft/Pipelines.h"
 
 #include "weft/Reference/Interpreter.h"
+#include "weft/Reference/NpzArguments.h"
 #include "weft/Reference/RandomInputs.h"
 #include "weft/Support/Npz.h"
 
@@ -307,32 +308,12 @@ private:
     if (!archive)
       return emitError(func.getLoc(), "--weft-diff-inputs: ")
              << llvm::toString(archive.takeError());
-    std::vector<Tensor> args;
-    for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
-      std::string key = "arg" + std::to_string(index);
-      const Tensor *tensor = archive->lookup(key);
-      auto tensorType = dyn_cast<RankedTensorType>(type);
-      std::optional<DType> dtype =
-          tensorType ? reference::dtypeOf(tensorType.getElementType())
-                     : std::nullopt;
-      if (!tensor)
-        return emitError(func.getLoc(), "--weft-diff-inputs: ")
-               << options.inputsFile << " has no '" << key << "' for argument #"
-               << index << " (" << type << ") of @" << func.getSymName();
-      if (!dtype || tensorType.getShape() != llvm::ArrayRef(tensor->shape) ||
-          *dtype != tensor->dtype)
-        return emitError(func.getLoc(), "--weft-diff-inputs: '")
-               << key << "' of " << options.inputsFile << " is "
-               << dtypeName(tensor->dtype) << " of shape ["
-               << llvm::join(llvm::map_range(
-                                 tensor->shape,
-                                 [](int64_t d) { return std::to_string(d); }),
-                             ", ")
-               << "] but argument #" << index << " of @" << func.getSymName()
-               << " is " << type;
-      args.push_back(*tensor);
-    }
-    return args;
+    llvm::Expected<reference::PerRankTensors> args =
+        reference::argumentsFromNpz(func, /*numRanks=*/1, *archive, options.inputsFile);
+    if (!args)
+      return emitError(func.getLoc(), "--weft-diff-inputs: ")
+             << llvm::toString(args.takeError());
+    return std::move(args->front());
   }
 
   /// Runs `func` on every rank; the interpreter's diagnostics say why not.

@@ -6,14 +6,10 @@
 #include "weft/Pipelines.h"
 
 #include "weft/Pipelines/Passes.h"
+#include "weft/Support/ByteSize.h"
 #include "weft/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSwitch.h"
-#include "llvm/Support/Format.h"
-
-#include <cmath>
 
 using namespace mlir;
 using namespace weft;
@@ -22,93 +18,28 @@ std::string weft::getStepFunctionName(StringRef entry) {
   return (entry + "_step").str();
 }
 
-std::optional<int64_t> weft::parseByteSize(StringRef text) {
-  text = text.trim();
-  size_t numberEnd = 0;
-  while (numberEnd < text.size() &&
-         (llvm::isDigit(text[numberEnd]) || text[numberEnd] == '.'))
-    ++numberEnd;
-  StringRef number = text.take_front(numberEnd);
-  StringRef unit = text.drop_front(numberEnd).trim();
-  if (number.empty() || number.count('.') > 1 || number == ".")
-    return std::nullopt;
-  std::optional<double> scale = llvm::StringSwitch<std::optional<double>>(unit)
-                                    .Case("", 1.0)
-                                    .Case("B", 1.0)
-                                    .Case("KB", 1e3)
-                                    .Case("MB", 1e6)
-                                    .Case("GB", 1e9)
-                                    .Case("TB", 1e12)
-                                    .Case("KiB", 0x1p10)
-                                    .Case("MiB", 0x1p20)
-                                    .Case("GiB", 0x1p30)
-                                    .Case("TiB", 0x1p40)
-                                    .Default(std::nullopt);
-  if (!scale)
-    return std::nullopt;
-  // Integers are exact; only a fractional number goes through a double.
-  if (!number.contains('.') && *scale == 1.0) {
-    int64_t bytes;
-    if (number.getAsInteger(10, bytes) || bytes < 0)
-      return std::nullopt;
-    return bytes;
-  }
-  double value;
-  if (number.getAsDouble(value) || !(value >= 0))
-    return std::nullopt;
-  double bytes = std::floor(value * *scale);
-  if (!(bytes < 0x1p63))
-    return std::nullopt;
-  return int64_t(bytes);
-}
-
-std::string weft::formatBytes(int64_t bytes) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double value = double(bytes);
-  unsigned unit = 0;
-  while (std::fabs(value) >= 1024.0 && unit + 1 < std::size(units)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << bytes << " bytes";
-  if (unit > 0)
-    os << llvm::format(" (%.2f %s)", value, units[unit]);
-  return text;
-}
-
-/// weft-remat's policies (Passes.td), checked here so a typo is an option
-/// error before anything runs.
-static constexpr llvm::StringLiteral kRematPolicies[] = {
-    "none", "full", "selective", "block", "uniform", "budget"};
-
-/// weft-remat's weight-copies modes.
-static constexpr llvm::StringLiteral kWeightCopyModes[] = {"keep", "recompute",
-                                                           "auto"};
-
 LogicalResult weft::buildTrainingPipeline(
     OpPassManager &pm, const TrainingPipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> emitError) {
   if (options.entry.empty())
     return emitError("weft-train-pipeline needs entry=NAME, the forward "
                      "function returning the loss");
-  if (options.optimizer != "none" && options.optimizer != "adamw")
+  // The passes' own parsers (PassOptions.h), so a typo is an option error
+  // before anything runs.
+  if (!parseOptimizer(options.optimizer))
     return emitError("optimizer must be none or adamw, got '" +
                      options.optimizer + "'");
-  if (!llvm::is_contained(kRematPolicies, StringRef(options.remat)))
+  std::optional<RematPolicy> policy = parseRematPolicy(options.remat);
+  if (!policy)
     return emitError("remat must be one of none, full, selective, block, "
                      "uniform, budget; got '" +
                      options.remat + "'");
-  if (!llvm::is_contained(kWeightCopyModes, StringRef(options.rematWeightCopies)))
+  if (!parseRematWeightCopies(options.rematWeightCopies))
     return emitError("remat-weight-copies must be keep, recompute or auto; "
                      "got '" + options.rematWeightCopies + "'");
-  if (options.weightCopies != "converted" && options.weightCopies != "carried" &&
-      options.weightCopies != "split")
-    return emitError("weight-copies must be converted, carried or split; got '" +
-                     options.weightCopies + "'");
-  if (options.weightCopies != "converted" && options.optimizer != "adamw")
-    return emitError("weight-copies=" + options.weightCopies +
+  // weight-copies is typed (PassOptions.h): its parser took only known words.
+  if (options.weightCopies != WeightCopies::Converted && options.optimizer != "adamw")
+    return emitError("weight-copies=" + stringifyWeightCopies(options.weightCopies) +
                      " needs optimizer=adamw (its updates write the copies); got optimizer '" +
                      options.optimizer + "'");
   if (options.rematLayers < 1)
@@ -122,7 +53,7 @@ LogicalResult weft::buildTrainingPipeline(
                        "' is not a size: a number with an optional unit B, "
                        "KB, MB, GB, TB, KiB, MiB, GiB or TiB");
   }
-  if (options.remat == "budget" && !budget)
+  if (*policy == RematPolicy::Budget && !budget)
     return emitError("remat=budget needs a memory-budget");
   std::optional<int64_t> gemmWorkspace;
   if (!options.gemmWorkspace.empty()) {
@@ -165,7 +96,7 @@ LogicalResult weft::buildTrainingPipeline(
   remat.policy = options.remat;
   remat.numLayers = options.rematLayers;
   remat.weightCopies = options.rematWeightCopies;
-  if (options.remat == "budget")
+  if (*policy == RematPolicy::Budget)
     remat.budget = std::to_string(*budget);
   pm.addPass(createRematPass(remat));
 

@@ -13,7 +13,6 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -26,8 +25,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-
-enum class Optimizer { None, AdamW };
 
 /// How the step's arguments come from the entry's: indices into the entry's
 /// arguments.
@@ -255,9 +252,6 @@ void convertMastersLate(Block &body, ArrayRef<Value> masters) {
         copy->moveBefore(first);
     }
 }
-
-/// How the step holds the low-precision weights of its f32 masters.
-enum class WeightCopies { Converted, Carried, Split };
 
 /// The i16 low half of a split master of `paramType`'s shape.
 RankedTensorType lowHalfType(Type paramType) {
@@ -539,18 +533,15 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    Optimizer kind;
-    if (optimizer == "none") {
-      kind = Optimizer::None;
-    } else if (optimizer == "adamw") {
-      kind = Optimizer::AdamW;
-      if (failed(checkAdamW(module)))
-        return signalPassFailure();
-    } else {
+    std::optional<Optimizer> parsed = parseOptimizer(optimizer);
+    if (!parsed) {
       module.emitError("weft-autodiff: unknown optimizer '")
           << optimizer << "' (expected none or adamw)";
       return signalPassFailure();
     }
+    Optimizer kind = *parsed;
+    if (kind == Optimizer::AdamW && failed(checkAdamW(module)))
+      return signalPassFailure();
     auto entryFn = module.lookupSymbol<func::FuncOp>(entry);
     if (!entryFn) {
       module.emitError("weft-autodiff: no function @")
@@ -580,25 +571,17 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
           << int64_t(gemmWorkspace) << " must be >= 0 bytes";
       return signalPassFailure();
     }
-    std::optional<WeightCopies> copies =
-        llvm::StringSwitch<std::optional<WeightCopies>>(weightCopies)
-            .Case("converted", WeightCopies::Converted)
-            .Case("carried", WeightCopies::Carried)
-            .Case("split", WeightCopies::Split)
-            .Default(std::nullopt);
-    if (!copies) {
-      module.emitError("weft-autodiff: option weight-copies = '")
-          << weightCopies << "' must be converted, carried or split";
-      return signalPassFailure();
-    }
-    bool carryCopies = *copies != WeightCopies::Converted;
+    // A typed option (PassOptions.h): its parser accepted only these three.
+    WeightCopies copies = weightCopies;
+    bool carryCopies = copies != WeightCopies::Converted;
     if (carryCopies && kind != Optimizer::AdamW) {
       module.emitError("weft-autodiff: weight-copies=")
-          << weightCopies << " needs optimizer=adamw (the update writes the copies)";
+          << stringifyWeightCopies(copies)
+          << " needs optimizer=adamw (the update writes the copies)";
       return signalPassFailure();
     }
     // Split masters hold a bf16 high half: an f16 parameter has none.
-    if (*copies == WeightCopies::Split)
+    if (copies == WeightCopies::Split)
       for (auto [k, p] : llvm::enumerate(args.params))
         if (getElementTypeOrSelf(entryFn.getArgumentTypes()[p]).isF16()) {
           mlir::emitError(entryFn.getArgument(p).getLoc(), "weft-autodiff: weight-copies=split "
@@ -617,12 +600,12 @@ struct AutodiffPass : public weft::impl::AutodiffPassBase<AutodiffPass> {
       }
       converted.insert(k);
     }
-    if (!converted.empty() && *copies != WeightCopies::Carried) {
+    if (!converted.empty() && copies != WeightCopies::Carried) {
       module.emitError("weft-autodiff: converted-params keeps some copies "
                        "converted among carried ones; it needs weight-copies=carried");
       return signalPassFailure();
     }
-    if (failed(buildStep(entryFn, stepName, args, kind, adamw, *copies,
+    if (failed(buildStep(entryFn, stepName, args, kind, adamw, copies,
                          gemmWorkspace, converted)))
       return signalPassFailure();
   }

@@ -4,6 +4,7 @@
 // peak fits (per-class Pareto sets, merged exactly, checked with the planner).
 #include "RematStep.h"
 
+#include "weft/Support/ByteSize.h"
 #include "weft/Transforms/Passes.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -31,30 +32,9 @@ using namespace weft::remat;
 
 namespace {
 
-enum class Policy { None, Full, Selective, Block, Uniform, Budget };
-
-std::optional<Policy> parsePolicy(StringRef name) {
-  return llvm::StringSwitch<std::optional<Policy>>(name)
-      .Case("none", Policy::None)
-      .Case("full", Policy::Full)
-      .Case("selective", Policy::Selective)
-      .Case("block", Policy::Block)
-      .Case("uniform", Policy::Uniform)
-      .Case("budget", Policy::Budget)
-      .Default(std::nullopt);
-}
-
-/// What happens to the parameters' converted copies the backward reads.
-enum class CopyMode { Keep, Recompute, Auto };
-
-std::optional<CopyMode> parseCopyMode(StringRef name) {
-  return llvm::StringSwitch<std::optional<CopyMode>>(name)
-      .Case("keep", CopyMode::Keep)
-      .Case("recompute", CopyMode::Recompute)
-      .Case("auto", CopyMode::Auto)
-      .Default(std::nullopt);
-}
-
+// The option words' one parser each (PassOptions.h), under local names.
+using Policy = RematPolicy;
+using CopyMode = RematWeightCopies;
 /// Converts the weight copies again before their first backward readers,
 /// on a fresh analysis of `func`: clones made by a layer recompute are
 /// backward readers too, and must read the new copies.
@@ -76,47 +56,6 @@ void addStats(RecomputeStats &total, const RecomputeStats &more) {
   total.segments += more.segments;
   total.flops += more.flops;
   total.seconds += more.seconds;
-}
-
-/// "123", "1.5GiB", "512MiB", "64KiB", "2TiB", "100B": bytes (rounded down),
-/// at least 1 and below 2^62.
-std::optional<int64_t> parseBytes(StringRef text) {
-  StringRef number = text.take_while(
-      [](char c) { return llvm::isDigit(c) || c == '.'; });
-  StringRef suffix = text.drop_front(number.size());
-  std::optional<double> scale =
-      llvm::StringSwitch<std::optional<double>>(suffix)
-          .Cases("", "B", 1.0)
-          .Case("KiB", 1024.0)
-          .Case("MiB", 1024.0 * 1024.0)
-          .Case("GiB", 1024.0 * 1024.0 * 1024.0)
-          .Case("TiB", 1024.0 * 1024.0 * 1024.0 * 1024.0)
-          .Default(std::nullopt);
-  double value;
-  if (!scale || number.empty() || number.count('.') > 1 ||
-      number == "." || number.getAsDouble(value))
-    return std::nullopt;
-  double bytes = std::floor(value * *scale);
-  if (!(bytes >= 1.0) || bytes >= 4.6e18)
-    return std::nullopt;
-  return int64_t(bytes);
-}
-
-/// "1234567 bytes (1.18 MiB)".
-std::string describeBytes(int64_t bytes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << bytes << " bytes";
-  const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = -1;
-  while (value >= 1024.0 && unit < 3) {
-    value /= 1024.0;
-    ++unit;
-  }
-  if (unit >= 0)
-    os << " (" << llvm::format("%.2f", value) << " " << units[unit] << ")";
-  return text;
 }
 
 /// Selective recompute's target (Korthikanti et al.'s "core attention"):
@@ -335,7 +274,7 @@ struct RematPass : weft::impl::RematPassBase<RematPass> {
 
 void RematPass::runOnOperation() {
   ModuleOp module = getOperation();
-  std::optional<Policy> policyKind = parsePolicy(policy);
+  std::optional<Policy> policyKind = parseRematPolicy(policy);
   if (!policyKind) {
     emitError(module.getLoc(), "weft-remat: unknown policy '")
         << policy << "' (expected none, full, selective, block, uniform or "
@@ -349,7 +288,7 @@ void RematPass::runOnOperation() {
         << ", got " << int64_t(numLayers);
     return signalPassFailure();
   }
-  std::optional<CopyMode> copyMode = parseCopyMode(weightCopies);
+  std::optional<CopyMode> copyMode = parseRematWeightCopies(weightCopies);
   if (!copyMode) {
     emitError(module.getLoc(), "weft-remat: unknown weight-copies '")
         << weightCopies << "' (expected keep, recompute or auto)";
@@ -362,8 +301,9 @@ void RematPass::runOnOperation() {
   }
   std::optional<int64_t> budgetBytes;
   if (!budget.empty()) {
-    budgetBytes = parseBytes(budget);
-    if (!budgetBytes) {
+    budgetBytes = parseByteSize(budget);
+    // A budget of nothing fits no step: at least one byte.
+    if (!budgetBytes || *budgetBytes < 1) {
       emitError(module.getLoc(), "weft-remat: cannot parse budget '")
           << budget << "': expected a positive byte count with an optional "
           << "suffix B, KiB, MiB, GiB or TiB (e.g. 512MiB)";
@@ -445,8 +385,8 @@ LogicalResult RematPass::runOnFunction(func::FuncOp func, Policy policy,
   if (budgetBytes && after->peak > *budgetBytes)
     return emitError(func.getLoc(), "weft-remat: policy '")
            << result.policy << "' gives @" << func.getSymName()
-           << " a planned peak of " << describeBytes(after->peak)
-           << ", over the budget of " << describeBytes(*budgetBytes)
+           << " a planned peak of " << formatBytes(after->peak)
+           << ", over the budget of " << formatBytes(*budgetBytes)
            << "; policy=budget chooses what to recompute to fit";
   return success();
 }
@@ -592,10 +532,10 @@ LogicalResult emitInfeasibleBudget(func::FuncOp func, const StepStructure &step,
                                    ArrayRef<bool> modes, int64_t budgetBytes,
                                    std::optional<int64_t> best) {
   InFlightDiagnostic diag = emitError(func.getLoc(), "weft-remat: the budget of ")
-                            << describeBytes(budgetBytes) << " is infeasible for @"
+                            << formatBytes(budgetBytes) << " is infeasible for @"
                             << func.getSymName();
   if (best)
-    diag << ": the smallest peak Weft can reach is " << describeBytes(*best);
+    diag << ": the smallest peak Weft can reach is " << formatBytes(*best);
   diag << " (" << problem.frontier.size() << " recompute choices over "
        << step.getLayers().size() << " layers, " << problem.classes.size()
        << (problem.classes.size() == 1 ? " class" : " classes")

@@ -49,7 +49,7 @@
 // Inputs of another function do not fit: the key and both types are named.
 // RUN: weft-run %s --entry loss --random-inputs --save-inputs %t.loss.npz
 // RUN: not weft-opt %s --canonicalize --weft-diff-each-pass --weft-diff-inputs=%t.loss.npz -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-NPZ
-// BAD-NPZ: error: --weft-diff-inputs: 'arg0' of {{.*}}loss.npz is f32 of shape [4, 4] but argument #0 of @double is 'tensor<3x4xf64>'
+// BAD-NPZ: error: --weft-diff-inputs: {{.*}}loss.npz: 'arg0' is tensor<4x4xf32> but argument #0 of @double is tensor<3x4xf64>
 // RUN: not weft-opt %s --canonicalize --weft-diff-each-pass --weft-diff-inputs=%t.missing.npz -o /dev/null 2>&1 | FileCheck %s --check-prefix=NO-NPZ
 // NO-NPZ: error: --weft-diff-inputs: {{.*}}missing.npz
 

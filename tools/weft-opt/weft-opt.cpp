@@ -4,6 +4,7 @@
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
 #include "weft/Pipelines.h"
 #include "weft/RegisterWeftDialects.h"
+#include "weft/Tools/Drivers.h"
 
 #include "TestPasses.h"
 

@@ -2,6 +2,7 @@
 // weft_gemm_desc (each checked with weft_gemm_check, no GPU needed) with its
 // workspace and algorithm slot; --select chooses the empty slots' algorithms
 // on the GPU and writes them into FILE (weft_package_gemms_select_file).
+#include "weft/Support/ExitCode.h"
 #include "weft_package_gemms.h"
 
 #include <cstdio>
@@ -26,7 +27,56 @@ const char *epilogueName(weft_gemm_epilogue epilogue) {
 
 int usage() {
   std::fprintf(stderr, "usage: weft-package-gemms [--select [--reselect]] FILE.weftpkg\n");
-  return 2;
+  return weft::kExitUsage;
+}
+
+/// --select: chooses the empty algorithm slots on the GPU (--reselect: all)
+/// and writes them into the package.
+int selectAlgorithms(const char *path, bool reselect) {
+  unsigned selected = 0;
+  if (weft_package_gemms_select_file(path, reselect, &selected) != WEFT_OK) {
+    std::fprintf(stderr, "weft-package-gemms: error: %s\n", weft_last_error());
+    return weft::kExitFailed;
+  }
+  std::printf("%s: chose %u algorithms\n", path, selected);
+  return weft::kExitOk;
+}
+
+/// Prints every GEMM of the package at `path` as the runtime's descriptor.
+int printGemms(const char *path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "weft-package-gemms: error: cannot open '%s'\n", path);
+    return weft::kExitUsage;
+  }
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unsigned count = 0;
+  if (weft_package_gemms(bytes.data(), bytes.size(), nullptr, 0, &count) != WEFT_OK) {
+    std::fprintf(stderr, "weft-package-gemms: error: %s: %s\n", path, weft_last_error());
+    return weft::kExitFailed;
+  }
+  std::vector<weft_package_gemm> gemms(count);
+  if (weft_package_gemms(bytes.data(), bytes.size(), gemms.data(), count, &count) != WEFT_OK) {
+    std::fprintf(stderr, "weft-package-gemms: error: %s: %s\n", path, weft_last_error());
+    return weft::kExitFailed;
+  }
+  unsigned chosen = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    const weft_gemm_desc &d = gemms[i].desc;
+    std::printf("gemm %u: m=%d n=%d k=%d batch=%d trans_a=%d trans_b=%d %s epilogue=%s "
+                "alpha=%g beta=%g",
+                i, d.m, d.n, d.k, d.batch, d.trans_a, d.trans_b, dtypeName(d.dtype),
+                epilogueName(d.epilogue), d.alpha, d.beta);
+    if (d.batch > 1)
+      std::printf(" strides=%lld,%lld,%lld,%lld", d.stride_a, d.stride_b, d.stride_c,
+                  d.stride_d);
+    std::printf(" workspace=%zu algo=%s\n", gemms[i].workspace_bytes,
+                gemms[i].algo_chosen ? "chosen" : "not-chosen");
+    chosen += gemms[i].algo_chosen;
+  }
+  std::printf("%u gemms, every descriptor passes weft_gemm_check, %u algorithms chosen\n", count,
+              chosen);
+  return weft::kExitOk;
 }
 
 } // namespace
@@ -46,45 +96,8 @@ int main(int argc, char **argv) {
   }
   if (!path)
     return usage();
-  if (select) {
-    unsigned selected = 0;
-    if (weft_package_gemms_select_file(path, reselect, &selected) != WEFT_OK) {
-      std::fprintf(stderr, "weft-package-gemms: error: %s\n", weft_last_error());
-      return 1;
-    }
-    std::printf("%s: chose %u algorithms\n", path, selected);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "weft-package-gemms: error: cannot open '%s'\n", path);
-    return 2;
-  }
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  unsigned count = 0;
-  if (weft_package_gemms(bytes.data(), bytes.size(), nullptr, 0, &count) != WEFT_OK) {
-    std::fprintf(stderr, "weft-package-gemms: error: %s: %s\n", path, weft_last_error());
-    return 1;
-  }
-  std::vector<weft_package_gemm> gemms(count);
-  if (weft_package_gemms(bytes.data(), bytes.size(), gemms.data(), count, &count) != WEFT_OK) {
-    std::fprintf(stderr, "weft-package-gemms: error: %s: %s\n", path, weft_last_error());
-    return 1;
-  }
-  unsigned chosen = 0;
-  for (unsigned i = 0; i < count; ++i) {
-    const weft_gemm_desc &d = gemms[i].desc;
-    std::printf("gemm %u: m=%d n=%d k=%d batch=%d trans_a=%d trans_b=%d %s epilogue=%s "
-                "alpha=%g beta=%g",
-                i, d.m, d.n, d.k, d.batch, d.trans_a, d.trans_b, dtypeName(d.dtype),
-                epilogueName(d.epilogue), d.alpha, d.beta);
-    if (d.batch > 1)
-      std::printf(" strides=%lld,%lld,%lld,%lld", d.stride_a, d.stride_b, d.stride_c,
-                  d.stride_d);
-    std::printf(" workspace=%zu algo=%s\n", gemms[i].workspace_bytes,
-                gemms[i].algo_chosen ? "chosen" : "not-chosen");
-    chosen += gemms[i].algo_chosen;
-  }
-  std::printf("%u gemms, every descriptor passes weft_gemm_check, %u algorithms chosen\n", count,
-              chosen);
-  return 0;
+  if (select)
+    if (int code = selectAlgorithms(path, reselect))
+      return code;
+  return printGemms(path);
 }

@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "weft/Dialect/WeftDialect.h"
+#include "weft/Transforms/PassOptions.h"
 
 namespace weft {
 

@@ -52,14 +52,22 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", "1.0e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.01", "AdamW weight decay">,
-    Option<"weightCopies", "weight-copies", "std::string", "\"converted\"",
+    Option<"weightCopies", "weight-copies", "::weft::WeightCopies",
+           "::weft::WeightCopies::Converted",
            "converted | carried | split: with optimizer=adamw, the low-precision "
            "copies of the f32 masters are converted inside each step "
            "(converted), or are step arguments marked weft.copy_of that each "
            "AdamW update writes right after its master (carried; "
            "Megatron's bf16 parameters beside fp32 main parameters), or are "
            "the masters' own bf16 high halves, the low halves in i16 master "
-           "slots (split: no copy and no conversion; bf16 parameters only)">,
+           "slots (split: no copy and no conversion; bf16 parameters only)",
+           [{::llvm::cl::values(
+             clEnumValN(::weft::WeightCopies::Converted, "converted",
+                        "converted from the masters inside each step"),
+             clEnumValN(::weft::WeightCopies::Carried, "carried",
+                        "step arguments written by each AdamW update"),
+             clEnumValN(::weft::WeightCopies::Split, "split",
+                        "the masters' bf16 high halves, low halves in i16"))}]>,
     ListOption<"convertedParams", "converted-params", "int64_t",
                "With weight-copies=carried: the parameters (weft.param "
                "arguments of the entry, from 0) whose copies stay converted "

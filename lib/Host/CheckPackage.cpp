@@ -1,8 +1,9 @@
 // weft-run --check: validates a package without a GPU (the reader's bounds
 // and checksums, then the plan checks) and prints a short summary.
-#include "CheckPackage.h"
+#include "weft/Host/CheckPackage.h"
 
 #include "weft/Package/Package.h"
+#include "weft/Support/ExitCode.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -22,14 +23,14 @@ int checkPackageFile(llvm::StringRef path, bool allowMissingImages) {
                                   /*RequiresNullTerminator=*/false);
   if (!file) {
     error("cannot read: " + file.getError().message());
-    return 2;
+    return kExitUsage;
   }
   pkg::Package package;
   std::string message;
   if (!pkg::readPackage((*file)->getBufferStart(), (*file)->getBufferSize(),
                         package, message)) {
     error(message);
-    return 1;
+    return kExitFailed;
   }
   pkg::CheckOptions options;
   options.requireImages = false; // reported below, all in one line
@@ -37,7 +38,7 @@ int checkPackageFile(llvm::StringRef path, bool allowMissingImages) {
   for (const pkg::Problem &problem : problems)
     error(problem.message);
   if (!problems.empty())
-    return 1;
+    return kExitFailed;
 
   std::vector<std::string> missing;
   for (const pkg::Kernel &kernel : package.kernels)
@@ -69,14 +70,14 @@ int checkPackageFile(llvm::StringRef path, bool allowMissingImages) {
                        " kernels have no image in the package (" + names + ")";
     if (!allowMissingImages) {
       error(text + "; a GPU cannot run this step");
-      return 1;
+      return kExitFailed;
     }
     llvm::outs().flush();
     llvm::WithColor::warning(llvm::errs(), "weft-run") << path << ": " << text
                                                         << "\n";
   }
   llvm::outs() << "  ok\n";
-  return 0;
+  return kExitOk;
 }
 
 } // namespace weft

@@ -1,6 +1,7 @@
 // weft-opt's driver: MlirOptMain with --weft-diff-each-pass added to the pass
 // pipeline it builds from the command line.
 #include "weft/Pipelines.h"
+#include "weft/Tools/Drivers.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"

@@ -1,8 +1,8 @@
 // weft-run --init-state and --time-segments: drawing a step's state on the
 // host, and timing each schedule entry with the runtime's events, summed into
 // forward / backward / optimizer segments.
-#ifndef WEFT_TOOLS_WEFT_RUN_STEPTIMING_H
-#define WEFT_TOOLS_WEFT_RUN_STEPTIMING_H
+#ifndef WEFT_HOST_STEPTIMING_H
+#define WEFT_HOST_STEPTIMING_H
 
 #include "weft_runtime.h"
 
@@ -45,4 +45,4 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
 
 } // namespace weft
 
-#endif // WEFT_TOOLS_WEFT_RUN_STEPTIMING_H
+#endif // WEFT_HOST_STEPTIMING_H

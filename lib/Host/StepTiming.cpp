@@ -1,6 +1,7 @@
 // weft-run --init-state and --time-segments (see StepTiming.h).
-#include "StepTiming.h"
+#include "weft/Host/StepTiming.h"
 
+#include "weft/Support/ExitCode.h"
 #include "weft/Support/FloatBits.h"
 
 #include "llvm/ADT/Twine.h"
@@ -120,7 +121,7 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
   auto error = [](const llvm::Twine &message) {
     llvm::outs().flush();
     llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
-    return 1;
+    return kExitFailed;
   };
   size_t n = weft_step_entry_count(step);
   std::vector<weft_step_entry> entries(n);
@@ -156,7 +157,7 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
                                "entry)\n",
                                forward, backward, optimizer, median(totals), (long long)runs);
   if (jsonPath.empty())
-    return 0;
+    return kExitOk;
   std::ofstream file(jsonPath);
   if (!file)
     return error("--timing-json: cannot write '" + jsonPath + "'");
@@ -180,7 +181,7 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
   }
   os << "]}\n";
   file << os.str();
-  return file.good() ? 0 : error("--timing-json: writing '" + jsonPath + "' failed");
+  return file.good() ? kExitOk : error("--timing-json: writing '" + jsonPath + "' failed");
 }
 
 } // namespace weft

@@ -1,7 +1,9 @@
-// weft-run STEP.weftpkg: runs a compiled step on the GPU through the runtime
-// (weft_step_*), steps of inputs from an .npz, state saved and restored.
-#ifndef WEFT_TOOLS_WEFT_RUN_RUNPACKAGE_H
-#define WEFT_TOOLS_WEFT_RUN_RUNPACKAGE_H
+// Running a compiled step (weft-run STEP.weftpkg) through the runtime
+// (weft_step_*): steps of inputs from an .npz, state files (--load-state,
+// --save-state, --init-state), carried weight copies and split masters. No
+// MLIR: the PyTorch plugin and the multi-GPU launcher bind steps the same way.
+#ifndef WEFT_HOST_RUNPACKAGE_H
+#define WEFT_HOST_RUNPACKAGE_H
 
 #include "llvm/ADT/StringRef.h"
 
@@ -37,9 +39,10 @@ struct RunPackageOptions {
 /// a package rather than IR).
 bool isPackageFile(llvm::StringRef path);
 
-/// Exit codes as weft-run's: 0 ok, 1 the run failed, 2 usage or input error.
+/// Loads and runs the package; returns an ExitCode (ExitCode.h): 0 ok, 1 the
+/// run failed, 2 usage or input error, with the error printed.
 int runPackage(const RunPackageOptions &options);
 
 } // namespace weft
 
-#endif // WEFT_TOOLS_WEFT_RUN_RUNPACKAGE_H
+#endif // WEFT_HOST_RUNPACKAGE_H

@@ -1,0 +1,693 @@
+// The host side of running a package (weft-run STEP.weftpkg): loads a package with the runtime, binds each step's
+// inputs from an .npz (a leading step dimension), restores and saves the
+// parameters and optimizer state, runs the steps and prints the loss per step
+// and the device memory cuMemGetInfo saw. --dry-run does everything up to the
+// first driver call, so it is tested without a GPU. State files hold f32
+// masters whatever the package keeps: carried bf16 copies are derived from
+// them, and split masters (an i16 low half + a bf16 high half) are split from
+// and joined back into them.
+#include "weft/Host/RunPackage.h"
+
+#include "weft/Host/StepTiming.h"
+#include "weft/Support/ExitCode.h"
+#include "weft/Support/FloatBits.h"
+#include "weft/Support/Npz.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "weft_runtime.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
+
+namespace weft {
+
+namespace {
+
+int error(ExitCode code, const llvm::Twine &message) {
+  llvm::outs().flush();
+  llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+  return code;
+}
+
+std::string describe(const std::vector<int64_t> &shape, const std::string &dtype) {
+  std::string text = "tensor<";
+  for (int64_t d : shape)
+    text += std::to_string(d) + "x";
+  return text + dtype + ">";
+}
+
+std::optional<DType> tensorDType(const std::string &name) {
+  if (name == "i32")
+    return DType::I64; // exact in float64 as well
+  return parseDType(name);
+}
+
+size_t elementBytes(const std::string &dtype) {
+  if (dtype == "f64" || dtype == "i64")
+    return 8;
+  if (dtype == "f32" || dtype == "i32")
+    return 4;
+  if (dtype == "bf16" || dtype == "f16" || dtype == "i16")
+    return 2;
+  return 1; // i1
+}
+
+/// `count` elements of `data` from `start` as the buffer's bytes.
+std::string toBytes(const std::vector<double> &data, size_t start, size_t count,
+                    const std::string &dtype) {
+  std::string bytes(count * elementBytes(dtype), '\0');
+  char *out = bytes.data();
+  for (size_t i = 0; i < count; ++i) {
+    double v = data[start + i];
+    if (dtype == "bf16" || dtype == "f16") {
+      uint16_t bits = dtype == "bf16" ? bf16Bits(v) : f16Bits(v);
+      std::memcpy(out + 2 * i, &bits, 2);
+    } else if (dtype == "f32") {
+      float f = float(v);
+      std::memcpy(out + 4 * i, &f, 4);
+    } else if (dtype == "f64") {
+      std::memcpy(out + 8 * i, &v, 8);
+    } else if (dtype == "i64") {
+      int64_t n = int64_t(roundToDType(v, DType::I64));
+      std::memcpy(out + 8 * i, &n, 8);
+    } else if (dtype == "i32") {
+      int32_t n = int32_t(roundToDType(v, DType::I64));
+      std::memcpy(out + 4 * i, &n, 4);
+    } else if (dtype == "i16") {
+      int16_t n = int16_t(int64_t(roundToDType(v, DType::I64)));
+      std::memcpy(out + 2 * i, &n, 2);
+    } else {
+      out[i] = v != 0;
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> fromBytes(const std::string &bytes, const std::string &dtype) {
+  size_t width = elementBytes(dtype), count = bytes.size() / width;
+  std::vector<double> data(count);
+  const char *in = bytes.data();
+  for (size_t i = 0; i < count; ++i) {
+    if (dtype == "bf16" || dtype == "f16") {
+      uint16_t bits;
+      std::memcpy(&bits, in + 2 * i, 2);
+      data[i] = dtype == "bf16" ? bf16Value(bits) : f16Value(bits);
+    } else if (dtype == "f32") {
+      float f;
+      std::memcpy(&f, in + 4 * i, 4);
+      data[i] = f;
+    } else if (dtype == "f64") {
+      std::memcpy(&data[i], in + 8 * i, 8);
+    } else if (dtype == "i64") {
+      int64_t n;
+      std::memcpy(&n, in + 8 * i, 8);
+      data[i] = double(n);
+    } else if (dtype == "i32") {
+      int32_t n;
+      std::memcpy(&n, in + 4 * i, 4);
+      data[i] = n;
+    } else if (dtype == "i16") {
+      int16_t n;
+      std::memcpy(&n, in + 2 * i, 2);
+      data[i] = n;
+    } else {
+      data[i] = in[i] != 0;
+    }
+  }
+  return data;
+}
+
+struct BufferView {
+  size_t index = 0;
+  weft_step_buffer info = {};
+  std::vector<int64_t> shape;
+  int64_t elements = 1;
+  std::string type() const { return info.type[0] ? info.type : "(untyped)"; }
+};
+
+/// A buffer with weft.copy_of and its master. Carried: an f32 master and its
+/// bf16/f16 copy (the master rounded to nearest even). Split: the master
+/// argument holds the i16 low half and the copy the bf16 high half of one f32
+/// master (splitMasterHigh / splitMasterLow).
+struct CopyPair {
+  const BufferView *copy = nullptr, *master = nullptr;
+  bool split = false;
+};
+
+/// Where a buffer's bytes come from before each step.
+struct Binding {
+  const BufferView *buffer = nullptr;
+  /// A split master's high half: the f32 master bound to `buffer` is split,
+  /// its low half written there and its high half here.
+  const BufferView *high = nullptr;
+  const Tensor *tensor = nullptr;
+  std::string source; // for the dry-run listing
+  int64_t steps = 0;  // > 0: the tensor has a leading step dim of this size
+  bool draw = false;  // state drawn from --init-state's seed
+};
+
+bool isState(const weft_step_buffer &info) {
+  return info.arg >= 0 &&
+         (info.role == WEFT_ROLE_PARAMETER || info.role == WEFT_ROLE_OPTIMIZER_STATE);
+}
+
+struct StepFree {
+  void operator()(weft_step *step) const { weft_step_free(step); }
+};
+
+/// A package loaded (or, for --dry-run, prepared) by the runtime, with its
+/// buffers' shapes.
+struct LoadedStep {
+  std::unique_ptr<llvm::MemoryBuffer> file;
+  std::unique_ptr<weft_step, StepFree> step;
+  std::vector<BufferView> buffers;
+  /// A training step's first result: the scalar loss (null for others).
+  const BufferView *loss = nullptr;
+};
+
+/// Where every bound buffer's bytes come from, resolved once before the
+/// first step.
+struct StepBindings {
+  std::optional<NpzArchive> data, state;
+  std::vector<Binding> bindings;
+  /// Weight copies, each with its master, never read from a file: a carried
+  /// copy is derived after the state is bound; a split master's high half is
+  /// bound with its low half.
+  std::vector<CopyPair> copies;
+  std::map<const BufferView *, const BufferView *> highHalfOf;
+};
+
+
+/// Reads the package and loads it, or prepares it for --dry-run (the device
+/// taken to be --sm, else the package's own arch).
+int loadStep(const RunPackageOptions &options, LoadedStep &loaded) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(options.path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!file)
+    return error(kExitUsage, options.path + ": cannot read: " + file.getError().message());
+  loaded.file = std::move(*file);
+  llvm::StringRef bytes = loaded.file->getBuffer();
+
+  weft_step_options stepOptions = {};
+  stepOptions.device = options.device;
+  stepOptions.graph = options.graph;
+  stepOptions.debug_buffers = options.debugBuffers;
+  weft_step *raw = nullptr;
+  weft_status status;
+  if (options.dryRun) {
+    int sm = options.sm;
+    if (sm == 0) {
+      // The package's own arch from its header ("sm_90a" at byte 40).
+      std::string arch = bytes.size() >= 56 ? bytes.substr(40, 16).str().c_str() : "";
+      if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0)
+        return error(kExitFailed, options.path + ": no arch in the package header; give --sm");
+      sm = std::atoi(arch.c_str() + 3);
+    }
+    status = weft_step_prepare(bytes.data(), bytes.size(), sm, &stepOptions, &raw);
+  } else {
+    status = weft_step_load(bytes.data(), bytes.size(), &stepOptions, &raw);
+  }
+  loaded.step.reset(raw);
+  if (status)
+    return error(kExitFailed, options.path + ": cannot " +
+                                  (options.dryRun ? "prepare" : "load") + " the step (" +
+                                  weft_status_name(status) + "): " + weft_last_error());
+
+  loaded.buffers.resize(weft_step_buffer_count(raw));
+  for (size_t i = 0; i < loaded.buffers.size(); ++i) {
+    BufferView &buffer = loaded.buffers[i];
+    buffer.index = i;
+    weft_step_buffer_info(raw, i, &buffer.info);
+    for (int d = 0; d < buffer.info.rank; ++d) {
+      buffer.shape.push_back(buffer.info.shape[d]);
+      buffer.elements *= buffer.info.shape[d];
+    }
+  }
+  for (const BufferView &buffer : loaded.buffers)
+    if (buffer.info.result == 0 && buffer.elements == 1 && buffer.info.rank >= 0 &&
+        (buffer.info.dtype[0] == 'f' || std::string(buffer.info.dtype) == "bf16"))
+      loaded.loss = &buffer;
+  return kExitOk;
+}
+
+/// Pairs every weight copy (weft.copy_of) with its master, checking that
+/// the pair is a carried copy or a split master.
+int findWeightCopies(const LoadedStep &loaded, StepBindings &bound) {
+  for (const BufferView &buffer : loaded.buffers) {
+    const weft_step_buffer &info = buffer.info;
+    if (info.copy_of < 0)
+      continue;
+    const BufferView *master = nullptr;
+    for (const BufferView &m : loaded.buffers)
+      if (m.info.arg == info.copy_of && isState(m.info) && m.info.copy_of < 0)
+        master = &m;
+    std::string masterType = master ? std::string(master->info.dtype) : "";
+    std::string copyType = info.dtype;
+    bool sameCount = master && master->elements == buffer.elements;
+    bool carried = sameCount && masterType == "f32" &&
+                   (copyType == "bf16" || copyType == "f16");
+    bool split = sameCount && masterType == "i16" && copyType == "bf16";
+    if (!carried && !split)
+      return error(kExitUsage,
+                   llvm::Twine("buffer '") + info.name + "' (" + buffer.type() +
+                       ") is a copy of argument " + llvm::Twine(info.copy_of) + ", whose " +
+                       (master ? "buffer '" + std::string(master->info.name) + "' (" +
+                                     master->type() + ")"
+                               : std::string("state buffer does not exist and")) +
+                       " is neither an f32 master nor an i16 split low half of " +
+                       llvm::Twine(buffer.elements) + " elements (a copy is bf16 or f16 "
+                       "of an f32 master, or bf16 of an i16 low half)");
+    bound.copies.push_back({&buffer, master, split});
+    if (split)
+      bound.highHalfOf[master] = &buffer;
+  }
+  return kExitOk;
+}
+
+/// The message for a buffer that no file, seed or package gives a value.
+std::string missingValue(const BufferView &buffer, const Binding &binding, bool input) {
+  const weft_step_buffer &info = buffer.info;
+  return std::string(input ? "input" : "state buffer") + " '" + info.name + "' (" +
+         buffer.type() + ", argument " + std::to_string(info.arg) + ") has no value: " +
+         (input ? "give --data with '" + std::string(info.name) +
+                      "' of shape [steps, ...] or its own shape"
+                : "give --load-state (or --data) with '" + std::string(info.name) + "'" +
+                      (binding.high ? " (its f32 master: the step splits it)" : ""));
+}
+
+/// The binding of one input or state buffer: a tensor of --load-state or
+/// --data, a draw from --init-state, or none (`binding.buffer` stays null)
+/// when the package's initial data stays.
+int resolveBinding(const RunPackageOptions &options, const BufferView &buffer,
+                   StepBindings &bound, std::map<std::string, bool> &usedKeys) {
+  const weft_step_buffer &info = buffer.info;
+  bool input = info.role == WEFT_ROLE_INPUT && info.arg >= 0;
+  if (info.rank < 0)
+    return error(kExitUsage, llvm::Twine("buffer '") + info.name +
+                                 "' has no tensor type in the package: cannot bind it");
+  Binding binding;
+  binding.buffer = &buffer;
+  auto half = bound.highHalfOf.find(&buffer);
+  if (half != bound.highHalfOf.end())
+    binding.high = half->second;
+  const Tensor *tensor = nullptr;
+  std::string file;
+  if (isState(info) && bound.state && (tensor = bound.state->lookup(info.name)))
+    file = options.loadState;
+  else if (bound.data && (tensor = bound.data->lookup(info.name)))
+    file = options.data;
+  if (!tensor && isState(info) && options.initState >= 0) {
+    binding.draw = true;
+    binding.source = "--init-state=" + std::to_string(options.initState);
+    bound.bindings.push_back(binding);
+    return kExitOk;
+  }
+  if (!tensor) {
+    if (binding.high && info.has_initial_data && !binding.high->info.has_initial_data)
+      return error(kExitUsage,
+                   llvm::Twine("split master '") + info.name + "' (" + buffer.type() +
+                       ") has its low half in the package but its high half '" +
+                       binding.high->info.name +
+                       "' has none: give the f32 master with --load-state, --data or "
+                       "--init-state");
+    if (isState(info) && info.has_initial_data)
+      return kExitOk; // copied from the package at load
+    return error(kExitUsage, missingValue(buffer, binding, input));
+  }
+  if (file == options.data)
+    usedKeys[info.name] = true;
+  if (!tensorDType(info.dtype))
+    return error(kExitUsage, llvm::Twine("buffer '") + info.name + "' has element type " +
+                                 info.dtype + ", which .npz files cannot hold");
+  // A state file holds a split master as the f32 master, as it does for a
+  // converted or carried package, never as its halves.
+  if (binding.high && tensor->dtype != DType::F32 && tensor->dtype != DType::F64)
+    return error(kExitUsage, file + ": '" + info.name + "' is " +
+                                 describe(tensor->shape, dtypeName(tensor->dtype)) +
+                                 ", but the step keeps it as a split f32 master (low half '" +
+                                 info.name + "' " + buffer.type() + ", high half '" +
+                                 binding.high->info.name + "' " + binding.high->type() +
+                                 "): give the f32 master");
+  bool leading = input && tensor->shape.size() == buffer.shape.size() + 1 &&
+                 std::equal(buffer.shape.begin(), buffer.shape.end(),
+                            tensor->shape.begin() + 1) &&
+                 tensor->shape[0] >= 1;
+  if (!leading && tensor->shape != buffer.shape)
+    return error(kExitUsage, file + ": '" + info.name + "' is " +
+                                 describe(tensor->shape, dtypeName(tensor->dtype)) +
+                                 " but buffer '" + info.name + "' is " + buffer.type() +
+                                 (input ? " (give [steps, ...] for one value per step, or "
+                                          "its own shape for the same value every step)"
+                                        : ""));
+  binding.tensor = tensor;
+  binding.steps = leading ? tensor->shape[0] : 0;
+  binding.source = file + ":" + info.name;
+  bound.bindings.push_back(binding);
+  return kExitOk;
+}
+
+/// Inputs come from --data (per step, or the same every step); parameters
+/// and optimizer state from --load-state, else --data, else the package.
+/// Every --data key must bind something.
+int resolveBindings(const RunPackageOptions &options, const LoadedStep &loaded,
+                    StepBindings &bound) {
+  for (auto [path, archive] : {std::pair(&options.data, &bound.data),
+                               std::pair(&options.loadState, &bound.state)}) {
+    if (path->empty())
+      continue;
+    llvm::Expected<NpzArchive> read = readNpz(*path);
+    if (!read)
+      return error(kExitUsage, llvm::toString(read.takeError()));
+    *archive = std::move(*read);
+  }
+  if (int code = findWeightCopies(loaded, bound))
+    return code;
+  std::map<std::string, bool> usedKeys;
+  for (const BufferView &buffer : loaded.buffers) {
+    const weft_step_buffer &info = buffer.info;
+    if (info.copy_of >= 0 || (!(info.role == WEFT_ROLE_INPUT && info.arg >= 0) &&
+                              !isState(info)))
+      continue;
+    if (int code = resolveBinding(options, buffer, bound, usedKeys))
+      return code;
+  }
+  if (!bound.data)
+    return kExitOk;
+  for (const auto &entry : bound.data->entries()) {
+    if (usedKeys.count(entry.first))
+      continue;
+    std::string names;
+    for (const Binding &b : bound.bindings)
+      names += (names.empty() ? "" : ", ") + std::string(b.buffer->info.name);
+    return error(kExitUsage, options.data + ": '" + entry.first +
+                                 "' names no input or state buffer of the step (bound: " +
+                                 (names.empty() ? "none" : names) + ")");
+  }
+  return kExitOk;
+}
+
+/// --dry-run: the resolved step and, per step, where each buffer comes from.
+void printDryRun(const RunPackageOptions &options, const LoadedStep &loaded,
+                 const StepBindings &bound) {
+  llvm::outs() << weft_step_describe(loaded.step.get());
+  for (int64_t s = 0; s < options.steps; ++s) {
+    llvm::outs() << "step " << s + 1 << ":";
+    for (const Binding &b : bound.bindings) {
+      llvm::outs() << " " << b.buffer->info.name << " <- " << b.source;
+      if (b.steps)
+        llvm::outs() << "[" << s % b.steps << "]";
+    }
+    llvm::outs() << "\n";
+  }
+  for (const CopyPair &pair : bound.copies) {
+    if (pair.split)
+      llvm::outs() << "state: " << pair.master->info.name << " <- low half (i16), "
+                   << pair.copy->info.name << " <- high half (bf16) of the f32 master '"
+                   << pair.master->info.name << "'\n";
+    else
+      llvm::outs() << "state: " << pair.copy->info.name << " <- " << pair.master->info.name
+                   << " rounded to " << pair.copy->info.dtype << "\n";
+  }
+  if (loaded.loss)
+    llvm::outs() << "loss: buffer '" << loaded.loss->info.name << "'\n";
+}
+
+/// Moves bytes between the host and a loaded step's buffers; every failure
+/// is printed and returns false.
+class StepTransfer {
+public:
+  StepTransfer(weft_step *step, int64_t initState) : step(step), initState(initState) {}
+
+  bool bindBytes(const BufferView &buffer, const std::string &host) {
+    if (weft_step_bind(step, buffer.index, host.data(), host.size())) {
+      error(kExitFailed, llvm::Twine("binding '") + buffer.info.name + "': " + weft_last_error());
+      return false;
+    }
+    return true;
+  }
+
+  /// Binds `b` for step `s`: a split master's halves, a draw, or the step's
+  /// slice of a tensor.
+  bool bind(const Binding &b, int64_t s) {
+    if (b.high)
+      return bindSplit(b);
+    std::string host;
+    if (b.draw) {
+      if (!draw(b.buffer->info, host))
+        return false;
+    } else {
+      size_t count = size_t(b.buffer->elements);
+      size_t start = b.steps ? size_t(s % b.steps) * count : 0;
+      host = toBytes(b.tensor->data, start, count, b.buffer->info.dtype);
+    }
+    return bindBytes(*b.buffer, host);
+  }
+
+  bool readRaw(const BufferView &buffer, std::string &host) {
+    host.assign(buffer.info.size, '\0');
+    if (weft_step_read(step, buffer.index, host.data(), host.size())) {
+      error(kExitFailed, llvm::Twine("reading '") + buffer.info.name + "': " + weft_last_error());
+      return false;
+    }
+    return true;
+  }
+
+  bool readBack(const BufferView &buffer, Tensor &tensor) {
+    std::string host;
+    if (!readRaw(buffer, host))
+      return false;
+    tensor.shape = buffer.shape;
+    tensor.dtype = *tensorDType(buffer.info.dtype);
+    tensor.data = fromBytes(host, buffer.info.dtype);
+    tensor.data.resize(size_t(buffer.elements));
+    return true;
+  }
+
+  /// A carried copy: its master as bound (from a file, drawn, or the
+  /// package's bytes), rounded to nearest even as the step's convert does.
+  bool deriveCopy(const BufferView &copy, const BufferView &master) {
+    std::string host, bytes(copy.info.size, '\0');
+    if (!readRaw(master, host))
+      return false;
+    bool bf16 = std::string(copy.info.dtype) == "bf16";
+    for (int64_t i = 0; i < copy.elements; ++i) {
+      float f;
+      std::memcpy(&f, host.data() + 4 * i, 4);
+      uint16_t bits = bf16 ? bf16Bits(f) : f16Bits(f);
+      std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    }
+    return bindBytes(copy, bytes);
+  }
+
+  /// The f32 master of a split pair joined from its halves' bits, so one
+  /// state file serves converted, carried and split packages alike.
+  bool joinSplit(const BufferView &low, const BufferView &high, Tensor &tensor) {
+    std::string lowBytes, highBytes;
+    if (!readRaw(low, lowBytes) || !readRaw(high, highBytes))
+      return false;
+    tensor.shape = low.shape;
+    tensor.dtype = DType::F32;
+    tensor.data.resize(size_t(low.elements));
+    for (size_t i = 0; i < tensor.data.size(); ++i) {
+      uint16_t hi;
+      int16_t lo;
+      std::memcpy(&hi, highBytes.data() + 2 * i, 2);
+      std::memcpy(&lo, lowBytes.data() + 2 * i, 2);
+      tensor.data[i] = joinMaster(hi, lo);
+    }
+    return true;
+  }
+
+private:
+  bool draw(const weft_step_buffer &info, std::string &host) {
+    std::string why;
+    if (!drawStateBytes(info, uint64_t(initState), host, why)) {
+      error(kExitUsage, why);
+      return false;
+    }
+    return true;
+  }
+
+  /// A split master: the f32 master (from a file, or drawn exactly as the f32
+  /// master of a converted package is) split into its two halves.
+  bool bindSplit(const Binding &b) {
+    const BufferView &low = *b.buffer, &high = *b.high;
+    std::vector<float> master(size_t(low.elements));
+    if (b.draw) {
+      weft_step_buffer asF32 = low.info;
+      asF32.dtype = "f32";
+      asF32.size = master.size() * 4;
+      std::string host;
+      if (!draw(asF32, host))
+        return false;
+      std::memcpy(master.data(), host.data(), master.size() * 4);
+    } else {
+      for (size_t i = 0; i < master.size(); ++i)
+        master[i] = float(b.tensor->data[i]);
+    }
+    std::string lowBytes(low.info.size, '\0'), highBytes(high.info.size, '\0');
+    for (size_t i = 0; i < master.size(); ++i) {
+      int16_t lo = splitMasterLow(master[i]);
+      uint16_t hi = splitMasterHigh(master[i]);
+      std::memcpy(lowBytes.data() + 2 * i, &lo, 2);
+      std::memcpy(highBytes.data() + 2 * i, &hi, 2);
+    }
+    return bindBytes(low, lowBytes) && bindBytes(high, highBytes);
+  }
+
+  weft_step *step;
+  int64_t initState;
+};
+
+/// Binds the state once (the step updates it in place), derives the carried
+/// copies, then runs the steps, binding inputs before every step, even a
+/// value that is the same each time: the arena may reuse an input's bytes
+/// once its live range ends. Prints the loss and time of each step.
+int runSteps(const RunPackageOptions &options, const LoadedStep &loaded,
+             const StepBindings &bound, StepTransfer &transfer) {
+  for (const Binding &b : bound.bindings)
+    if (isState(b.buffer->info) && !transfer.bind(b, 0))
+      return kExitFailed;
+  for (const CopyPair &pair : bound.copies)
+    if (!pair.split && !transfer.deriveCopy(*pair.copy, *pair.master))
+      return kExitFailed; // a split pair is bound with its low half
+  for (int64_t s = 0; s < options.steps; ++s) {
+    for (const Binding &b : bound.bindings)
+      if (!isState(b.buffer->info) && !transfer.bind(b, s))
+        return kExitFailed;
+    auto start = std::chrono::steady_clock::now();
+    if (weft_status run = weft_step_run(loaded.step.get()))
+      return error(kExitFailed, "step " + llvm::Twine(s + 1) + ": " + weft_status_name(run) +
+                                    ": " + weft_last_error());
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                          start)
+                    .count();
+    llvm::outs() << "step " << s + 1 << "/" << options.steps;
+    if (loaded.loss) {
+      Tensor value;
+      if (!transfer.readBack(*loaded.loss, value))
+        return kExitFailed;
+      llvm::outs() << llvm::format(" loss %.6f", value.data[0]);
+    }
+    llvm::outs() << llvm::format(" (%.3f ms)\n", ms);
+    llvm::outs().flush();
+  }
+  return kExitOk;
+}
+
+/// --outputs: the last step's results as res<i>.
+int writeOutputs(const std::string &path, const LoadedStep &loaded, StepTransfer &transfer) {
+  NpzArchive archive;
+  for (const BufferView &buffer : loaded.buffers) {
+    if (buffer.info.result < 0 || buffer.info.rank < 0)
+      continue;
+    Tensor tensor;
+    if (!transfer.readBack(buffer, tensor))
+      return kExitFailed;
+    archive.set("res" + std::to_string(buffer.info.result), std::move(tensor));
+  }
+  if (llvm::Error err = writeNpz(path, archive))
+    return error(kExitFailed, llvm::toString(std::move(err)));
+  return kExitOk;
+}
+
+/// --save-state: parameters and optimizer state by buffer name, each split
+/// master joined back into its f32 master; copies are derived again on load.
+int writeState(const std::string &path, const LoadedStep &loaded, const StepBindings &bound,
+               StepTransfer &transfer) {
+  NpzArchive archive;
+  for (const BufferView &buffer : loaded.buffers) {
+    if (!isState(buffer.info) || buffer.info.rank < 0 || buffer.info.copy_of >= 0)
+      continue;
+    Tensor tensor;
+    auto half = bound.highHalfOf.find(&buffer);
+    bool read = half != bound.highHalfOf.end()
+                    ? transfer.joinSplit(buffer, *half->second, tensor)
+                    : transfer.readBack(buffer, tensor);
+    if (!read)
+      return kExitFailed;
+    archive.set(buffer.info.name, std::move(tensor));
+  }
+  if (llvm::Error err = writeNpz(path, archive))
+    return error(kExitFailed, llvm::toString(std::move(err)));
+  return kExitOk;
+}
+
+/// --print-memory: the planned arena beside what cuMemGetInfo saw.
+int printMemory(const RunPackageOptions &options, const LoadedStep &loaded) {
+  weft_step_memory memory;
+  if (weft_step_memory_info(loaded.step.get(), &memory))
+    return error(kExitFailed, llvm::Twine("reading device memory: ") + weft_last_error());
+  auto mib = [](size_t bytes) { return double(bytes) / (1 << 20); };
+  size_t arena = memory.used_after_arena - memory.used_before_load;
+  llvm::outs() << llvm::format("memory: planned %zu bytes (%.2f MiB)%s\n",
+                               memory.planned_bytes, mib(memory.planned_bytes),
+                               options.debugBuffers ? ", one allocation per buffer" : "")
+               << llvm::format("memory: arena allocation used %zu bytes (%.2f MiB, %.3f%% "
+                               "of planned)\n",
+                               arena, mib(arena),
+                               memory.planned_bytes ? 100.0 * arena / memory.planned_bytes : 0.0)
+               << llvm::format("memory: after load +%zu bytes (modules, tensor maps, "
+                               "cuBLASLt), peak +%zu bytes over %zu before load (device %zu)\n",
+                               memory.used_after_load - memory.used_before_load,
+                               memory.used_peak - memory.used_before_load,
+                               memory.used_before_load, memory.total_bytes);
+  llvm::outs() << llvm::format("memory-json: {\"planned\": %zu, \"before\": %zu, "
+                               "\"after_arena\": %zu, \"after_load\": %zu, \"peak\": %zu, "
+                               "\"total\": %zu}\n",
+                               memory.planned_bytes, memory.used_before_load,
+                               memory.used_after_arena, memory.used_after_load,
+                               memory.used_peak, memory.total_bytes);
+  return kExitOk;
+}
+
+} // namespace
+
+bool isPackageFile(llvm::StringRef path) {
+  auto file = llvm::MemoryBuffer::getFileSlice(path, 8, 0, /*IsVolatile=*/false);
+  return file && (*file)->getBuffer() == llvm::StringRef("WEFTPKG\0", 8);
+}
+
+int runPackage(const RunPackageOptions &options) {
+  if (options.steps < 1)
+    return error(kExitUsage, "--steps must be at least 1, got " + llvm::Twine(options.steps));
+  LoadedStep loaded;
+  if (int code = loadStep(options, loaded))
+    return code;
+  StepBindings bound;
+  if (int code = resolveBindings(options, loaded, bound))
+    return code;
+  if (options.dryRun) {
+    printDryRun(options, loaded, bound);
+    return kExitOk;
+  }
+  StepTransfer transfer(loaded.step.get(), options.initState);
+  if (int code = runSteps(options, loaded, bound, transfer))
+    return code;
+  if (options.timeSegments > 0) {
+    if (!loaded.loss)
+      return error(kExitUsage, "--time-segments needs a training step: the package has no "
+                               "scalar loss result to divide forward from backward");
+    if (int code = timeSegments(loaded.step.get(), loaded.loss->info.first,
+                                options.timeSegments, options.timingJson))
+      return code;
+  }
+  if (!options.outputs.empty())
+    if (int code = writeOutputs(options.outputs, loaded, transfer))
+      return code;
+  if (!options.saveState.empty())
+    if (int code = writeState(options.saveState, loaded, bound, transfer))
+      return code;
+  if (options.printMemory)
+    return printMemory(options, loaded);
+  return kExitOk;
+}
+
+} // namespace weft
