@@ -21,23 +21,12 @@ using namespace weft;
 static constexpr llvm::StringLiteral kAliasAttrName = WeftDialect::kAliasAttr;
 
 StringRef weft::getBufferCategoryName(BufferCategory category) {
-  switch (category) {
-  case BufferCategory::Parameter:
-    return "parameters";
-  case BufferCategory::OptimizerState:
-    return "optimizer_state";
-  case BufferCategory::Input:
-    return "inputs";
-  case BufferCategory::Gradient:
-    return "gradients";
-  case BufferCategory::SavedActivation:
-    return "saved_activations";
-  case BufferCategory::Temporary:
-    return "temporaries";
-  case BufferCategory::Workspace:
-    return "workspaces";
-  }
-  llvm_unreachable("unknown buffer category");
+  // In BufferCategory's order (Liveness.h).
+  static constexpr llvm::StringLiteral names[kNumBufferCategories] = {
+      "parameters",        "optimizer_state", "inputs",    "gradients",
+      "saved_activations", "temporaries",     "workspaces"};
+  assert(unsigned(category) < kNumBufferCategories && "unknown buffer category");
+  return names[unsigned(category)];
 }
 
 namespace weft {

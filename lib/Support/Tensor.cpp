@@ -4,23 +4,10 @@
 namespace weft {
 
 const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F64:
-    return "f64";
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::I64:
-    return "i64";
-  case DType::I1:
-    return "i1";
-  case DType::I16:
-    return "i16";
-  }
-  return "unknown";
+  // In DType's order (Tensor.h).
+  static const char *const names[] = {"f64", "f32", "f16", "bf16", "i64", "i1", "i16"};
+  unsigned index = unsigned(dtype);
+  return index < sizeof(names) / sizeof(names[0]) ? names[index] : "unknown";
 }
 
 std::optional<DType> parseDType(const std::string &name) {

@@ -2,6 +2,7 @@
 #ifndef WEFT_LIB_TRANSFORMS_AUTODIFFRULES_H
 #define WEFT_LIB_TRANSFORMS_AUTODIFFRULES_H
 
+#include "weft/Dialect/WeftDialect.h"
 #include "weft/Transforms/GradientOpInterface.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -13,11 +14,21 @@ namespace weft {
 /// state)`.
 template <typename Derived, typename OpTy>
 struct GradientRule : GradientOpInterface::ExternalModel<Derived, OpTy> {
+  using Op = OpTy;
   mlir::LogicalResult buildGradient(mlir::Operation *op,
                                     GradientState &state) const {
     return Derived::build(mlir::cast<OpTy>(op), state);
   }
 };
+
+/// Attaches each rule to its op (the OpTy of its GradientRule) when the weft
+/// dialect loads.
+template <typename... Rules>
+void attachGradientRules(mlir::DialectRegistry &registry) {
+  registry.addExtension(+[](mlir::MLIRContext *context, WeftDialect *) {
+    (Rules::Op::template attachInterface<Rules>(*context), ...);
+  });
+}
 
 inline mlir::RankedTensorType tensorType(mlir::Value value) {
   return mlir::cast<mlir::RankedTensorType>(value.getType());

@@ -33,6 +33,7 @@ int64_t product(ArrayRef<int64_t> dims) {
 /// y = x W^T + b:  dx = dy W,  dW = dy^T x (rows of every batch),  db = sum dy.
 struct LinearGradient
     : GradientOpInterface::ExternalModel<LinearGradient, LinearOp> {
+  using Op = LinearOp;
   LogicalResult buildGradient(Operation *op, GradientState &state) const {
     auto linear = cast<LinearOp>(op);
     Value dy = state.getGradient(linear.getY());
@@ -66,6 +67,7 @@ struct LinearGradient
 /// transpose flags so no transpose is materialised when b is batched like a.
 struct MatmulGradient
     : GradientOpInterface::ExternalModel<MatmulGradient, MatmulOp> {
+  using Op = MatmulOp;
   LogicalResult buildGradient(Operation *op, GradientState &state) const {
     auto mm = cast<MatmulOp>(op);
     Value dc = state.getGradient(mm.getC());
@@ -136,6 +138,7 @@ struct MatmulGradient
 /// dropout mask.
 struct AttentionGradient
     : GradientOpInterface::ExternalModel<AttentionGradient, AttentionOp> {
+  using Op = AttentionOp;
   Operation *saveForBackward(Operation *op, RewriterBase &rewriter) const {
     auto attention = cast<AttentionOp>(op);
     if (attention.getLse())
@@ -189,9 +192,6 @@ struct AttentionGradient
 } // namespace
 
 void weft::registerLinalgGradientModels(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *context, WeftDialect *) {
-    LinearOp::attachInterface<LinearGradient>(*context);
-    MatmulOp::attachInterface<MatmulGradient>(*context);
-    AttentionOp::attachInterface<AttentionGradient>(*context);
-  });
+  attachGradientRules<
+      LinearGradient, MatmulGradient, AttentionGradient>(registry);
 }

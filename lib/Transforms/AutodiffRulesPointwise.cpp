@@ -227,23 +227,9 @@ struct NegGradient : GradientRule<NegGradient, NegOp> {
 } // namespace
 
 void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *context, WeftDialect *) {
-    AddOp::attachInterface<AddGradient>(*context);
-    SubOp::attachInterface<SubGradient>(*context);
-    MulOp::attachInterface<MulGradient>(*context);
-    ScaleOp::attachInterface<ScaleGradient>(*context);
-    DropoutOp::attachInterface<DropoutGradient>(*context);
-    CausalMaskOp::attachInterface<CausalMaskGradient>(*context);
-    WhereOp::attachInterface<WhereGradient>(*context);
-    ConvertOp::attachInterface<ConvertGradient>(*context);
-    GeluOp::attachInterface<GeluGradient>(*context);
-    SiluOp::attachInterface<SiluGradient>(*context);
-    SoftmaxOp::attachInterface<SoftmaxGradient>(*context);
-    LayerNormOp::attachInterface<LayerNormGradient>(*context);
-    RmsNormOp::attachInterface<RmsNormGradient>(*context);
-    TanhOp::attachInterface<TanhGradient>(*context);
-    ExpOp::attachInterface<ExpGradient>(*context);
-    RsqrtOp::attachInterface<RsqrtGradient>(*context);
-    NegOp::attachInterface<NegGradient>(*context);
-  });
+  attachGradientRules<
+      AddGradient, SubGradient, MulGradient, ScaleGradient, DropoutGradient,
+      CausalMaskGradient, WhereGradient, ConvertGradient, GeluGradient,
+      SiluGradient, SoftmaxGradient, LayerNormGradient, RmsNormGradient,
+      TanhGradient, ExpGradient, RsqrtGradient, NegGradient>(registry);
 }

@@ -192,15 +192,8 @@ struct RopeGradient : GradientRule<RopeGradient, RopeOp> {
 } // namespace
 
 void weft::registerShapeGradientModels(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *context, WeftDialect *) {
-    ReduceSumOp::attachInterface<ReduceSumGradient>(*context);
-    ReduceMeanOp::attachInterface<ReduceMeanGradient>(*context);
-    ReshapeOp::attachInterface<ReshapeGradient>(*context);
-    TransposeOp::attachInterface<TransposeGradient>(*context);
-    SplitOp::attachInterface<SplitGradient>(*context);
-    ConcatOp::attachInterface<ConcatGradient>(*context);
-    EmbeddingOp::attachInterface<EmbeddingGradient>(*context);
-    CrossEntropyOp::attachInterface<CrossEntropyGradient>(*context);
-    RopeOp::attachInterface<RopeGradient>(*context);
-  });
+  attachGradientRules<
+      ReduceSumGradient, ReduceMeanGradient, ReshapeGradient, TransposeGradient,
+      SplitGradient, ConcatGradient, EmbeddingGradient, CrossEntropyGradient,
+      RopeGradient>(registry);
 }

@@ -63,32 +63,17 @@ weft_status describe(const pkg::Package &package, unsigned index, const char *ca
                 format("%s: gemm %u: dtype f64 has no cuBLASLt GEMM; operands are bf16 or f16",
                        caller, index));
   }
-  switch (g.epilogue) {
-  case pkg::Epilogue::None:
-    d.epilogue = WEFT_GEMM_EPILOGUE_NONE;
-    break;
-  case pkg::Epilogue::Bias:
-    d.epilogue = WEFT_GEMM_EPILOGUE_BIAS;
-    break;
-  case pkg::Epilogue::Gelu:
-    d.epilogue = WEFT_GEMM_EPILOGUE_GELU;
-    break;
-  case pkg::Epilogue::BiasGelu:
-    d.epilogue = WEFT_GEMM_EPILOGUE_BIAS_GELU;
-    break;
-  case pkg::Epilogue::BGradA:
-    d.epilogue = WEFT_GEMM_EPILOGUE_BGRAD_A;
-    break;
-  case pkg::Epilogue::GeluAux:
-    d.epilogue = WEFT_GEMM_EPILOGUE_GELU_AUX;
-    break;
-  case pkg::Epilogue::GeluAuxBias:
-    d.epilogue = WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS;
-    break;
-  case pkg::Epilogue::DGelu:
-    d.epilogue = WEFT_GEMM_EPILOGUE_DGELU;
-    break;
-  }
+  // The runtime's epilogue of each pkg::Epilogue, in its order (Package.h).
+  static constexpr weft_gemm_epilogue kEpilogues[pkg::kNumEpilogues] = {
+      WEFT_GEMM_EPILOGUE_NONE,     WEFT_GEMM_EPILOGUE_BIAS,
+      WEFT_GEMM_EPILOGUE_GELU,     WEFT_GEMM_EPILOGUE_BIAS_GELU,
+      WEFT_GEMM_EPILOGUE_BGRAD_A,  WEFT_GEMM_EPILOGUE_GELU_AUX,
+      WEFT_GEMM_EPILOGUE_GELU_AUX_BIAS, WEFT_GEMM_EPILOGUE_DGELU};
+  if (uint32_t(g.epilogue) >= pkg::kNumEpilogues)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("%s: gemm %u: epilogue %u is not one of the %u the package format names",
+                       caller, index, unsigned(g.epilogue), unsigned(pkg::kNumEpilogues)));
+  d.epilogue = kEpilogues[uint32_t(g.epilogue)];
   d.alpha = g.alpha, d.beta = g.beta;
   if (weft_gemm_check(&d) != WEFT_OK) {
     std::string why = weft_last_error();
