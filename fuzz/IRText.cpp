@@ -16,6 +16,8 @@ const std::vector<OpArity> kOps = {
     {"softmax", 1, 1, 1, 1},         {"softmax_grad", 2, 2, 1, 1},
     {"gelu", 1, 1, 1, 1},            {"gelu_grad", 2, 2, 1, 1},
     {"silu", 1, 1, 1, 1},            {"silu_grad", 2, 2, 1, 1},
+    {"tanh", 1, 1, 1, 1},            {"exp", 1, 1, 1, 1},
+    {"rsqrt", 1, 1, 1, 1},           {"neg", 1, 1, 1, 1},
     {"add", 2, 2, 1, 1},             {"sub", 2, 2, 1, 1},
     {"mul", 2, 2, 1, 1},             {"scale", 1, 1, 1, 1},
     {"dropout", 2, 2, 1, 1},         {"causal_mask", 1, 1, 1, 1},
