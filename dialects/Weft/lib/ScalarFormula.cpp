@@ -50,19 +50,15 @@ unsigned weft::getPrimitiveArity(ScalarPrimitive primitive) {
 }
 
 Scalar ScalarFormula::operand(unsigned index) {
-  ScalarInstruction instruction;
-  instruction.primitive = ScalarPrimitive::Operand;
-  instruction.operand = index;
-  code.push_back(instruction);
-  return {unsigned(code.size() - 1)};
+  Scalar value = emit(ScalarPrimitive::Operand, {});
+  code.back().operand = index;
+  return value;
 }
 
 Scalar ScalarFormula::constant(double value) {
-  ScalarInstruction instruction;
-  instruction.primitive = ScalarPrimitive::Constant;
-  instruction.constant = value;
-  code.push_back(instruction);
-  return {unsigned(code.size() - 1)};
+  Scalar result = emit(ScalarPrimitive::Constant, {});
+  code.back().constant = value;
+  return result;
 }
 
 Scalar ScalarFormula::emit(ScalarPrimitive primitive,
