@@ -22,6 +22,9 @@ struct AttentionProblem {
   bool causal;
   double dropoutP;
   int64_t seed = 0, rngId = 0;
+  /// A partition's place in the global mask: its first q head and the q
+  /// heads in all (qHeads when not partitioned).
+  int64_t headOffset = 0, globalHeads = 0;
 
   int64_t kvHeadOf(int64_t qHead) const {
     return qHead / (qHeads / kvHeads);
@@ -45,6 +48,7 @@ AttentionProblem makeProblem(OpTy op, const Tensor &q, const Tensor &k,
                            q.shape[2],  k.shape[2],  q.shape[3],
                            v.shape[3],  op.getScaleValue(), op.getCausal(),
                            op.getDropoutP().convertToDouble()};
+  problem.globalHeads = op.getDropoutHeads().value_or(problem.qHeads);
   if (problem.dropoutP > 0.0) {
     problem.seed = static_cast<int64_t>(seed->data[0]);
     problem.rngId = rngIdOf(op);
@@ -92,7 +96,8 @@ void computeRow(const AttentionProblem &problem, int64_t b, int64_t h,
   }
   if (problem.dropoutP > 0.0) {
     uint64_t rowStart =
-        ((b * problem.qHeads + h) * problem.qLen + i) * problem.kLen;
+        ((b * problem.globalHeads + problem.headOffset + h) * problem.qLen + i) *
+        problem.kLen;
     double keptScale = 1.0 / (1.0 - problem.dropoutP);
     for (int64_t j = 0; j < problem.kLen; ++j)
       row.dropoutFactor[j] = dropoutKeeps(problem.seed, problem.rngId,
@@ -108,6 +113,8 @@ void computeRow(const AttentionProblem &problem, int64_t b, int64_t h,
 static LogicalResult attentionHeadMajor(AttentionOp op, Operands in, Results out) {
   const Tensor *seed = in.size() > 3 ? in[3] : nullptr;
   AttentionProblem problem = makeProblem(op, *in[0], *in[1], *in[2], seed);
+  if (in.size() > 4)
+    problem.headOffset = static_cast<int64_t>(in[4]->data[0]);
   Tensor &result = out[0];
   Tensor *lse = out.size() > 1 ? &out[1] : nullptr;
   AttentionRow row;
@@ -143,6 +150,8 @@ static LogicalResult attentionGradHeadMajor(AttentionGradOp op, Operands in, Res
   const Tensor &dout = *in[0];
   const Tensor *seed = in.size() > 6 ? in[6] : nullptr;
   AttentionProblem problem = makeProblem(op, *in[1], *in[2], *in[3], seed);
+  if (in.size() > 7)
+    problem.headOffset = static_cast<int64_t>(in[7]->data[0]);
   Tensor &dq = out[0], &dk = out[1], &dv = out[2];
   AttentionRow row;
   std::vector<double> dProbability(problem.kLen);

@@ -31,10 +31,13 @@ LogicalResult runWeftOp(Operation *op, Operands in, Results out) {
       .Case([&](CausalMaskOp op) { return runCausalMask(op, in, out); })
       .Case([&](ConvertOp op) { return runConvert(op, in, out); })
       .Case([&](ReduceSumOp op) {
-        return runReduce(op, op.getDims(), /*mean=*/false, in, out);
+        return runReduce(op, op.getDims(), ReduceKind::Sum, in, out);
       })
       .Case([&](ReduceMeanOp op) {
-        return runReduce(op, op.getDims(), /*mean=*/true, in, out);
+        return runReduce(op, op.getDims(), ReduceKind::Mean, in, out);
+      })
+      .Case([&](ReduceMaxOp op) {
+        return runReduce(op, op.getDims(), ReduceKind::Max, in, out);
       })
       .Case([&](ReshapeOp op) { return runReshape(op, in, out); })
       .Case([&](TransposeOp op) { return runTranspose(op, in, out); })
@@ -45,6 +48,15 @@ LogicalResult runWeftOp(Operation *op, Operands in, Results out) {
       .Case([&](CrossEntropyOp op) { return runCrossEntropy(op, in, out); })
       .Case([&](CrossEntropyGradOp op) {
         return runCrossEntropyGrad(op, in, out);
+      })
+      .Case([&](CrossEntropyPartialOp op) {
+        return runCrossEntropyPartial(op, in, out);
+      })
+      .Case([&](CrossEntropyCombineOp op) {
+        return runCrossEntropyCombine(op, in, out);
+      })
+      .Case([&](CrossEntropyGradPartialOp op) {
+        return runCrossEntropyGradPartial(op, in, out);
       })
       .Case([&](RopeOp op) { return runRope(op, in, out); })
       .Case([&](AdamWOp op) { return runAdamW(op, in, out); })

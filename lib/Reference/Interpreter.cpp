@@ -221,6 +221,45 @@ operandTensors(Operation *op, llvm::DenseMap<Value, Tensor> &frame) {
   return operands;
 }
 
+/// An op on integer or index scalars (the offset arithmetic partitioning
+/// emits: arith.muli of a process index by a shard size).
+bool isScalarIntegerOp(Operation *op) {
+  return op->getNumRegions() == 0 && op->getNumResults() == 1 &&
+         op->getResult(0).getType().isIntOrIndex() &&
+         llvm::all_of(op->getOperandTypes(),
+                      [](Type type) { return type.isIntOrIndex(); });
+}
+
+/// Runs such an op on every rank through its folder, so the interpreter
+/// needs no table of integer ops.
+LogicalResult foldScalarIntegerOp(Operation *op,
+                                  PerRank<std::vector<const Tensor *>> &operands,
+                                  PerRank<std::vector<Tensor>> &results) {
+  for (size_t rank = 0; rank < operands.size(); ++rank) {
+    SmallVector<Attribute> constants;
+    for (auto [operand, value] :
+         llvm::zip(op->getOperands(), operands[rank]))
+      constants.push_back(IntegerAttr::get(
+          operand.getType(), static_cast<int64_t>(value->data[0])));
+    SmallVector<OpFoldResult> folded;
+    if (failed(op->fold(constants, folded)) || folded.size() != 1)
+      return op->emitOpError("reference interpreter cannot evaluate '")
+             << op->getName() << "' on constant operands";
+    if (auto value = dyn_cast<Value>(folded[0])) {
+      // Folded to one of its operands (x * 1, x + 0).
+      for (auto [operand, tensor] : llvm::zip(op->getOperands(), operands[rank]))
+        if (operand == value)
+          results[rank][0].data = tensor->data;
+      continue;
+    }
+    auto integer = dyn_cast<IntegerAttr>(cast<Attribute>(folded[0]));
+    if (!integer)
+      return op->emitOpError("reference interpreter got a non-integer fold");
+    results[rank][0].data = {double(integer.getValue().getSExtValue())};
+  }
+  return success();
+}
+
 LogicalResult LockstepExecutor::compute(Operation *op, PerRank<Frame> &frames,
                                         PerRank<std::vector<Tensor>> &results,
                                         int depth) {
@@ -266,6 +305,8 @@ LogicalResult LockstepExecutor::compute(Operation *op, PerRank<Frame> &frames,
       results[rank][0] = *value;
     return success();
   }
+  if (isScalarIntegerOp(op))
+    return foldScalarIntegerOp(op, operands, results);
   if (detail::isCollective(op)) {
     PerRank<const Tensor *> inputs(ranks);
     PerRank<Tensor> outputs(ranks);

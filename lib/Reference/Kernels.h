@@ -90,14 +90,19 @@ mlir::LogicalResult runCausalMask(CausalMaskOp op, Operands in, Results out);
 mlir::LogicalResult runConvert(ConvertOp op, Operands in, Results out);
 
 // Shapes.cpp
+enum class ReduceKind { Sum, Mean, Max };
 mlir::LogicalResult runReduce(mlir::Operation *op, llvm::ArrayRef<int64_t> dims,
-                              bool mean, Operands in, Results out);
+                              ReduceKind kind, Operands in, Results out);
 mlir::LogicalResult runReshape(ReshapeOp op, Operands in, Results out);
 mlir::LogicalResult runTranspose(TransposeOp op, Operands in, Results out);
 mlir::LogicalResult runSplit(SplitOp op, Operands in, Results out);
 mlir::LogicalResult runConcat(ConcatOp op, Operands in, Results out);
 
 // Training.cpp
+/// Checks that every id lies in [0, limit), reporting the first that does not
+/// with its value and position.
+mlir::LogicalResult checkIds(mlir::Operation *op, llvm::StringRef what,
+                             const Tensor &ids, int64_t limit);
 mlir::LogicalResult runEmbedding(EmbeddingOp op, Operands in, Results out);
 mlir::LogicalResult runEmbeddingGrad(EmbeddingGradOp op, Operands in,
                                      Results out);
@@ -106,6 +111,14 @@ mlir::LogicalResult runCrossEntropy(CrossEntropyOp op, Operands in,
 mlir::LogicalResult runCrossEntropyGrad(CrossEntropyGradOp op, Operands in,
                                         Results out);
 mlir::LogicalResult runRope(RopeOp op, Operands in, Results out);
+
+// VocabParallel.cpp
+mlir::LogicalResult runCrossEntropyPartial(CrossEntropyPartialOp op,
+                                           Operands in, Results out);
+mlir::LogicalResult runCrossEntropyCombine(CrossEntropyCombineOp op,
+                                           Operands in, Results out);
+mlir::LogicalResult runCrossEntropyGradPartial(CrossEntropyGradPartialOp op,
+                                               Operands in, Results out);
 mlir::LogicalResult runAdamW(AdamWOp op, Operands in, Results out);
 
 // Collectives.cpp

@@ -31,18 +31,42 @@ LogicalResult runFormula(ScalarFormulaOpInterface op, Operands in, Results out) 
   return success();
 }
 
-// The index is the row-major index into this op's own operand: the global
-// index of ARCHITECTURE.md's rule for unsharded IR. A dropout that partitioning
-// has sharded would need its shard's global offset, which the op does not
-// carry yet, so per-rank masks of sharded dropout are not the global ones.
+// The index is ARCHITECTURE.md's global one: the row-major index into the
+// op's own operand, or, for a partitioned dropout (offsets and global_shape),
+// the index of the element's place in the global tensor, so each shard draws
+// the global mask's bits.
 LogicalResult runDropout(DropoutOp op, Operands in, Results out) {
   const Tensor &x = *in[0];
   double p = op.getP().convertToDouble();
   auto seed = static_cast<int64_t>(in[1]->data[0]);
   int64_t rngId = rngIdOf(op);
-  for (size_t i = 0; i < x.data.size(); ++i)
+  std::optional<ArrayRef<int64_t>> global = op.getGlobalShape();
+  size_t rank = x.shape.size();
+  std::vector<int64_t> offsets(rank, 0);
+  for (size_t d = 0; d < in.size() - 2; ++d)
+    offsets[d] = static_cast<int64_t>(in[2 + d]->data[0]);
+  if (global)
+    for (size_t d = 0; d < rank; ++d)
+      if (offsets[d] < 0 || offsets[d] + x.shape[d] > (*global)[d])
+        return op.emitOpError("block offset ")
+               << offsets[d] << " + " << x.shape[d] << " in dimension " << d
+               << " is outside the global size " << (*global)[d];
+  std::vector<int64_t> index(rank, 0);
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    uint64_t globalIndex = i;
+    if (global) {
+      globalIndex = 0;
+      for (size_t d = 0; d < rank; ++d)
+        globalIndex = globalIndex * (*global)[d] + offsets[d] + index[d];
+      for (size_t d = rank; d-- > 0;)
+        if (++index[d] < x.shape[d])
+          break;
+        else
+          index[d] = 0;
+    }
     out[0].data[i] =
-        dropoutKeeps(seed, rngId, i, p) ? x.data[i] / (1.0 - p) : 0.0;
+        dropoutKeeps(seed, rngId, globalIndex, p) ? x.data[i] / (1.0 - p) : 0.0;
+  }
   return success();
 }
 

@@ -84,7 +84,7 @@ void insertAlong(Tensor &target, const Tensor &piece, int64_t dim,
                 target.data.begin() + (o * extent + offset) * inner);
 }
 
-LogicalResult runReduce(Operation *op, ArrayRef<int64_t> dims, bool mean,
+LogicalResult runReduce(Operation *op, ArrayRef<int64_t> dims, ReduceKind kind,
                         Operands in, Results out) {
   const Tensor &x = *in[0];
   int64_t rank = x.shape.size();
@@ -101,11 +101,18 @@ LogicalResult runReduce(Operation *op, ArrayRef<int64_t> dims, bool mean,
       keptShape[d] = 1;
     }
   Tensor &y = out[0];
+  if (kind == ReduceKind::Max)
+    std::fill(y.data.begin(), y.data.end(), -INFINITY);
   forEachBroadcast(x.shape, keptShape, keptShape,
                    [&](int64_t flat, int64_t target, int64_t) {
-                     y.data[target] += x.data[flat];
+                     if (kind == ReduceKind::Max)
+                       y.data[target] = std::isnan(x.data[flat])
+                                            ? x.data[flat]
+                                            : std::max(y.data[target], x.data[flat]);
+                     else
+                       y.data[target] += x.data[flat];
                    });
-  if (mean)
+  if (kind == ReduceKind::Mean)
     for (double &value : y.data)
       value /= static_cast<double>(count);
   return success();

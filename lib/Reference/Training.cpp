@@ -11,8 +11,6 @@ using namespace mlir;
 
 namespace weft::reference::detail {
 
-namespace {
-
 /// Checks that every id lies in [0, limit), reporting the first that does not
 /// with its value and position.
 LogicalResult checkIds(Operation *op, StringRef what, const Tensor &ids,
@@ -35,6 +33,8 @@ LogicalResult checkIds(Operation *op, StringRef what, const Tensor &ids,
   return success();
 }
 
+namespace {
+
 /// Log-sum-exp of one row of logits.
 double rowLogSumExp(const double *logits, int64_t n) {
   double maxValue = -std::numeric_limits<double>::infinity();
@@ -50,13 +50,22 @@ double rowLogSumExp(const double *logits, int64_t n) {
 
 } // namespace
 
+/// A vocabulary-parallel op's first row (0 without the offset operand).
+static int64_t vocabOffset(Operands in, size_t index) {
+  return in.size() > index ? static_cast<int64_t>(in[index]->data[0]) : 0;
+}
+
 LogicalResult runEmbedding(EmbeddingOp op, Operands in, Results out) {
   const Tensor &ids = *in[0], &table = *in[1];
   int64_t vocab = table.shape[0], hidden = table.shape[1];
-  if (failed(checkIds(op, "id", ids, vocab)))
+  int64_t offset = vocabOffset(in, 2);
+  // A shard's ids may name rows of other shards (their rows stay zero).
+  if (failed(checkIds(op, "id", ids, in.size() > 2 ? INT64_MAX : vocab)))
     return failure();
   for (size_t p = 0; p < ids.data.size(); ++p) {
-    auto id = static_cast<int64_t>(ids.data[p]);
+    auto id = static_cast<int64_t>(ids.data[p]) - offset;
+    if (id < 0 || id >= vocab)
+      continue;
     std::copy_n(table.data.begin() + id * hidden, hidden,
                 out[0].data.begin() + p * hidden);
   }
@@ -67,10 +76,13 @@ LogicalResult runEmbeddingGrad(EmbeddingGradOp op, Operands in, Results out) {
   const Tensor &dy = *in[0], &ids = *in[1];
   Tensor &dtable = out[0];
   int64_t vocab = dtable.shape[0], hidden = dtable.shape[1];
-  if (failed(checkIds(op, "id", ids, vocab)))
+  int64_t offset = vocabOffset(in, 2);
+  if (failed(checkIds(op, "id", ids, in.size() > 2 ? INT64_MAX : vocab)))
     return failure();
   for (size_t p = 0; p < ids.data.size(); ++p) {
-    auto id = static_cast<int64_t>(ids.data[p]);
+    auto id = static_cast<int64_t>(ids.data[p]) - offset;
+    if (id < 0 || id >= vocab)
+      continue;
     for (int64_t c = 0; c < hidden; ++c)
       dtable.data[id * hidden + c] += dy.data[p * hidden + c];
   }

@@ -151,9 +151,9 @@ struct AttentionGradient
     auto withLse = AttentionOp::create(
         rewriter, op->getLoc(), attention.getOut().getType(), lseType,
         attention.getQ(), attention.getK(), attention.getV(),
-        attention.getSeed(), attention.getCausalAttr(),
+        attention.getRng(), attention.getCausalAttr(),
         attention.getScaleAttr(), attention.getDropoutPAttr(),
-        attention.getSeqMajorAttr());
+        attention.getSeqMajorAttr(), attention.getDropoutHeadsAttr());
     withLse->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceAllUsesWith(attention.getOut(), withLse.getOut());
     rewriter.eraseOp(op);
@@ -177,9 +177,10 @@ struct AttentionGradient
     Value q = attention.getQ(), k = attention.getK(), v = attention.getV();
     auto grad = AttentionGradOp::create(
         state.getBuilder(), state.getLoc(), q.getType(), k.getType(),
-        v.getType(), dout, q, k, v, attention.getOut(), lse, attention.getSeed(),
+        v.getType(), dout, q, k, v, attention.getOut(), lse, attention.getRng(),
         attention.getCausalAttr(), attention.getScaleAttr(),
-        attention.getDropoutPAttr(), attention.getSeqMajorAttr());
+        attention.getDropoutPAttr(), attention.getSeqMajorAttr(),
+        attention.getDropoutHeadsAttr());
     if (Attribute rngId = op->getAttr(WeftDialect::kRngIdAttr))
       grad->setAttr(WeftDialect::kRngIdAttr, rngId);
     state.accumulate(q, grad.getDq());

@@ -72,7 +72,8 @@ struct DropoutGradient : GradientRule<DropoutGradient, DropoutOp> {
   static LogicalResult build(DropoutOp op, GradientState &state) {
     Value dy = state.getGradient(op.getY());
     auto dx = DropoutOp::create(state.getBuilder(), state.getLoc(), dy.getType(),
-                                dy, op.getSeed(), op.getPAttr());
+                                dy, op.getSeed(), op.getOffsets(), op.getPAttr(),
+                                op.getGlobalShapeAttr());
     dx->setAttr(WeftDialect::kRngIdAttr, op->getAttr(WeftDialect::kRngIdAttr));
     state.accumulate(op.getX(), dx);
     return success();

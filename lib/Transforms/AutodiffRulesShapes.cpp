@@ -125,7 +125,8 @@ struct EmbeddingGradient : GradientRule<EmbeddingGradient, EmbeddingOp> {
     Value dy = state.getGradient(op.getY());
     state.accumulate(op.getTable(),
                      EmbeddingGradOp::create(state.getBuilder(), state.getLoc(),
-                                             op.getTable().getType(), dy, op.getIds()));
+                                             op.getTable().getType(), dy, op.getIds(),
+                                             op.getVocabOffset()));
     return success();
   }
 };

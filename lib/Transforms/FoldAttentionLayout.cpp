@@ -69,8 +69,9 @@ void fold(AttentionOp op) {
   Type lseType = op.getLse() ? op.getLse().getType() : Type();
   auto folded = AttentionOp::create(
       builder, loc, swapped(op.getOut().getType()), lseType, seqMajorSource(op.getQ()),
-      seqMajorSource(op.getK()), seqMajorSource(op.getV()), op.getSeed(),
-      op.getCausalAttr(), op.getScaleAttr(), op.getDropoutPAttr(), builder.getUnitAttr());
+      seqMajorSource(op.getK()), seqMajorSource(op.getV()), op.getRng(),
+      op.getCausalAttr(), op.getScaleAttr(), op.getDropoutPAttr(), builder.getUnitAttr(),
+      op.getDropoutHeadsAttr());
   folded->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   replaceWithTransposes(builder, loc, op.getOut(), folded.getOut());
   if (Value lse = op.getLse())
@@ -88,8 +89,8 @@ void fold(AttentionGradOp op) {
       builder, loc, swapped(op.getDq().getType()), swapped(op.getDk().getType()),
       swapped(op.getDv().getType()), dout, seqMajorSource(op.getQ()),
       seqMajorSource(op.getK()), seqMajorSource(op.getV()), out, op.getLse(),
-      op.getSeed(), op.getCausalAttr(), op.getScaleAttr(), op.getDropoutPAttr(),
-      builder.getUnitAttr());
+      op.getRng(), op.getCausalAttr(), op.getScaleAttr(), op.getDropoutPAttr(),
+      builder.getUnitAttr(), op.getDropoutHeadsAttr());
   folded->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   replaceWithTransposes(builder, loc, op->getResults(), folded->getResults());
   LDBG() << "seq-major attention_grad at " << loc;

@@ -305,8 +305,9 @@ struct FuseAttentionChain : OpRewritePattern<MatmulOp> {
       scale = rewriter.getF32FloatAttr(**scaleAttr);
     auto attention = AttentionOp::create(
         rewriter, pv.getLoc(), pv.getC().getType(), /*lse=*/Type(), q,
-        kOperand.value, vOperand.value, seed, causal, scale,
-        llvm::APFloat(dropoutP), /*seq_major=*/false);
+        kOperand.value, vOperand.value, seed ? ValueRange(seed) : ValueRange(),
+        causal, scale, llvm::APFloat(dropoutP), /*seq_major=*/false,
+        /*dropout_heads=*/IntegerAttr());
     if (dropoutP > 0.0)
       attention->setDiscardableAttr(WeftDialect::kRngIdAttr,
                                     dropout->getAttr(WeftDialect::kRngIdAttr));

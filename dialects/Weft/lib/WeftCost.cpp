@@ -151,6 +151,7 @@ int64_t WhereOp::getFlops() { return elements(getResult()); }
 int64_t ConvertOp::getFlops() { return elements(getY()); }
 int64_t ReduceSumOp::getFlops() { return elements(getX()); }
 int64_t ReduceMeanOp::getFlops() { return elements(getX()) + elements(getY()); }
+int64_t ReduceMaxOp::getFlops() { return elements(getX()); }
 int64_t ReshapeOp::getFlops() { return 0; }
 int64_t TransposeOp::getFlops() { return 0; }
 int64_t SplitOp::getFlops() { return 0; }
@@ -159,5 +160,8 @@ int64_t EmbeddingOp::getFlops() { return 0; }
 int64_t EmbeddingGradOp::getFlops() { return elements(getDy()); }
 int64_t CrossEntropyOp::getFlops() { return 5 * elements(getLogits()); }
 int64_t CrossEntropyGradOp::getFlops() { return 6 * elements(getLogits()); }
+int64_t CrossEntropyPartialOp::getFlops() { return 3 * elements(getLogits()); }
+int64_t CrossEntropyCombineOp::getFlops() { return 3 * elements(getSumexp()); }
+int64_t CrossEntropyGradPartialOp::getFlops() { return 4 * elements(getLogits()); }
 int64_t RopeOp::getFlops() { return 3 * elements(getX()); }
 int64_t AdamWOp::getFlops() { return 14 * elements(getParam()); }

@@ -1,5 +1,7 @@
 // Verifiers of the weft ops. Every message names the offending operand or
 // attribute and the shapes or values involved.
+#include "Verify.h"
+
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -12,11 +14,12 @@
 
 using namespace mlir;
 using namespace weft;
+using namespace weft::verify;
 
 #define GET_OP_CLASSES
 #include "weft/Dialect/WeftOps.cpp.inc"
 
-namespace {
+namespace weft::verify {
 
 RankedTensorType tensorOf(Value value) {
   return cast<RankedTensorType>(value.getType());
@@ -61,7 +64,7 @@ LogicalResult verifyTensorType(Operation *op, StringRef kind, size_t index,
 }
 
 
-} // namespace
+} // namespace weft::verify
 
 /// The StaticShapes trait: every operand and result.
 LogicalResult weft::verifyStaticShapes(Operation *op) {
@@ -74,9 +77,8 @@ LogicalResult weft::verifyStaticShapes(Operation *op) {
   return success();
 }
 
-namespace {
+namespace weft::verify {
 
-using NamedValue = std::pair<StringRef, Value>;
 
 LogicalResult verifySameElementType(Operation *op,
                                     ArrayRef<NamedValue> values) {
@@ -249,7 +251,7 @@ double attentionScale(std::optional<llvm::APFloat> scale, Value q) {
   return 1.0 / std::sqrt(double(tensorOf(q).getShape()[3]));
 }
 
-} // namespace
+} // namespace weft::verify
 
 //===----------------------------------------------------------------------===//
 // GEMMs
@@ -328,6 +330,7 @@ LogicalResult AttentionOp::verify() {
                                        getScale(), getDropoutP().convertToDouble(),
                                        getSeqMajor());
   if (failed(shape) ||
+      failed(verifyAttentionRng(*this, getRng(), getDropoutHeads(), (*shape)[1])) ||
       failed(verifyShape(*this, "result", getOut(), inLayout(*shape, getSeqMajor()))) ||
       failed(verifySameElementType(*this, {{"q", getQ()}, {"result", getOut()}})))
     return failure();
@@ -345,7 +348,8 @@ LogicalResult AttentionGradOp::verify() {
   auto shape = verifyAttentionOperands(*this, getQ(), getK(), getV(), getSeed(),
                                        getScale(), getDropoutP().convertToDouble(),
                                        getSeqMajor());
-  if (failed(shape))
+  if (failed(shape) ||
+      failed(verifyAttentionRng(*this, getRng(), getDropoutHeads(), (*shape)[1])))
     return failure();
   SmallVector<int64_t> outShape = inLayout(*shape, getSeqMajor());
   if (failed(verifyShape(*this, "dout", getDout(), outShape)) ||
@@ -483,9 +487,11 @@ LogicalResult ScaleOp::verify() {
 
 LogicalResult DropoutOp::verify() {
   if (failed(verifyProbability(*this, "p", getP().convertToDouble())) ||
-      failed(verifyRngId(*this)))
+      failed(verifyRngId(*this)) ||
+      failed(verifySameTypes(*this, {{"x", getX()}, {"result", getY()}})))
     return failure();
-  return verifySameTypes(*this, {{"x", getX()}, {"result", getY()}});
+  return verifyBlockOfGlobal(*this, getX().getType().getShape(),
+                             getOffsets().size(), getGlobalShape());
 }
 
 double CausalMaskOp::getFillValue() {
@@ -515,7 +521,7 @@ LogicalResult ConvertOp::verify() {
 // Reductions and shapes
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyReduce(Operation *op, Value x, ArrayRef<int64_t> dims,
+LogicalResult weft::verify::verifyReduce(Operation *op, Value x, ArrayRef<int64_t> dims,
                                   bool keepdim, Value result) {
   ArrayRef<int64_t> shape = tensorOf(x).getShape();
   int64_t rank = shape.size();
@@ -671,7 +677,7 @@ LogicalResult EmbeddingGradOp::verify() {
   return verifySameElementType(*this, {{"dy", getDy()}, {"result", getDtable()}});
 }
 
-static LogicalResult verifyLabels(Operation *op, Value logits, Value labels) {
+LogicalResult weft::verify::verifyLabels(Operation *op, Value logits, Value labels) {
   if (failed(verifyMinRank(op, "logits", logits, 1)))
     return failure();
   // No label is valid with zero classes, and the log-sum-exp is -inf.

@@ -347,7 +347,7 @@ func.func @attention_dropout_rng_id(%q: tensor<1x4x16x8xf32>, %k: tensor<1x2x16x
 // -----
 
 func.func @attention_seed_type(%q: tensor<1x4x16x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x2x16x8xf32>, %seed: tensor<1xi64>) {
-  // expected-error @+1 {{'weft.attention' op operand #3 must be 0D tensor of 64-bit signless integer values, but got 'tensor<1xi64>'}}
+  // expected-error @+1 {{'weft.attention' op operand #3 must be variadic of 0D tensor of 64-bit signless integer values or index, but got 'tensor<1xi64>'}}
   %0 = weft.attention %q, %k, %v, %seed {dropout_p = 0.1 : f64, weft.rng_id = 1 : i64} : (tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1xi64>) -> tensor<1x4x16x8xf32>
   return
 }

@@ -70,6 +70,8 @@ def Weft_LowBitsTensor : RankedTensorOf<[I16]>;
 def Weft_AnyTensor : RankedTensorOf<[F64, F32, F16, BF16, I64, I1, I16]>;
 // 0-d i64 tensors: the dropout seed and the optimizer step.
 def Weft_ScalarI64 : 0DTensorOf<[I64]>;
+// attention's rng operands: the seed, then a partition's head offset.
+def Weft_RngOperand : AnyTypeOf<[Weft_ScalarI64, Index]>;
 
 // Every operand and result a static, encoding-free tensor of at most 2^48
 // elements (weft::trait::StaticShapes in WeftDialect.h).

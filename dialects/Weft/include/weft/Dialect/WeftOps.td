@@ -78,19 +78,29 @@ def Weft_AttentionOp : Weft_Op<"attention"> {
     the Philox rule. With `seq_major`, q, k, v and the result are
     `[b, s, h, d]` instead (FlashAttention's layout, what a linear produces
     without a transpose); lse stays `[b, hq, sq]`.
+
+    The `rng` operands are empty, or the seed, or the seed and an `index`
+    head offset: then the op holds q heads `[offset, offset + hq)` of a
+    partitioned attention with `dropout_heads` q heads in all, and the mask
+    is that slice of the global one (so every tensor-parallel rank draws the
+    global mask's bits for its heads).
     ```mlir
     %o = weft.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>) -> tensor<2x8x128x64xbf16>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
-                       Weft_FloatTensor:$v, Optional<Weft_ScalarI64>:$seed,
+                       Weft_FloatTensor:$v, Variadic<Weft_RngOperand>:$rng,
                        UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
-                       UnitAttr:$seq_major);
+                       UnitAttr:$seq_major, OptionalAttr<I64Attr>:$dropout_heads);
   let results = (outs Weft_FloatTensor:$out, Optional<Weft_FloatTensor>:$lse);
   let extraClassDeclaration = [{
     /// The softmax scale: the attribute, or 1/sqrt(head_dim).
     double getScaleValue();
+    /// The dropout seed (rng #0), or null.
+    ::mlir::Value getSeed() { return getRng().empty() ? ::mlir::Value() : getRng()[0]; }
+    /// The partition's first q head (rng #1), or null.
+    ::mlir::Value getHeadOffset() { return getRng().size() < 2 ? ::mlir::Value() : getRng()[1]; }
   }];
 }
 
@@ -109,14 +119,16 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> 
   let arguments = (ins Weft_FloatTensor:$dout, Weft_FloatTensor:$q,
                        Weft_FloatTensor:$k, Weft_FloatTensor:$v,
                        Weft_FloatTensor:$out, Weft_FloatTensor:$lse,
-                       Optional<Weft_ScalarI64>:$seed,
+                       Variadic<Weft_RngOperand>:$rng,
                        UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
-                       UnitAttr:$seq_major);
+                       UnitAttr:$seq_major, OptionalAttr<I64Attr>:$dropout_heads);
   let results = (outs Weft_FloatTensor:$dq, Weft_FloatTensor:$dk,
                       Weft_FloatTensor:$dv);
   let extraClassDeclaration = [{
     double getScaleValue();
+    ::mlir::Value getSeed() { return getRng().empty() ? ::mlir::Value() : getRng()[0]; }
+    ::mlir::Value getHeadOffset() { return getRng().size() < 2 ? ::mlir::Value() : getRng()[1]; }
   }];
 }
 
@@ -310,11 +322,18 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Weft_FusionOpInterface]> {
     Element `i` (row-major global index) is kept when lane `i mod 4` of
     Philox4x32-10 with key `(seed, weft.rng_id)` and counter `i / 4` is at least
     `p * 2^32`; kept elements are scaled by `1/(1-p)`. `seed` is a 0-d i64.
+    A partitioned dropout holds one block of a larger tensor: `offsets` (one
+    `index` per dimension) place the block in the `global_shape`, and
+    element indices are global ones, so each shard's mask is the global
+    mask's slice.
     ```mlir
     %y = weft.dropout %x, %seed {p = 1.000000e-01 : f64, weft.rng_id = 3 : i64} : (tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>
+    %z = weft.dropout %x, %seed, %c0, %off {p = 1.000000e-01 : f64, global_shape = array<i64: 4, 16>, weft.rng_id = 3 : i64} : (tensor<4x8xf32>, tensor<i64>, index, index) -> tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$x, Weft_ScalarI64:$seed, F64Attr:$p);
+  let arguments = (ins Weft_FloatTensor:$x, Weft_ScalarI64:$seed,
+                       Variadic<Index>:$offsets, F64Attr:$p,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape);
   let results = (outs Weft_FloatTensor:$y);
 }
 
@@ -409,6 +428,7 @@ class Weft_ReduceOp<string mnemonic, string what> : Weft_Op<mnemonic> {
 
 def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", "sum">;
 def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean", "mean">;
+def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "maximum">;
 
 def Weft_ReshapeOp : Weft_Op<"reshape", [Weft_BufferViewOpInterface]> {
   let summary = "row-major reshape to the result type";
@@ -468,8 +488,12 @@ def Weft_EmbeddingOp : Weft_Op<"embedding"> {
     ```mlir
     %e = weft.embedding %ids, %table : (tensor<2x16xi64>, tensor<100x32xf32>) -> tensor<2x16x32xf32>
     ```
+    With `vocab_offset` the table holds rows `[offset, offset + V)` of a
+    vocabulary-parallel table: ids outside them give zero rows (the ranks'
+    results sum to the global lookup).
   }];
-  let arguments = (ins Weft_IdTensor:$ids, Weft_FloatTensor:$table);
+  let arguments = (ins Weft_IdTensor:$ids, Weft_FloatTensor:$table,
+                       Optional<Index>:$vocab_offset);
   let results = (outs Weft_FloatTensor:$y);
 }
 
@@ -480,8 +504,11 @@ def Weft_EmbeddingGradOp : Weft_Op<"embedding_grad"> {
     ```mlir
     %dt = weft.embedding_grad %dy, %ids : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<100x32xf32>
     ```
+    With `vocab_offset` the result holds table rows `[offset, offset + V)`
+    and ids outside them are skipped.
   }];
-  let arguments = (ins Weft_FloatTensor:$dy, Weft_IdTensor:$ids);
+  let arguments = (ins Weft_FloatTensor:$dy, Weft_IdTensor:$ids,
+                       Optional<Index>:$vocab_offset);
   let results = (outs Weft_FloatTensor:$dtable);
 }
 
@@ -511,6 +538,56 @@ def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
   }];
   let arguments = (ins 0DTensorOf<[F64, F32, F16, BF16]>:$dloss,
                        Weft_FloatTensor:$logits, Weft_IdTensor:$labels);
+  let results = (outs Weft_FloatTensor:$dlogits);
+}
+
+// Vocabulary-parallel cross-entropy (Megatron-LM's): each rank holds logits
+// [..., V] for vocabulary entries [offset, offset + V); the row statistics
+// combine across ranks with all-reduces of [...] tensors, never the logits.
+def Weft_CrossEntropyPartialOp : Weft_Op<"cross_entropy_partial"> {
+  let summary = "one vocabulary shard's sum of exp(logits - max) and label logit";
+  let description = [{
+    `max` is the global row maximum `[...]`. Results, `[...]` with max's
+    type: `sumexp = sum_c exp(logits_c - max)` over this shard, and `target
+    = logits[label - offset] - max` where the label falls in the shard, else
+    0. Summed over the shards they give the global row's values.
+    ```mlir
+    %se, %t = weft.cross_entropy_partial %logits, %labels, %max, %off : (tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<2x16xf32>, index) -> (tensor<2x16xf32>, tensor<2x16xf32>)
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$logits, Weft_IdTensor:$labels,
+                       Weft_FloatTensor:$max, Index:$vocab_offset);
+  let results = (outs Weft_FloatTensor:$sumexp, Weft_FloatTensor:$target);
+}
+
+def Weft_CrossEntropyCombineOp : Weft_Op<"cross_entropy_combine"> {
+  let summary = "mean over rows of log(sumexp) - target: the loss from row statistics";
+  let description = [{
+    `sumexp` and `target` are the global row statistics of
+    `weft.cross_entropy_partial` (with the maximum subtracted); the result is
+    the 0-d mean of `log(sumexp) - target`, in the result's element type.
+    ```mlir
+    %l = weft.cross_entropy_combine %se, %t : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$sumexp, Weft_FloatTensor:$target);
+  let results = (outs 0DTensorOf<[F64, F32, F16, BF16]>:$loss);
+}
+
+def Weft_CrossEntropyGradPartialOp : Weft_Op<"cross_entropy_grad_partial"> {
+  let summary = "one vocabulary shard of cross_entropy_grad from global row statistics";
+  let description = [{
+    `dlogits_c = dloss * (exp(logits_c - max) / sumexp - [c + offset ==
+    label]) / N` with `max` and `sumexp` the global row statistics and `N`
+    the number of label positions.
+    ```mlir
+    %dl = weft.cross_entropy_grad_partial %dloss, %logits, %labels, %max, %se, %off : (tensor<f32>, tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<2x16xf32>, tensor<2x16xf32>, index) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F64, F32, F16, BF16]>:$dloss,
+                       Weft_FloatTensor:$logits, Weft_IdTensor:$labels,
+                       Weft_FloatTensor:$max, Weft_FloatTensor:$sumexp,
+                       Index:$vocab_offset);
   let results = (outs Weft_FloatTensor:$dlogits);
 }
 
