@@ -15,6 +15,8 @@
 #include "weft/Conversion/KernelGroupRules.h"
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/WeftDialect.h"
+#include "weft/Partition/Passes.h"
+#include "weft/Partition/Sharding.h"
 #include "weft/Transforms/Passes.h"
 
 namespace weft {
@@ -28,6 +30,8 @@ inline void registerWeftDialects(mlir::DialectRegistry &registry) {
   // The target's rules for fused groups (the verifier and the memory model
   // of weft.fused ask them).
   registerKernelGroupRules(registry);
+  // ShardingInterface on the weft ops (weft-partition asks it).
+  partition::registerShardingModels(registry);
 }
 
 /// Upstream passes weft-opt offers alongside Weft's own.
@@ -46,6 +50,7 @@ inline void registerWeftPasses() {
   registerRematPass();
   registerTileAttentionPass();
   registerEmitAttentionKernelsPass();
+  registerWeftPartitionPasses();
 }
 
 } // namespace weft

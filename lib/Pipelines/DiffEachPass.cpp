@@ -5,6 +5,7 @@
 
 #include "weft/Reference/Interpreter.h"
 #include "weft/Reference/NpzArguments.h"
+#include "weft/Reference/Partitioned.h"
 #include "weft/Reference/RandomInputs.h"
 #include "weft/Support/Npz.h"
 
@@ -323,6 +324,14 @@ private:
     FailureOr<int64_t> ranks = reference::numRanks(func);
     if (failed(ranks))
       return failure();
+    if (args.size() == 1 && *ranks > 1) {
+      // Placed on a grid but not partitioned yet (weft-place's annotations):
+      // every rank runs the whole step; rank 0 stands for them.
+      FailureOr<PerRank> results = reference::runSpmd(func, PerRank(*ranks, args[0]));
+      if (failed(results))
+        return failure();
+      return PerRank{std::move(results->front())};
+    }
     if (int64_t(args.size()) != *ranks) {
       emitError(func.getLoc(), "--weft-diff-each-pass: @")
           << func.getSymName() << " now runs on " << *ranks
@@ -365,6 +374,8 @@ private:
 
   LogicalResult check(func::FuncOp func, const TrackedFunction &entry,
                       const std::string &pass) {
+    if (reference::isPartitioned(func) && entry.args.size() == 1)
+      return checkPartitioned(func, entry, pass);
     if (func.getFunctionType() != entry.type) {
       emitError(func.getLoc(), "pass '")
           << pass << "' changed the signature of @" << entry.name << " from "
@@ -380,6 +391,12 @@ private:
       fail();
       return failure();
     }
+    return compareResults(func, entry, pass, *results);
+  }
+
+  LogicalResult compareResults(func::FuncOp func, const TrackedFunction &entry,
+                               const std::string &pass, const PerRank &actual) {
+    const PerRank *results = &actual;
     for (size_t rank = 0; rank < results->size(); ++rank) {
       for (size_t r = 0; r < (*results)[rank].size(); ++r) {
         const Tensor &got = (*results)[rank][r];
@@ -407,6 +424,26 @@ private:
       }
     }
     return success();
+  }
+
+  /// A pass partitioned the function: its ranks run on blocks of the
+  /// arguments, and the gathered results must equal the global ones.
+  LogicalResult checkPartitioned(func::FuncOp func, const TrackedFunction &entry,
+                                 const std::string &pass) {
+    if (failed(checkInterpretable(func))) {
+      fail();
+      return failure();
+    }
+    FailureOr<std::vector<Tensor>> gathered =
+        reference::runPartitioned(func, entry.args.front());
+    if (failed(gathered)) {
+      emitError(func.getLoc(), "after pass '")
+          << pass << "', the reference interpreter cannot run the ranks of @"
+          << entry.name;
+      fail();
+      return failure();
+    }
+    return compareResults(func, entry, pass, {std::move(*gathered)});
   }
 
   DiffEachPassOptions options;

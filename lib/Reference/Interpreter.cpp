@@ -224,7 +224,8 @@ operandTensors(Operation *op, llvm::DenseMap<Value, Tensor> &frame) {
 /// An op on integer or index scalars (the offset arithmetic partitioning
 /// emits: arith.muli of a process index by a shard size).
 bool isScalarIntegerOp(Operation *op) {
-  return op->getNumRegions() == 0 && op->getNumResults() == 1 &&
+  return op->getNumRegions() == 0 && op->getNumOperands() > 0 &&
+         op->getNumResults() == 1 &&
          op->getResult(0).getType().isIntOrIndex() &&
          llvm::all_of(op->getOperandTypes(),
                       [](Type type) { return type.isIntOrIndex(); });
@@ -305,8 +306,6 @@ LogicalResult LockstepExecutor::compute(Operation *op, PerRank<Frame> &frames,
       results[rank][0] = *value;
     return success();
   }
-  if (isScalarIntegerOp(op))
-    return foldScalarIntegerOp(op, operands, results);
   if (detail::isCollective(op)) {
     PerRank<const Tensor *> inputs(ranks);
     PerRank<Tensor> outputs(ranks);
@@ -359,6 +358,8 @@ LogicalResult LockstepExecutor::compute(Operation *op, PerRank<Frame> &frames,
         results[rank][i].data = {double(gridShape[axis])};
     return success();
   }
+  if (isScalarIntegerOp(op))
+    return foldScalarIntegerOp(op, operands, results);
   return op->emitOpError("reference interpreter cannot run '")
          << op->getName() << "'";
 }

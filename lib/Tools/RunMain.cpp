@@ -7,6 +7,7 @@
 #include "weft/Host/RunPackage.h"
 #include "weft/Reference/Interpreter.h"
 #include "weft/Reference/NpzArguments.h"
+#include "weft/Reference/Partitioned.h"
 #include "weft/Reference/RandomInputs.h"
 #include "weft/RegisterWeftDialects.h"
 #include "weft/Support/ExitCode.h"
@@ -396,11 +397,18 @@ int readArguments(func::FuncOp func, int64_t numRanks, PerRankTensors &args) {
 /// Runs `func` on the interpreter (every rank for an SPMD function), prints
 /// the results, writes and compares them.
 int runFunction(func::FuncOp func) {
-  FailureOr<int64_t> numRanks = weft::reference::numRanks(func);
+  // A partitioned step reads and returns global tensors: its ranks get their
+  // blocks, and their results are gathered.
+  bool partitioned = weft::reference::isPartitioned(func);
+  OwningOpRef<func::FuncOp> global;
+  if (partitioned)
+    global = weft::reference::globalSignature(func);
+  FailureOr<int64_t> numRanks =
+      partitioned ? FailureOr<int64_t>(1) : weft::reference::numRanks(func);
   if (failed(numRanks))
     return kExitUsage;
   PerRankTensors args;
-  if (int code = readArguments(func, *numRanks, args))
+  if (int code = readArguments(partitioned ? *global : func, *numRanks, args))
     return code;
   // Saved before running, so a failing run can be reproduced from the file.
   if (!saveInputsFile.empty())
@@ -409,7 +417,13 @@ int runFunction(func::FuncOp func) {
       return fail(kExitFailed, llvm::toString(std::move(err)));
 
   PerRankTensors results;
-  if (*numRanks == 1) {
+  if (partitioned) {
+    FailureOr<std::vector<Tensor>> gathered =
+        weft::reference::runPartitioned(func, args[0]);
+    if (failed(gathered))
+      return kExitFailed;
+    results.push_back(std::move(*gathered));
+  } else if (*numRanks == 1) {
     FailureOr<std::vector<Tensor>> single = weft::reference::run(func, args[0]);
     if (failed(single))
       return kExitFailed;

@@ -152,6 +152,45 @@ static LogicalResult verifyMemoryPlanAttribute(Operation *op,
   return success();
 }
 
+/// weft.grid / weft.grid_axis on a partitioned function, weft.axis_names on
+/// the shard.grid it names.
+static LogicalResult verifyGridAttribute(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == WeftDialect::kAxisNamesAttr) {
+    auto names = dyn_cast<ArrayAttr>(value);
+    if (!names || !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitOpError("expects '")
+             << name << "' to be an array of axis names, got " << value;
+    return success();
+  }
+  if (!isa<FunctionOpInterface>(op))
+    return op->emitOpError("expects '") << name << "' on a function only";
+  if (name == WeftDialect::kGridAttr && !isa<FlatSymbolRefAttr>(value))
+    return op->emitOpError("expects '") << name << "' to name a shard.grid, got " << value;
+  if (name == WeftDialect::kGridAxisAttr) {
+    auto axis = dyn_cast<IntegerAttr>(value);
+    if (!axis || !axis.getType().isInteger(64) || axis.getInt() < 0)
+      return op->emitOpError("expects '")
+             << name << "' to be a non-negative i64 grid axis, got " << value;
+  }
+  return success();
+}
+
+/// weft.split_dim on an argument or result of a partitioned function.
+static LogicalResult verifySplitDim(Operation *op, StringRef what, unsigned index,
+                                    Type type, NamedAttribute attr) {
+  auto dim = dyn_cast<IntegerAttr>(attr.getValue());
+  auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+  if (!dim || !dim.getType().isInteger(64) || !tensor || dim.getInt() < 0 ||
+      dim.getInt() >= tensor.getRank())
+    return op->emitOpError("expects '")
+           << attr.getName().getValue() << "' on " << what << " " << index
+           << " to be an i64 dimension of its tensor type " << type << ", got "
+           << attr.getValue();
+  return success();
+}
+
 LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -203,6 +242,8 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
   if (name == kOffsetsAttr || name == kWorkspaceOffsetAttr ||
       name == kMemoryPlanAttr)
     return verifyMemoryPlanAttribute(op, attr);
+  if (name == kGridAttr || name == kGridAxisAttr || name == kAxisNamesAttr)
+    return verifyGridAttribute(op, attr);
   return op->emitOpError("has unknown weft attribute '") << name << "'";
 }
 
@@ -228,6 +269,8 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   Type type = regionArgumentType(op, regionIndex, argIndex);
+  if (name == kSplitDimAttr)
+    return verifySplitDim(op, "argument", argIndex, type, attr);
   if (name == kParamAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("expects '")
@@ -309,6 +352,13 @@ LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kSplitDimAttr) {
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    Type type = function && resultIndex < function.getResultTypes().size()
+                    ? function.getResultTypes()[resultIndex]
+                    : Type();
+    return verifySplitDim(op, "result", resultIndex, type, attr);
+  }
   if (name == kAliasAttr) {
     // The result reuses the bytes of an argument of its type.
     auto index = dyn_cast<IntegerAttr>(attr.getValue());

@@ -58,6 +58,12 @@ def Weft_Dialect : Dialect {
     static constexpr llvm::StringLiteral kOffsetAttr = "weft.offset";
     static constexpr llvm::StringLiteral kMemoryPlanAttr = "weft.memory_plan";
     static constexpr llvm::StringLiteral kGemmWorkspaceAttr = "weft.gemm_workspace";
+    // A partitioned step: its grid, the tensor-parallel axis, the split
+    // dimension of each split argument and result; a grid's axis names.
+    static constexpr llvm::StringLiteral kGridAttr = "weft.grid";
+    static constexpr llvm::StringLiteral kGridAxisAttr = "weft.grid_axis";
+    static constexpr llvm::StringLiteral kSplitDimAttr = "weft.split_dim";
+    static constexpr llvm::StringLiteral kAxisNamesAttr = "weft.axis_names";
   }];
 }
 

@@ -1,0 +1,79 @@
+// Tensor and sequence parallelism: placements on a shard.grid, then the
+// per-rank SPMD step. One pass per file in lib/Partition.
+#ifndef WEFT_PARTITION_PASSES_TD
+#define WEFT_PARTITION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PlacePass : Pass<"weft-place", "mlir::ModuleOp"> {
+  let summary = "Place a training step's parameters on a device grid the way Megatron-LM does";
+  let description = [{
+    Adds `shard.grid @grid` (shape from `grid`, e.g. `tp=4` or `dp=2,tp=2`;
+    axis names in `weft.axis_names`; the dp axis only replicates for now)
+    and annotates the arguments of every function with `weft.param`
+    arguments (or the one `func` names) with `shard.shard` to a
+    `shard.sharding`: Megatron-LM's strategy, found from the graph. A linear
+    whose input does not come from a split GEMM is column-parallel (weight
+    split along its rows, bias split): qkv (the per-head fused weight gives
+    each rank whole heads), fc1, gate and up, and the LM head (vocabulary
+    parallel). A linear whose input does is row-parallel (weight split along
+    its columns, bias replicated): proj, fc2, down. Embedding tables are
+    split along the vocabulary; norms, position embeddings and row-parallel
+    biases are replicated; the AdamW moments (and split low halves and
+    carried copies) follow their master. With `sequence-parallel`, a
+    hidden-state input `[batch, seq, hidden]` is split along the sequence.
+
+    A head count, kv-head count, hidden, vocabulary or sequence size that
+    the tensor-parallel size does not divide is an error naming the tensor,
+    the dimension and the grid. The placements are ordinary IR: a user can
+    write them by hand instead and run `weft-partition` directly.
+  }];
+  let options = [
+    Option<"gridSpec", "grid", "std::string", "\"tp=2\"",
+           "The device grid: tp=N, or dp=M,tp=N (dp replicates)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "Split hidden-state inputs along the sequence (Megatron-LM SP)">,
+    Option<"funcName", "func", "std::string", "\"\"",
+           "Only this function (default: every function with weft.param arguments)">,
+  ];
+  let dependentDialects = ["mlir::shard::ShardDialect"];
+}
+
+def PartitionPass : Pass<"weft-partition", "mlir::ModuleOp"> {
+  let summary = "Turn a step with placements into the per-rank SPMD step with shard collectives";
+  let description = [{
+    Every function whose arguments carry `shard.shard` annotations becomes
+    its per-rank form: local tensor types, the weft ops partitioned through
+    their `ShardingInterface` models, and `shard.all_reduce`,
+    `reduce_scatter`, `all_gather` and `all_slice` where placements meet.
+    TP gives an all-reduce after each row-parallel GEMM in the forward and
+    after each column-parallel GEMM's input gradient in the backward. With
+    `sequence-parallel`, partial sums of `[batch, seq, ...]` activations are
+    reduce-scattered along the sequence (the batch and sequence sizes are
+    the leading dims of the first non-parameter argument), the norms,
+    residual adds and dropouts run on sequence shards, an all-gather
+    precedes each column-parallel GEMM, and the backward mirrors it. The
+    result carries `weft.grid`, `weft.grid_axis` and `weft.split_dim` on
+    split arguments and results, so `weft-run` can slice global inputs and
+    gather results.
+
+    Why not upstream `sharding-propagation` + `shard-partition` (MLIR 22):
+    they have no partial-sum state, so a sharded reduction is all-reduced
+    inside the op and sequence parallelism comes out as all-reduce +
+    all_slice instead of a reduce-scatter; propagation picks placements
+    without regard to communication (gathering weights FSDP-style); ops
+    without the interface (reshapes of heads) stop it; and its reshards are
+    silently wrong or crash on multi-axis moves in release builds
+    (../shared/notes/shard-dialect-mlir22.md). This pass uses the upstream
+    interface, sharding type and collectives, and decides placements itself:
+    for each op the split loop that moves the fewest bytes, parameters never
+    gathered, partial sums resolved at once.
+  }];
+  let options = [
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "Reduce-scatter partial activations along the sequence (Megatron-LM SP)">,
+  ];
+  let dependentDialects = ["mlir::shard::ShardDialect", "mlir::arith::ArithDialect"];
+}
+
+#endif // WEFT_PARTITION_PASSES_TD

@@ -1,0 +1,50 @@
+// Resharding between placements with the shard dialect's collectives.
+#include "Reshard.h"
+
+using namespace mlir;
+
+namespace weft::partition {
+
+Value Resharder::to(Value global, Value value, const Placement &from,
+                    const Placement &target, bool backward, OpBuilder &builder,
+                    Location loc) {
+  if (from == target)
+    return value;
+  if (from.partial)
+    return emit(global, value, from, target, builder, loc);
+  int64_t key = target.splitDim ? *target.splitDim : -1;
+  auto it = cache.find({global, key, int64_t(backward)});
+  if (it != cache.end())
+    return it->second;
+  Value result = emit(global, value, from, target, builder, loc);
+  cache[{global, key, int64_t(backward)}] = result;
+  return result;
+}
+
+Value Resharder::emit(Value global, Value value, const Placement &from,
+                      const Placement &target, OpBuilder &builder, Location loc) {
+  auto type = dyn_cast<RankedTensorType>(global.getType());
+  if (!type)
+    return value;
+  StringRef gridName = grid.grid.getValue();
+  SmallVector<shard::GridAxis> axes{grid.axis};
+  int64_t parts = grid.size();
+  if (from.partial) {
+    if (!target.splitDim)
+      return shard::AllReduceOp::create(builder, loc, value, gridName, axes,
+                                        shard::ReductionKind::Sum);
+    return shard::ReduceScatterOp::create(
+        builder, loc, localType(type, target, parts), gridName, axes, value,
+        shard::ReductionKind::Sum, APInt(64, *target.splitDim));
+  }
+  Value whole = value;
+  if (from.splitDim)
+    whole = shard::AllGatherOp::create(builder, loc, type, gridName, axes, value,
+                                       APInt(64, *from.splitDim));
+  if (!target.splitDim)
+    return whole;
+  return shard::AllSliceOp::create(builder, loc, localType(type, target, parts),
+                                   whole, gridName, axes, *target.splitDim);
+}
+
+} // namespace weft::partition
