@@ -109,6 +109,16 @@ struct TrainingPipelineOptions
                      "place of the transposes around it "
                      "(weft-fold-attention-layout), before fusion"),
       llvm::cl::init(false)};
+  Option<std::string> grid{
+      *this, "grid",
+      llvm::cl::desc("Partition the step over a device grid (tp=N or "
+                     "dp=M,tp=N: weft-place, then weft-partition) right after "
+                     "weft-autodiff; empty: one GPU")};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("With grid: Megatron-LM sequence parallelism "
+                     "(weft-place / weft-partition sequence-parallel)"),
+      llvm::cl::init(false)};
   Option<std::string> gemmWorkspace{
       *this, "gemm-workspace",
       llvm::cl::desc("cuBLASLt workspace cap (e.g. 32MiB): every linear / "

@@ -15,6 +15,7 @@
 
 #include "weft/Dialect/WeftDialect.h"
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -54,6 +55,21 @@ void collectTerms(AffineExpr expr, int64_t scale,
   }
 }
 
+/// Whether `op`'s formula is a signed sum of its operands (add, sub, neg):
+/// then partial sums pass through it (sum of the ranks' results = the op of
+/// the summed operands) and their resolution can wait.
+bool isSumOfOperands(Operation *op) {
+  auto pointwise = dyn_cast<ScalarFormulaOpInterface>(op);
+  if (!pointwise)
+    return false;
+  ScalarFormula formula;
+  formula.setResult(pointwise.buildFormula(formula));
+  return llvm::all_of(formula.getInstructions(), [](const ScalarInstruction &i) {
+    return i.primitive == ScalarPrimitive::Operand || i.primitive == ScalarPrimitive::Add ||
+           i.primitive == ScalarPrimitive::Sub || i.primitive == ScalarPrimitive::Neg;
+  });
+}
+
 /// An op's nest as the partitioner reads it.
 struct Nest {
   SmallVector<utils::IteratorType> iterators;
@@ -78,6 +94,19 @@ struct Nest {
     return maps[m].getResult(dim).isFunctionOfDim(loop);
   }
 };
+
+/// The collectives emitted for `op` (after `before`) carry its weft.layer,
+/// so reports can count communication per layer.
+void tagCollectives(Operation *op, Operation *before, Block &block) {
+  Attribute layer = op->getAttr(WeftDialect::kLayerAttr);
+  if (!layer)
+    return;
+  auto it = before ? std::next(before->getIterator()) : block.begin();
+  for (; it != block.end(); ++it)
+    if (isa<shard::ShardDialect>(it->getDialect()) &&
+        !it->hasAttr(WeftDialect::kLayerAttr))
+      it->setAttr(WeftDialect::kLayerAttr, layer);
+}
 
 std::optional<Nest> nestOf(shard::ShardingInterface op) {
   Nest nest;
@@ -122,7 +151,8 @@ private:
   LogicalResult emitReturn(func::ReturnOp ret, OpBuilder &builder);
   FailureOr<Value> operandIn(Value global, const Placement &target,
                              OpBuilder &builder, Location loc);
-  void resolvePartial(Value global, OpBuilder &builder);
+  void resolvePartial(Value global, OpBuilder &builder, bool force = false);
+  LogicalResult partitionPartialSum(Operation *op, OpBuilder &builder);
   bool isTokenActivation(Value value) const;
   bool isBatchInput(BlockArgument arg);
   std::optional<Placement> annotationOf(Value sharding) const;
@@ -275,7 +305,13 @@ FailureOr<Value> Partitioner::operandIn(Value global, const Placement &target,
                     inBackward, builder, loc);
 }
 
-void Partitioner::resolvePartial(Value global, OpBuilder &builder) {
+void Partitioner::resolvePartial(Value global, OpBuilder &builder, bool force) {
+  // Partial sums that only feed signed sums stay partial: the sum of two
+  // row-parallel outputs (SwiGLU's gate and up gradients) needs one
+  // all-reduce, not two.
+  if (!force && !global.use_empty() &&
+      llvm::all_of(global.getUsers(), [](Operation *user) { return isSumOfOperands(user); }))
+    return;
   Location loc = global.getLoc();
   Placement target = Placement::replicated();
   if (options.sequenceParallel && isTokenActivation(global) &&
@@ -287,6 +323,9 @@ void Partitioner::resolvePartial(Value global, OpBuilder &builder) {
 }
 
 LogicalResult Partitioner::replicateOp(Operation *op, OpBuilder &builder) {
+  for (Value operand : op->getOperands())
+    if (placement.lookup(operand).partial)
+      resolvePartial(operand, builder, /*force=*/true);
   IRMapping mapping;
   for (Value operand : op->getOperands()) {
     auto value = operandIn(operand, Placement::replicated(), builder, op->getLoc());
@@ -310,6 +349,12 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
              << "fusion, or give the op a ShardingInterface model";
     return replicateOp(op, builder);
   }
+  auto isPending = [&](Value operand) { return placement.lookup(operand).partial; };
+  if (isSumOfOperands(op) && llvm::all_of(op->getOperands(), isPending))
+    return partitionPartialSum(op, builder);
+  for (Value operand : op->getOperands())
+    if (isPending(operand))
+      resolvePartial(operand, builder, /*force=*/true);
   std::optional<Nest> nest = nestOf(iface);
   if (!nest || nest->iterators.empty())
     return replicateOp(op, builder);
@@ -437,9 +482,23 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
     if (!mapped)
       return op->emitOpError("partition() did not produce result #") << r;
     local[result] = mapped;
-    placement[result] = bestResults[r];
+    placement[result] = bestPartial[r] ? Placement::partialSum() : bestResults[r];
     if (bestPartial[r])
       resolvePartial(result, builder);
+  }
+  return success();
+}
+
+/// A signed sum of partial sums: the same op on each rank's summands.
+LogicalResult Partitioner::partitionPartialSum(Operation *op, OpBuilder &builder) {
+  IRMapping mapping;
+  for (Value operand : op->getOperands())
+    mapping.map(operand, local.lookup(operand));
+  Operation *clone = builder.clone(*op, mapping);
+  for (auto [global, result] : llvm::zip(op->getResults(), clone->getResults())) {
+    local[global] = result;
+    placement[global] = Placement::partialSum();
+    resolvePartial(global, builder);
   }
   return success();
 }
@@ -493,8 +552,11 @@ LogicalResult Partitioner::run() {
                                       "dimension along the tensor-parallel axis"),
                dropLocal();
       if (isa<BlockArgument>(source) && !annotation.getAnnotateForUsers()) {
-        local[annotation] = local[source];
-        placement[annotation] = placement[source];
+        // Copies first: inserting into a DenseMap may move its entries.
+        Value sourceValue = local.lookup(source);
+        Placement sourcePlacement = placement.lookup(source);
+        local[annotation] = sourceValue;
+        placement[annotation] = sourcePlacement;
         if (parameters.count(source))
           parameters.insert(annotation);
         continue;
@@ -506,8 +568,10 @@ LogicalResult Partitioner::run() {
       placement[annotation] = *target;
       continue;
     }
+    Operation *before = localBlock->empty() ? nullptr : &localBlock->back();
     if (failed(partitionOp(&op, builder)))
       return dropLocal();
+    tagCollectives(&op, before, *localBlock);
     if (&op == lossOp)
       inBackward = true;
   }

@@ -7,6 +7,7 @@
 
 #include "weft/Pipelines/Passes.h"
 #include "weft/Support/ByteSize.h"
+#include "weft/Partition/Passes.h"
 #include "weft/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -75,6 +76,18 @@ LogicalResult weft::buildTrainingPipeline(
   autodiff.convertedParams.assign(options.convertedParams.begin(),
                                   options.convertedParams.end());
   pm.addPass(createAutodiffPass(autodiff));
+  if (!options.grid.empty()) {
+    PlacePassOptions place;
+    place.gridSpec = options.grid;
+    place.sequenceParallel = options.sequenceParallel;
+    place.funcName = step;
+    pm.addPass(createPlacePass(place));
+    PartitionPassOptions partition;
+    partition.sequenceParallel = options.sequenceParallel;
+    pm.addPass(createPartitionPass(partition));
+  } else if (options.sequenceParallel) {
+    return emitError("sequence-parallel needs a grid (e.g. grid=tp=2)");
+  }
   if (options.foldAttentionLayout)
     pm.addNestedPass<func::FuncOp>(createFoldAttentionLayoutPass());
 

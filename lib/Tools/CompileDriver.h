@@ -150,6 +150,18 @@ struct CompileOptions {
                "--memory-budget, else the fastest fit of carried, converted "
                "and the largest few converted among carried"),
       cl::init(stringifyWeightCopies(defaults.weightCopies).str()), cl::cat(category)};
+  cl::opt<std::string> grid{
+      "grid",
+      cl::desc("Partition the step for tensor parallelism over a device grid: "
+               "tp=N, or dp=M,tp=N (dp replicates); the step is then the "
+               "per-rank SPMD step with shard collectives"),
+      cl::value_desc("axes"), cl::cat(category)};
+  cl::opt<bool> sequenceParallel{
+      "sequence-parallel",
+      cl::desc("With --grid: Megatron-LM sequence parallelism (norms, "
+               "dropout and residual adds on sequence shards; reduce-scatter "
+               "+ all-gather in place of all-reduce)"),
+      cl::init(false), cl::cat(category)};
   cl::opt<std::string> memoryReport{
       "memory-report", cl::desc("Write the memory and FLOP report as JSON"),
       cl::value_desc("file.json"), cl::cat(category)};

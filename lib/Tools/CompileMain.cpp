@@ -127,6 +127,8 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.rematLayers = cli.rematLayers.getValue();
   options.rematWeightCopies = cli.rematWeightCopies.getValue();
   options.memoryReport = cli.memoryReport.getValue();
+  options.grid = cli.grid.getValue();
+  options.sequenceParallel = cli.sequenceParallel.getValue();
   // auto: tried from carried (CompileModes.cpp); nothing to carry without AdamW.
   std::optional<weft::WeightCopies> copies =
       llvm::StringSwitch<std::optional<weft::WeightCopies>>(cli.weightCopies)
