@@ -374,7 +374,7 @@ private:
 
   LogicalResult check(func::FuncOp func, const TrackedFunction &entry,
                       const std::string &pass) {
-    if (reference::isPartitioned(func) && entry.args.size() == 1)
+    if (reference::isPartitioned(func) && func.getFunctionType() != entry.type)
       return checkPartitioned(func, entry, pass);
     if (func.getFunctionType() != entry.type) {
       emitError(func.getLoc(), "pass '")
