@@ -252,6 +252,8 @@ void Partitioner::computeWanted(Block &entry) {
   for (auto [i, value] : llvm::enumerate(ret.getOperands()))
     if (auto alias = func.getResultAttrOfType<IntegerAttr>(i, WeftDialect::kAliasAttr))
       wanted[value] = argumentPlacements[alias.getInt()];
+    else if (auto grad = func.getResultAttrOfType<IntegerAttr>(i, WeftDialect::kGradOfAttr))
+      wanted[value] = argumentPlacements[grad.getInt()];
   for (Operation &op : llvm::reverse(entry.without_terminator())) {
     auto iface = dyn_cast<shard::ShardingInterface>(&op);
     if (!iface)
@@ -509,6 +511,8 @@ LogicalResult Partitioner::emitReturn(func::ReturnOp ret, OpBuilder &builder) {
     Placement target;
     if (auto alias = func.getResultAttrOfType<IntegerAttr>(i, WeftDialect::kAliasAttr))
       target = argumentPlacements[alias.getInt()];
+    if (auto grad = func.getResultAttrOfType<IntegerAttr>(i, WeftDialect::kGradOfAttr))
+      target = argumentPlacements[grad.getInt()];
     if (auto annotation = value.getDefiningOp<shard::ShardOp>())
       if (std::optional<Placement> read = annotationOf(annotation.getSharding()))
         target = *read;

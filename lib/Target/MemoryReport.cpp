@@ -5,6 +5,9 @@
 
 #include "weft/Dialect/WeftDialect.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/SymbolTable.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/JSON.h"
@@ -109,6 +112,37 @@ std::optional<int64_t> layerOf(Operation *op) {
   return std::nullopt;
 }
 
+/// The grid of a partitioned step and its collectives, per layer and in all.
+void addCommunication(func::FuncOp step, const ScheduleLiveness &liveness,
+                      TrainingStepReport &report,
+                      llvm::function_ref<LayerMemory &(int64_t)> layerEntry) {
+  auto gridName = step->getAttrOfType<FlatSymbolRefAttr>(WeftDialect::kGridAttr);
+  if (!gridName)
+    return;
+  if (auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(step, gridName))
+    report.gridShape.assign(grid.getShape().begin(), grid.getShape().end());
+  if (auto axis = step->getAttrOfType<IntegerAttr>(WeftDialect::kGridAxisAttr))
+    report.tensorParallelAxis = axis.getInt();
+  SymbolTableCollection symbols;
+  for (Operation *op : liveness.getSchedule()) {
+    if (!isCommunicating(op))
+      continue;
+    double bytes = getCollectiveBusBytes(op, symbols);
+    double seconds = getCollectiveSeconds(op, symbols, report.link);
+    ++report.collectives;
+    report.communicationBytes += bytes;
+    report.communicationSeconds += seconds;
+    if (std::optional<int64_t> layer = layerOf(op)) {
+      LayerMemory &entry = layerEntry(*layer);
+      ++entry.collectives;
+      entry.communicationBytes += bytes;
+      entry.communicationSeconds += seconds;
+      if (op->hasAttr(kRecomputeAttr))
+        ++entry.recomputedCollectives;
+    }
+  }
+}
+
 } // namespace
 
 FailureOr<TrainingStepReport>
@@ -180,6 +214,7 @@ weft::buildTrainingStepReport(func::FuncOp step, std::optional<int64_t> budget,
     else
       report.unlayeredSavedBytes += buffer.size;
   }
+  addCommunication(step, *liveness, report, layerEntry);
   for (auto &entry : layers)
     report.layers.push_back(entry.second);
   return report;
@@ -229,9 +264,36 @@ void weft::writeTrainingStepReport(const TrainingStepReport &report,
           json.attribute("saved_bytes", layer.savedBytes);
           json.attribute("recomputed_ops", layer.recomputedOps);
           json.attribute("recompute_flops", layer.recomputeFlops);
+          if (!report.gridShape.empty()) {
+            json.attribute("collectives", layer.collectives);
+            json.attribute("recomputed_collectives", layer.recomputedCollectives);
+            json.attribute("communication_bytes", layer.communicationBytes);
+            json.attribute("communication_time_estimate_s", layer.communicationSeconds);
+          }
         });
     });
     json.attribute("unlayered_saved_bytes", report.unlayeredSavedBytes);
+    if (!report.gridShape.empty())
+      json.attributeObject("partition", [&] {
+        json.attribute("per_rank", true);
+        json.attributeArray("grid", [&] {
+          for (int64_t size : report.gridShape)
+            json.value(size);
+        });
+        json.attribute("tp_axis", report.tensorParallelAxis);
+        json.attribute("tp", report.gridShape[report.tensorParallelAxis]);
+        json.attributeObject("link_model", [&] {
+          json.attribute("bus_bytes_per_s", report.link.busBytesPerSecond);
+          json.attribute("latency_s", report.link.latencySeconds);
+          json.attribute("source", "NCCL bus bandwidth of a 1 GiB bf16 all-reduce "
+                                   "(332 GB/s) and a 1 MiB all-gather (45.8 us) "
+                                   "on 2 lent H100s, ../shared/anchors/"
+                                   "h100x2_nccl_anchors_2026-11-26.json");
+        });
+        json.attribute("collectives", report.collectives);
+        json.attribute("communication_bytes", report.communicationBytes);
+        json.attribute("communication_time_estimate_s", report.communicationSeconds);
+      });
   });
   os << "\n";
 }

@@ -487,11 +487,15 @@ FailureOr<func::FuncOp> buildStep(func::FuncOp entry, StringRef name,
   SmallVector<AdamWOp> updates;
   // Per parameter: its carried copy argument, if any.
   SmallVector<Value> carried(parts.copyArgs.empty() ? 0 : numParams);
-  if (optimizer == Optimizer::None)
+  if (optimizer == Optimizer::None) {
     stepResults.append(gradients->begin(), gradients->end());
-  else
+  } else
     parts.addAdamWUpdates(adamw, *gradients, stepResults, updates, carried);
   parts.ret->setOperands(stepResults);
+  if (optimizer == Optimizer::None)
+    for (size_t i = 0; i < gradients->size(); ++i)
+      step.setResultAttr(unsigned(1 + i), WeftDialect::kGradOfAttr,
+                         Builder(entry.getContext()).getI64IntegerAttr(args.params[i]));
   eraseDeadOps(*body);
   if (optimizer != Optimizer::None)
     convertMastersLate(*body, SmallVector<Value>(

@@ -3,6 +3,7 @@
 // signatures, and the clone-into-the-backward rewrite.
 #include "RematStep.h"
 
+#include "weft/Analysis/LinkModel.h"
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -22,42 +23,6 @@ using namespace weft::remat;
 // Cost
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// Ring algorithms: how many times the tensor's bytes cross each GPU's link.
-template <typename CollectiveOp>
-double ringTraffic(CollectiveOp op, SymbolTableCollection &symbols,
-                   double perPeer) {
-  int64_t peers = 1;
-  if (shard::GridOp grid = shard::getGridOrNull(op, op.getGridAttr(), symbols))
-    peers = shard::collectiveProcessGroupSize(op.getGridAxes(), grid);
-  if (peers <= 1 || ShapedType::isDynamic(peers))
-    return 0.0;
-  return perPeer * double(peers - 1) / double(peers);
-}
-
-double communicationBytes(Operation *op, SymbolTableCollection &symbols) {
-  auto bytes = [](Value value) {
-    return isa<RankedTensorType>(value.getType())
-               ? double(tensorBytes(value.getType()))
-               : 0.0;
-  };
-  if (auto gather = dyn_cast<shard::AllGatherOp>(op))
-    return ringTraffic(gather, symbols, bytes(gather.getResult()));
-  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
-    return ringTraffic(scatter, symbols, bytes(scatter.getInput()));
-  if (auto reduce = dyn_cast<shard::AllReduceOp>(op))
-    return ringTraffic(reduce, symbols, 2.0 * bytes(reduce.getInput()));
-  if (auto allToAll = dyn_cast<shard::AllToAllOp>(op))
-    return ringTraffic(allToAll, symbols, bytes(allToAll.getInput()));
-  // Point-to-point and rooted collectives: the operands cross once.
-  double total = 0.0;
-  for (Value operand : op->getOperands())
-    total += bytes(operand);
-  return total;
-}
-
-} // namespace
 
 double weft::remat::getRecomputeSeconds(Operation *op,
                                         SymbolTableCollection &symbols) {
@@ -66,7 +31,7 @@ double weft::remat::getRecomputeSeconds(Operation *op,
   if (auto cost = dyn_cast<CostOpInterface>(op))
     return cost.getRooflineSeconds(kPeakFlopsPerSecond, kPeakBytesPerSecond);
   if (isa<shard::ShardDialect>(op->getDialect()))
-    return communicationBytes(op, symbols) / kLinkBytesPerSecond;
+    return getCollectiveSeconds(op, symbols);
   return 0.0;
 }
 

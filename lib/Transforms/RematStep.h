@@ -17,15 +17,14 @@
 namespace weft::remat {
 
 /// The ceilings recompute time is measured with: an H100 SXM's dense bf16
-/// peak, its HBM3 bandwidth, and NVLink 4's per-direction bandwidth per GPU
-/// for collectives.
+/// peak and its HBM3 bandwidth; collectives use weft::LinkModel (NCCL's bus
+/// bandwidth measured on the lent H100s, plus a latency).
 constexpr double kPeakFlopsPerSecond = 989e12;
 constexpr double kPeakBytesPerSecond = 3.35e12;
-constexpr double kLinkBytesPerSecond = 450e9;
 
 /// Seconds to recompute `op` once: its CostOpInterface roofline; 0 for a
 /// reshape (a view, as the liveness analysis treats it); a shard collective
-/// its ring communication time over NVLink (`symbols` finds its grid).
+/// its time under weft::LinkModel (`symbols` finds its grid).
 double getRecomputeSeconds(mlir::Operation *op,
                            mlir::SymbolTableCollection &symbols);
 

@@ -4,7 +4,7 @@
 // piece the loss ignores contributes zeros to the concatenated gradient.
 
 // CHECK-LABEL: func.func @loss_of_w_step(
-// CHECK-SAME: %[[W:[^:]*]]: tensor<3x5xf64> {weft.param}) -> (tensor<f64>, tensor<3x5xf64>)
+// CHECK-SAME: %[[W:[^:]*]]: tensor<3x5xf64> {weft.param}) -> (tensor<f64>, tensor<3x5xf64> {weft.grad_of = 0 : i64})
 // CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : tensor<2x3xf64>
 // CHECK: %[[C:.*]] = weft.concat %[[Z]], %{{.*}} {dim = 0 : i64} : (tensor<2x3xf64>, tensor<3x3xf64>) -> tensor<5x3xf64>
 // CHECK: %[[DW:.*]] = weft.transpose %[[C]] {perm = array<i64: 1, 0>} : (tensor<5x3xf64>) -> tensor<3x5xf64>

@@ -7,7 +7,7 @@
 
 // CHECK-LABEL: func.func @forward(
 // CHECK-LABEL: func.func @forward_step(
-// CHECK-SAME: %[[W:.*]]: tensor<4x4xf32> {weft.param}, %[[X:.*]]: tensor<2x4xf32>, %[[Y:.*]]: tensor<2xi64>) -> (tensor<f32>, tensor<4x4xf32>)
+// CHECK-SAME: %[[W:.*]]: tensor<4x4xf32> {weft.param}, %[[X:.*]]: tensor<2x4xf32>, %[[Y:.*]]: tensor<2xi64>) -> (tensor<f32>, tensor<4x4xf32> {weft.grad_of = 0 : i64})
 // CHECK: %[[H:.*]] = weft.linear %[[X]], %[[W]]
 // CHECK: %[[L:.*]] = weft.cross_entropy %[[H]], %[[Y]]
 // CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
@@ -113,7 +113,7 @@ func.func @forward(%x: tensor<2x4x3xf32> {weft.param}, %b: tensor<4x1xf32> {weft
 // CHECK-LABEL: func.func @forward(
 // CHECK: weft.silu
 // CHECK-LABEL: func.func @forward_step(
-// CHECK-SAME: -> (tensor<f32>, tensor<10x4xf32>, tensor<3xf32>)
+// CHECK-SAME: -> (tensor<f32>, tensor<10x4xf32> {weft.grad_of = 0 : i64}, tensor<3xf32> {weft.grad_of = 1 : i64})
 // CHECK-NOT: weft.silu
 // CHECK: %[[DT:.*]] = weft.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<10x4xf32>
 // CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : tensor<3xf32>

@@ -13,12 +13,12 @@
 // CHECK-NEXT: %[[DY:.*]] = weft.gelu_grad %[[ONES]], %[[Y]]
 // CHECK-NEXT: weft.matmul %[[DY]], %[[G]] {transpose_a, weft.layer = 0 : i64}
 
-// The all-gather's ring moves (2 - 1) / 2 of its 4x8 f32 result (128 bytes)
-// over NVLink at 450e9 B/s: 1.42222e-10 s. The linear (2*4*8*8 = 512 FLOPs,
-// 512 bytes) is memory-bound: 512 / 3.35e12 = 1.52836e-10 s. Together
-// 2.95058e-10 s.
+// The all-gather's ring moves (2 - 1) / 2 of its 4x8 f32 result (128 bytes):
+// 64 bus bytes at weft::LinkModel's 330e9 B/s plus its 45 us latency,
+// 4.50001939e-05 s. The linear (2*4*8*8 = 512 FLOPs, 512 bytes) is
+// memory-bound: 512 / 3.35e12 = 1.52836e-10 s. Together 4.50003468e-05 s.
 // REPORT: "sp_step": {
-// REPORT: "recompute_seconds": 2.9505804{{[0-9]*}}e-10,
+// REPORT: "recompute_seconds": 4.500034677{{[0-9]*}}e-05,
 // REPORT-NEXT: "recompute_flops": 512,
 // REPORT-NEXT: "cloned_ops": 2,
 

@@ -352,6 +352,16 @@ LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kGradOfAttr) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!index || !index.getType().isInteger(64) || !function || index.getInt() < 0 ||
+        index.getInt() >= int64_t(function.getArgumentTypes().size()))
+      return op->emitOpError("expects '")
+             << name << "' on result " << resultIndex
+             << " to be the i64 index of an argument, got " << attr.getValue();
+    return success();
+  }
   if (name == kSplitDimAttr) {
     auto function = dyn_cast<FunctionOpInterface>(op);
     Type type = function && resultIndex < function.getResultTypes().size()

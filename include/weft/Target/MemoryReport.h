@@ -6,6 +6,7 @@
 #ifndef WEFT_TARGET_MEMORYREPORT_H
 #define WEFT_TARGET_MEMORYREPORT_H
 
+#include "weft/Analysis/LinkModel.h"
 #include "weft/Analysis/Liveness.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,6 +33,13 @@ struct LayerMemory {
   int64_t savedBytes = 0;
   int64_t recomputedOps = 0;
   int64_t recomputeFlops = 0;
+  /// The shard collectives carrying this weft.layer (partitioned steps):
+  /// how many, their NCCL bus bytes and their time under the link model;
+  /// recomputed ones (weft.recompute: re-gathers) also counted apart.
+  int64_t collectives = 0;
+  double communicationBytes = 0;
+  double communicationSeconds = 0;
+  int64_t recomputedCollectives = 0;
 };
 
 struct TrainingStepReport {
@@ -69,6 +77,14 @@ struct TrainingStepReport {
   /// masters, and the bf16 high halves of split masters (i16 low halves).
   int64_t carriedCopies = 0;
   int64_t splitMasters = 0;
+  /// A partitioned step (weft.grid): every byte above is per rank. The grid
+  /// shape, the tensor-parallel axis, and all of the step's communication.
+  llvm::SmallVector<int64_t> gridShape;
+  int64_t tensorParallelAxis = -1;
+  LinkModel link;
+  int64_t collectives = 0;
+  double communicationBytes = 0;
+  double communicationSeconds = 0;
 };
 
 /// Builds the report of `step`, which must carry `weft.memory_plan`. Fails

@@ -4,7 +4,7 @@
 // RUN: weft-compile %S/Inputs/mlp.mlir --entry forward --train --memory-report=%t.none.json | FileCheck %s --check-prefix=IR
 // RUN: FileCheck %s --check-prefix=NONE < %t.none.json
 // IR-LABEL: func.func @forward_step
-// IR-SAME: -> (tensor<f32>, tensor<32x16xf32>, tensor<8x32xf32>)
+// IR-SAME: -> (tensor<f32>, tensor<32x16xf32> {weft.grad_of = 0 : i64}, tensor<8x32xf32> {weft.grad_of = 1 : i64})
 // IR-SAME: weft.memory_plan = {{.*}}peak_bytes = 7168
 // IR: weft.gelu_grad
 // IR-NOT: weft.recompute

@@ -27,6 +27,9 @@ def Weft_Dialect : Dialect {
     - `weft.alias` (i64) on function results: the index of the argument,
       of the same type, that the result updates in place (a training step's
       new parameters and optimizer state; XLA's input_output_alias).
+    - `weft.grad_of` (i64) on function results: the result is the gradient
+      of the argument at that index (a step built with optimizer=none);
+      partitioning keeps it placed like that argument.
     - `weft.copy_of` (i64) on function arguments: the argument is the
       lower-precision copy of the master weight at that argument index (same
       shape, a narrower float type), carried between steps: the step's
@@ -53,6 +56,7 @@ def Weft_Dialect : Dialect {
     static constexpr llvm::StringLiteral kRangeAttr = "weft.range";
     static constexpr llvm::StringLiteral kAliasAttr = "weft.alias";
     static constexpr llvm::StringLiteral kCopyOfAttr = "weft.copy_of";
+    static constexpr llvm::StringLiteral kGradOfAttr = "weft.grad_of";
     static constexpr llvm::StringLiteral kOffsetsAttr = "weft.offsets";
     static constexpr llvm::StringLiteral kWorkspaceOffsetAttr = "weft.workspace_offset";
     static constexpr llvm::StringLiteral kOffsetAttr = "weft.offset";
