@@ -119,12 +119,13 @@ OwningOpRef<func::FuncOp> globalSignature(func::FuncOp func) {
     inputs.push_back(globalType(type, splitDim(func.getArgAttrDict(i)), parts));
   for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
     results.push_back(globalType(type, splitDim(func.getResultAttrDict(i)), parts));
-  OwningOpRef<func::FuncOp> decl = func::FuncOp::create(
-      func.getLoc(), func.getSymName(),
-      FunctionType::get(func.getContext(), inputs, results));
-  decl->setAllArgAttrs(func.getAllArgAttrs());
-  decl->setAllResultAttrs(func.getAllResultAttrs());
-  return decl;
+  // A clone whose entry block takes the global types: what reads arguments
+  // (drawing random inputs reads their uses) sees them; the body is never run.
+  OwningOpRef<func::FuncOp> global = func.clone();
+  for (auto [arg, type] : llvm::zip(global->getArguments(), inputs))
+    arg.setType(type);
+  global->setFunctionType(FunctionType::get(func.getContext(), inputs, results));
+  return global;
 }
 
 FailureOr<std::vector<Tensor>> runPartitioned(func::FuncOp func,

@@ -16,8 +16,8 @@ namespace weft::reference {
 /// Whether `func` is a partitioned step (it carries weft.grid).
 bool isPartitioned(mlir::func::FuncOp func);
 
-/// A body-less copy of `func` with the global argument and result types (and
-/// its argument attributes): what global inputs are read and drawn against.
+/// A copy of `func` whose signature and entry block take the global types:
+/// what global inputs are read and drawn against (its body is not run).
 mlir::OwningOpRef<mlir::func::FuncOp> globalSignature(mlir::func::FuncOp func);
 
 /// Runs partitioned `func` on every rank from the global arguments and
