@@ -13,6 +13,7 @@
 
 #include "Reshard.h"
 
+#include "weft/Analysis/LinkModel.h"
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -154,6 +155,7 @@ private:
   void resolvePartial(Value global, OpBuilder &builder, bool force = false);
   LogicalResult partitionPartialSum(Operation *op, OpBuilder &builder);
   bool isTokenActivation(Value value) const;
+  Placement partialTarget(Value global) const;
   bool isBatchInput(BlockArgument arg);
   std::optional<Placement> annotationOf(Value sharding) const;
   double reshardCost(Value global, const Placement &from, const Placement &to) const;
@@ -162,6 +164,7 @@ private:
   GridContext grid;
   PartitionOptions options;
   Resharder reshard;
+  LinkModel link;
   llvm::DenseMap<Value, Value> local;
   llvm::DenseMap<Value, Placement> placement;
   llvm::DenseMap<Value, Placement> wanted;
@@ -281,15 +284,43 @@ void Partitioner::computeWanted(Block &entry) {
   }
 }
 
+/// Seconds of moving `global` from one placement to another under the link
+/// model: nothing for the same placement or a slice of a replicated tensor,
+/// an all-gather's (or reduce-scatter's) (n-1)/n of the tensor, an
+/// all-reduce's twice that.
 double Partitioner::reshardCost(Value global, const Placement &from,
                                 const Placement &to) const {
   if (from == to || (!from.splitDim && !from.partial && to.splitDim))
-    return 0; // the same, or a slice of a replicated tensor
-  double bytes = double(bytesOf(global));
-  // Megatron keeps weights split: gathering a parameter is never the plan.
+    return 0;
+  double parts = double(grid.size());
+  double busBytes = double(bytesOf(global)) * (parts - 1) / parts;
+  if (from.partial && !to.splitDim)
+    busBytes *= 2;
+  double seconds = busBytes / link.busBytesPerSecond + link.latencySeconds;
+  // Megatron keeps weights split: gathering a parameter (or its converted
+  // copy) is never the plan.
   if (parameters.count(global))
-    bytes *= 1e6;
-  return bytes;
+    seconds *= 1e6;
+  return seconds;
+}
+
+/// Seconds of `op` on one rank: its roofline time, split `parts` ways when
+/// its loop is.
+static double computeSeconds(Operation *op, double parts) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  if (!cost)
+    return 0;
+  return cost.getRooflineSeconds(989e12, 3.35e12) / parts;
+}
+
+/// Where a partial sum goes: a sequence shard under sequence parallelism
+/// (reduce-scatter) for [batch, seq, ...] activations, else every rank
+/// (all-reduce).
+Placement Partitioner::partialTarget(Value global) const {
+  if (options.sequenceParallel && isTokenActivation(global) &&
+      tokenShape[1] % grid.size() == 0)
+    return Placement::split(1);
+  return Placement::replicated();
 }
 
 bool Partitioner::isTokenActivation(Value value) const {
@@ -315,10 +346,7 @@ void Partitioner::resolvePartial(Value global, OpBuilder &builder, bool force) {
       llvm::all_of(global.getUsers(), [](Operation *user) { return isSumOfOperands(user); }))
     return;
   Location loc = global.getLoc();
-  Placement target = Placement::replicated();
-  if (options.sequenceParallel && isTokenActivation(global) &&
-      tokenShape[1] % grid.size() == 0)
-    target = Placement::split(1);
+  Placement target = partialTarget(global);
   local[global] = reshard.to(global, local[global], Placement::partialSum(),
                              target, inBackward, builder, loc);
   placement[global] = target;
@@ -435,19 +463,22 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
       resultPlacements.push_back(*has);
       partial.push_back(isPartial);
       if (isPartial)
-        cost += 2.0 * double(bytesOf(result));
+        cost += reshardCost(result, Placement::partialSum(),
+                            partialTarget(result));
       // A result wanted elsewhere (a returned parameter's placement) pays
       // its reshard here.
       if (wanted.count(result))
         cost += wanted.lookup(result) == *has
-                    ? -1e-3
+                    ? -1e-12
                     : reshardCost(result, *has, wanted.lookup(result));
     }
     if (!valid)
       continue;
-    // Splitting is less work: prefer it when it moves no more bytes.
+    // The work itself: split, each rank does 1/n of it.
+    cost += computeSeconds(op, loop >= 0 ? double(grid.size()) : 1.0);
+    // Ties (nothing to move, no cost model): splitting is less work.
     if (loop >= 0)
-      cost -= 1e-3;
+      cost -= 1e-12;
     if (cost < bestCost) {
       bestCost = cost;
       best = loop;
@@ -485,6 +516,9 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
       return op->emitOpError("partition() did not produce result #") << r;
     local[result] = mapped;
     placement[result] = bestPartial[r] ? Placement::partialSum() : bestResults[r];
+    // A parameter's converted or reshaped copy is a parameter too.
+    if (op->getNumOperands() == 1 && parameters.count(op->getOperand(0)))
+      parameters.insert(result);
     if (bestPartial[r])
       resolvePartial(result, builder);
   }

@@ -1,6 +1,9 @@
 // Resharding between placements with the shard dialect's collectives.
 #include "Reshard.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
 using namespace mlir;
 
 namespace weft::partition {
@@ -37,6 +40,14 @@ Value Resharder::emit(Value global, Value value, const Placement &from,
         builder, loc, localType(type, target, parts), gridName, axes, value,
         shard::ReductionKind::Sum, APInt(64, *target.splitDim));
   }
+  // A splat constant (a loss gradient's ones) is sliced by making it small.
+  if (auto constant = value.getDefiningOp<arith::ConstantOp>())
+    if (auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+        splat && !from.splitDim && target.splitDim) {
+      auto local = localType(type, target, parts);
+      return arith::ConstantOp::create(builder, loc, local,
+                                       splat.resizeSplat(local));
+    }
   Value whole = value;
   if (from.splitDim)
     whole = shard::AllGatherOp::create(builder, loc, type, gridName, axes, value,
