@@ -580,6 +580,11 @@ LogicalResult Partitioner::run() {
       lossOp = def;
   OpBuilder builder = OpBuilder::atBlockEnd(localBlock);
   for (Operation &op : entry.without_terminator()) {
+    if (isCommunicating(&op) || isa<shard::AllSliceOp>(op)) {
+      op.emitOpError("is a collective in the step to partition: weft-partition "
+                     "takes the global (unsharded) step with placements only");
+      return dropLocal();
+    }
     if (isa<shard::ShardingOp>(op))
       continue;
     if (auto annotation = dyn_cast<shard::ShardOp>(op)) {
@@ -598,6 +603,15 @@ LogicalResult Partitioner::run() {
         if (parameters.count(source))
           parameters.insert(annotation);
         continue;
+      }
+      auto type = dyn_cast<RankedTensorType>(source.getType());
+      if (target->splitDim &&
+          (!type || type.getDimSize(*target->splitDim) % grid.size() != 0)) {
+        annotation.emitOpError("splits dimension ")
+            << *target->splitDim << " of " << source.getType()
+            << ", which the grid axis " << grid.axis << " of size " << grid.size()
+            << " (grid " << grid.grid << ") does not divide";
+        return dropLocal();
       }
       auto value = operandIn(source, *target, builder, annotation.getLoc());
       if (failed(value))
