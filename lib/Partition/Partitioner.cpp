@@ -16,6 +16,7 @@
 #include "weft/Analysis/LinkModel.h"
 #include "weft/Dialect/WeftDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/IR/IRMapping.h"
@@ -157,6 +158,9 @@ private:
   bool isTokenActivation(Value value) const;
   Placement partialTarget(Value global) const;
   bool isBatchInput(BlockArgument arg);
+  bool canDefer(Operation *op) const;
+  FailureOr<Value> materialize(Value global, const Placement &target,
+                               OpBuilder &builder);
   std::optional<Placement> annotationOf(Value sharding) const;
   double reshardCost(Value global, const Placement &from, const Placement &to) const;
 
@@ -169,6 +173,10 @@ private:
   llvm::DenseMap<Value, Placement> placement;
   llvm::DenseMap<Value, Placement> wanted;
   llvm::DenseSet<Value> parameters;
+  /// Values built where they are used (canDefer), and those built so far by
+  /// value and split dimension (-1: whole).
+  llvm::DenseSet<Value> deferred;
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> materialized;
   /// Ops after this one are the backward (reshards are not shared across).
   Operation *lossOp = nullptr;
   bool inBackward = false;
@@ -331,11 +339,85 @@ bool Partitioner::isTokenActivation(Value value) const {
 
 FailureOr<Value> Partitioner::operandIn(Value global, const Placement &target,
                                         OpBuilder &builder, Location loc) {
+  if (deferred.contains(global))
+    return materialize(global, target, builder);
   auto it = local.find(global);
   if (it == local.end())
     return emitError(loc, "partitioning has no value for an operand");
   return reshard.to(global, it->second, placement.lookup(global), target,
                     inBackward, builder, loc);
+}
+
+/// Whether `op` can wait for its users: a splat constant, or a weft op of
+/// one result whose operands all wait (a loss gradient's broadcast ones).
+/// Such values are built where they are used, in the placement used, so a
+/// split user gets a small constant rather than a slice of a whole one.
+bool Partitioner::canDefer(Operation *op) const {
+  if (op->getNumResults() != 1 || op->getNumRegions() != 0)
+    return false;
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return isa<SplatElementsAttr>(constant.getValue()) &&
+           isa<RankedTensorType>(constant.getType());
+  return isa<shard::ShardingInterface>(op) && op->getNumOperands() > 0 &&
+         llvm::all_of(op->getOperands(),
+                      [&](Value operand) { return deferred.contains(operand); });
+}
+
+FailureOr<Value> Partitioner::materialize(Value global, const Placement &target,
+                                          OpBuilder &builder) {
+  auto key = std::make_pair(global, target.splitDim ? *target.splitDim : -1);
+  if (Value built = materialized.lookup(key))
+    return built;
+  Operation *op = global.getDefiningOp();
+  auto type = cast<RankedTensorType>(global.getType());
+  Value result;
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    RankedTensorType localTypeOf = localType(type, target, grid.size());
+    result = arith::ConstantOp::create(
+        builder, op->getLoc(), localTypeOf,
+        cast<SplatElementsAttr>(constant.getValue()).resizeSplat(localTypeOf));
+  } else {
+    auto iface = cast<shard::ShardingInterface>(op);
+    std::optional<Nest> nest = nestOf(iface);
+    unsigned resultIndex = op->getNumOperands();
+    int64_t loop = -1;
+    if (target.splitDim && nest) {
+      loop = nest->leadLoop(resultIndex, *target.splitDim);
+      if (loop >= 0 && (nest->iterators[loop] != utils::IteratorType::parallel ||
+                        nest->extents[loop] <= 0 ||
+                        nest->extents[loop] % grid.size() != 0))
+        loop = -1;
+    }
+    SmallVector<Value> operands;
+    std::vector<Sharding> operandShardings;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+      Placement need;
+      auto operandType = dyn_cast<RankedTensorType>(operand.getType());
+      if (loop >= 0 && operandType && nest->maps[i].getNumResults() == operandType.getRank())
+        for (unsigned d = 0; d < nest->maps[i].getNumResults(); ++d)
+          if (nest->leadLoop(i, d) == loop)
+            need.splitDim = d;
+      FailureOr<Value> value = operandIn(operand, need, builder, op->getLoc());
+      if (failed(value))
+        return failure();
+      operands.push_back(*value);
+      operandShardings.push_back(operandType ? toSharding(grid, need, operandType.getRank())
+                                             : Sharding());
+    }
+    Placement built = loop >= 0 ? target : Placement::replicated();
+    std::vector<Sharding> resultShardings{toSharding(grid, built, type.getRank())};
+    IRMapping mapping;
+    SymbolTableCollection symbols;
+    if (failed(iface.partition(operands, operandShardings, resultShardings, mapping,
+                               symbols, builder)))
+      return failure();
+    result = mapping.lookup(global);
+    if (built != target)
+      result = reshard.to(global, result, built, target, inBackward, builder,
+                          op->getLoc());
+  }
+  materialized[key] = result;
+  return result;
 }
 
 void Partitioner::resolvePartial(Value global, OpBuilder &builder, bool force) {
@@ -372,6 +454,11 @@ LogicalResult Partitioner::replicateOp(Operation *op, OpBuilder &builder) {
 }
 
 LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
+  if (canDefer(op)) {
+    deferred.insert(op->getResult(0));
+    placement[op->getResult(0)] = Placement::replicated();
+    return success();
+  }
   auto iface = dyn_cast<shard::ShardingInterface>(op);
   if (!iface) {
     if (isa<WeftDialect>(op->getDialect()))
