@@ -79,6 +79,12 @@ struct TileAttentionPass
     for (Operation *op : ops) {
       // The tiled nest indexes [b, h, s, d]; seq-major ops are for the GPU
       // kernels (weft-fold-attention-layout makes them).
+      if (isPartitionedAttention(op)) {
+        op->emitError("weft-tile-attention: the tiled nest draws the dropout "
+                      "mask at its own heads; this ")
+            << op->getName() << " is a block of a partitioned attention";
+        return signalPassFailure();
+      }
       if (isSeqMajorAttention(op)) {
         op->emitError("weft-tile-attention takes [b, h, s, d] operands; this ")
             << op->getName() << " is seq_major";

@@ -56,6 +56,14 @@ LogicalResult weft::verify::verifyAttentionRng(Operation *op, ValueRange rng,
   return success();
 }
 
+bool weft::isPartitionedAttention(Operation *op) {
+  if (auto forward = dyn_cast<AttentionOp>(op))
+    return bool(forward.getHeadOffset());
+  if (auto grad = dyn_cast<AttentionGradOp>(op))
+    return bool(grad.getHeadOffset());
+  return false;
+}
+
 //===----------------------------------------------------------------------===//
 // Vocabulary-parallel cross-entropy
 //===----------------------------------------------------------------------===//

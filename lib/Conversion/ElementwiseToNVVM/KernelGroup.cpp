@@ -65,6 +65,10 @@ std::optional<std::string> dropoutRefusal(const KernelGroup &group,
                        "GPU kernels load it as an operand");
   if (!dropout->getAttrOfType<IntegerAttr>(WeftDialect::kRngIdAttr))
     return std::string("weft.dropout has no integer weft.rng_id");
+  if (!dropout.getOffsets().empty())
+    return std::string("weft.dropout on a block of a partitioned tensor (offsets, "
+                       "global_shape): the GPU kernels draw the mask at the "
+                       "block's own indices, not the global ones, yet");
   return std::nullopt;
 }
 

@@ -229,6 +229,12 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
       return failure();
     }
   }
+  // A vocabulary shard (an offset operand) has no kernel yet.
+  if (op->getNumOperands() > 2 && isShapeKernelOp(op) &&
+      llvm::any_of(op->getOperandTypes(), [](Type t) { return t.isIndex(); })) {
+    message = "a vocabulary-parallel embedding (vocab_offset) has no GPU kernel yet";
+    return failure();
+  }
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
     // Up to 16 f32 accumulators per thread: 256 threads to hidden 4096,
     // 1024 threads to 16384.

@@ -360,6 +360,10 @@ ScheduleBuilder::attentionArg(Operation *op, const gpu::KernelSpec &spec,
 }
 
 LogicalResult ScheduleBuilder::addAttention(Operation *op, int64_t index) {
+  if (isPartitionedAttention(op))
+    return op->emitError("cannot plan ")
+           << op->getName() << " on a block of heads with dropout: the GPU "
+           << "kernels draw the mask at the block's own heads, not the global ones, yet";
   AttentionOperands o = attentionOperandsOf(op);
   FailureOr<gpu::AttentionKernelConfig> config = attentionConfigOf(op, o, options);
   if (failed(config))

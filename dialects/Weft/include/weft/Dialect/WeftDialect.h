@@ -80,6 +80,9 @@ bool isBufferView(mlir::Operation *op);
 /// Whether `op` is a weft.attention or weft.attention_grad whose tensors are
 /// [b, s, h, d] (`seq_major`).
 bool isSeqMajorAttention(mlir::Operation *op);
+/// Whether `op` is an attention (or its gradient) on a block of heads of a
+/// partitioned attention (a head offset for the global dropout mask).
+bool isPartitionedAttention(mlir::Operation *op);
 
 } // namespace weft
 
