@@ -59,6 +59,24 @@ int checkPackageFile(llvm::StringRef path, bool allowMissingImages) {
                << package.launches.size() << " launches, "
                << package.gemms.size() << " gemms, " << package.events.size()
                << " events, " << package.images.size() << " images\n";
+  if (!package.grid.empty()) {
+    // A partitioned step: one plan that every rank of the grid runs.
+    int64_t ranks = 1;
+    std::string grid;
+    for (int64_t size : package.grid) {
+      ranks *= size;
+      grid += (grid.empty() ? "" : "x") + std::to_string(size);
+    }
+    int64_t counts[pkg::kNumCollectiveKinds] = {};
+    for (const pkg::Collective &collective : package.collectives)
+      ++counts[uint32_t(collective.kind)];
+    llvm::outs() << "  grid " << grid << " (" << ranks << " ranks, one plan), "
+                 << package.collectives.size() << " collectives:";
+    for (uint32_t kind = 0; kind < pkg::kNumCollectiveKinds; ++kind)
+      llvm::outs() << " " << counts[kind] << " "
+                   << pkg::collectiveKindName(pkg::CollectiveKind(kind));
+    llvm::outs() << "\n";
+  }
   if (!missing.empty()) {
     std::string names;
     for (size_t i = 0; i < missing.size() && i < 5; ++i)

@@ -321,9 +321,8 @@ LoopNest describeLoops(CausalMaskOp op) {
 }
 
 LoopNest describeLoops(ReduceSumOp op) { return reduceLoops(op, ReductionKind::Sum); }
-// A split mean is a sum of the ranks' means over the rank count (its
-// partition() scales by 1/ranks).
-LoopNest describeLoops(ReduceMeanOp op) { return reduceLoops(op, ReductionKind::Sum); }
+// A split mean is the average of the ranks' means (equal blocks).
+LoopNest describeLoops(ReduceMeanOp op) { return reduceLoops(op, ReductionKind::Average); }
 LoopNest describeLoops(ReduceMaxOp op) { return reduceLoops(op, ReductionKind::Generic); }
 
 LoopNest describeLoops(ReshapeOp op) {

@@ -7,8 +7,8 @@
 //  - parallel: the loop may be split; results index it (a result that does
 //    not, like cross_entropy's loss over the vocabulary, is made whole by the
 //    op's own partition());
-//  - reduction `sum`: the loop may be split; results that do not index it
-//    are partial sums over the split;
+//  - reduction `sum` (or `average`): the loop may be split; results that do
+//    not index it are partial sums (averages) over the split;
 //  - reduction `generic`: the loop is never split (softmax rows, norms'
 //    hidden dimension, causal positions).
 // A dimension's expression is one loop, a constant 0 (a broadcast size-1

@@ -424,13 +424,14 @@ void Partitioner::resolvePartial(Value global, OpBuilder &builder, bool force) {
   // Partial sums that only feed signed sums stay partial: the sum of two
   // row-parallel outputs (SwiGLU's gate and up gradients) needs one
   // all-reduce, not two.
-  if (!force && !global.use_empty() &&
+  if (!force && !global.use_empty() && !placement.lookup(global).average &&
       llvm::all_of(global.getUsers(), [](Operation *user) { return isSumOfOperands(user); }))
     return;
   Location loc = global.getLoc();
   Placement target = partialTarget(global);
-  local[global] = reshard.to(global, local[global], Placement::partialSum(),
-                             target, inBackward, builder, loc);
+  Placement from = placement.lookup(global);
+  local[global] = reshard.to(global, local[global], from, target, inBackward,
+                             builder, loc);
   placement[global] = target;
 }
 
@@ -466,11 +467,15 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
              << "fusion, or give the op a ShardingInterface model";
     return replicateOp(op, builder);
   }
-  auto isPending = [&](Value operand) { return placement.lookup(operand).partial; };
+  // Signed sums of partial sums (not averages) stay partial.
+  auto isPending = [&](Value operand) {
+    Placement p = placement.lookup(operand);
+    return p.partial && !p.average;
+  };
   if (isSumOfOperands(op) && llvm::all_of(op->getOperands(), isPending))
     return partitionPartialSum(op, builder);
   for (Value operand : op->getOperands())
-    if (isPending(operand))
+    if (placement.lookup(operand).partial)
       resolvePartial(operand, builder, /*force=*/true);
   std::optional<Nest> nest = nestOf(iface);
   if (!nest || nest->iterators.empty())
@@ -518,6 +523,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
   double bestCost = INFINITY;
   SmallVector<Placement> bestOperands, bestResults;
   SmallVector<bool> bestPartial;
+  Placement bestPartialKind = Placement::partialSum();
   for (int64_t loop : candidates) {
     if (loop >= 0 && (nest->kinds[loop] == shard::ReductionKind::Generic &&
                           nest->iterators[loop] == utils::IteratorType::reduction ||
@@ -525,6 +531,9 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
                       nest->extents[loop] % grid.size() != 0))
       continue;
     bool sums = loop >= 0 && nest->iterators[loop] == utils::IteratorType::reduction;
+    Placement partialKind = loop >= 0 && nest->kinds[loop] == shard::ReductionKind::Average
+                                ? Placement::partialAverage()
+                                : Placement::partialSum();
     double cost = 0;
     SmallVector<Placement> operandPlacements, resultPlacements;
     SmallVector<bool> partial;
@@ -550,8 +559,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
       resultPlacements.push_back(*has);
       partial.push_back(isPartial);
       if (isPartial)
-        cost += reshardCost(result, Placement::partialSum(),
-                            partialTarget(result));
+        cost += reshardCost(result, partialKind, partialTarget(result));
       // A result wanted elsewhere (a returned parameter's placement) pays
       // its reshard here.
       if (wanted.count(result))
@@ -572,6 +580,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
       bestOperands = operandPlacements;
       bestResults = resultPlacements;
       bestPartial = partial;
+      bestPartialKind = partialKind;
     }
   }
 
@@ -602,7 +611,7 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
     if (!mapped)
       return op->emitOpError("partition() did not produce result #") << r;
     local[result] = mapped;
-    placement[result] = bestPartial[r] ? Placement::partialSum() : bestResults[r];
+    placement[result] = bestPartial[r] ? bestPartialKind : bestResults[r];
     // A parameter's converted or reshaped copy is a parameter too.
     if (op->getNumOperands() == 1 && parameters.count(op->getOperand(0)))
       parameters.insert(result);

@@ -10,7 +10,7 @@ namespace weft::partition {
 
 std::string Placement::str() const {
   if (partial)
-    return "partial sum";
+    return average ? "partial average" : "partial sum";
   if (!splitDim)
     return "replicated";
   return "split along dimension " + std::to_string(*splitDim);

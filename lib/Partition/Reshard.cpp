@@ -33,12 +33,12 @@ Value Resharder::emit(Value global, Value value, const Placement &from,
   SmallVector<shard::GridAxis> axes{grid.axis};
   int64_t parts = grid.size();
   if (from.partial) {
+    auto kind = from.average ? shard::ReductionKind::Average : shard::ReductionKind::Sum;
     if (!target.splitDim)
-      return shard::AllReduceOp::create(builder, loc, value, gridName, axes,
-                                        shard::ReductionKind::Sum);
-    return shard::ReduceScatterOp::create(
-        builder, loc, localType(type, target, parts), gridName, axes, value,
-        shard::ReductionKind::Sum, APInt(64, *target.splitDim));
+      return shard::AllReduceOp::create(builder, loc, value, gridName, axes, kind);
+    return shard::ReduceScatterOp::create(builder, loc, localType(type, target, parts),
+                                          gridName, axes, value, kind,
+                                          APInt(64, *target.splitDim));
   }
   // A splat constant (a loss gradient's ones) is sliced by making it small.
   if (auto constant = value.getDefiningOp<arith::ConstantOp>())

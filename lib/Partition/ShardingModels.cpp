@@ -92,22 +92,6 @@ LogicalResult partitionOp(LinearOp op, PartitionCall &call) {
   return success();
 }
 
-/// A split mean: the ranks' means over their blocks, each a 1/ranks share.
-LogicalResult partitionOp(ReduceMeanOp op, PartitionCall &call) {
-  std::optional<int64_t> split = splitDimOf(call.operandShardings[0]);
-  int64_t rank = op.getX().getType().getRank();
-  bool reducedSplit = split && llvm::any_of(op.getDims(), [&](int64_t dim) {
-                        return (dim < 0 ? dim + rank : dim) == *split;
-                      });
-  Operation *local = call.emit(call.operands);
-  if (reducedSplit) {
-    OpBuilder::InsertionGuard guard(call.builder);
-    Value scaled = call.share(local->getResult(0), call.parts(call.operandShardings[0]));
-    call.map.map(op.getY(), scaled);
-  }
-  return success();
-}
-
 /// A dropout on a block: its offsets in the global tensor, so the mask is the
 /// global one's slice.
 LogicalResult partitionOp(DropoutOp op, PartitionCall &call) {

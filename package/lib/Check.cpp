@@ -3,6 +3,8 @@
 // launch limits, streams and events, schedule order, images.
 #include "weft/Package/Package.h"
 
+#include <tuple>
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -39,6 +41,8 @@ public:
       checkLaunch(i);
     for (uint32_t i = 0; i < package.gemms.size(); ++i)
       checkGemm(i);
+    for (uint32_t i = 0; i < package.collectives.size(); ++i)
+      checkCollective(i);
     checkEventsAndSchedule();
     if (problems.size() > options.maxProblems)
       problems.resize(options.maxProblems);
@@ -193,7 +197,9 @@ private:
   /// A buffer operand of the entry at `index`: defined and live there.
   bool checkOperand(Subject subject, uint32_t entry, uint32_t index,
                     uint64_t buffer, const std::string &what) {
-    std::string where = subject == Subject::Launch ? "launch " : "gemm ";
+    std::string where = subject == Subject::Launch ? "launch "
+                        : subject == Subject::Gemm ? "gemm "
+                                                   : "collective ";
     where += str(entry) + " " + what;
     if (buffer >= package.buffers.size()) {
       report(subject, entry,
@@ -408,17 +414,60 @@ private:
     }
   }
 
+  /// A collective: its grid axes in the grid, its buffers live at its index
+  /// and sized as its kind says (the whole tensor's count on one side, the
+  /// count over the ranks of its group on the other), its stream.
+  void checkCollective(uint32_t i) {
+    const Collective &c = package.collectives[i];
+    std::string where = "collective " + str(i) + " (" + collectiveKindName(c.kind) + ")";
+    if (package.grid.empty() || c.axes == 0 || (c.axes >> package.grid.size()) != 0) {
+      report(Subject::Collective, i,
+             where + " names grid axes mask " + str(c.axes) + " but the step's grid has " +
+                 str(package.grid.size()) + " axes");
+      return;
+    }
+    uint64_t ranks = 1;
+    for (size_t axis = 0; axis < package.grid.size(); ++axis)
+      if (c.axes >> axis & 1)
+        ranks *= uint64_t(package.grid[axis]);
+    if (c.count <= 0 ||
+        (c.kind != CollectiveKind::AllReduce && uint64_t(c.count) % ranks != 0)) {
+      report(Subject::Collective, i,
+             where + " has count " + str(uint64_t(c.count)) +
+                 ", not a positive multiple of its " + str(ranks) + " ranks");
+      return;
+    }
+    if (c.stream >= package.numStreams)
+      report(Subject::Collective, i,
+             where + " on stream " + str(c.stream) + " but the step has " +
+                 str(package.numStreams) + " streams");
+    uint64_t whole = uint64_t(c.count) * dtypeBytes(c.dtype), part = whole / ranks;
+    uint64_t inBytes = c.kind == CollectiveKind::AllGather ? part : whole;
+    uint64_t outBytes = c.kind == CollectiveKind::ReduceScatter ? part : whole;
+    for (auto [buffer, bytes, what] : {std::tuple(c.input, inBytes, "input"),
+                                       std::tuple(c.output, outBytes, "output")}) {
+      if (!checkOperand(Subject::Collective, i, c.index, buffer, what))
+        continue;
+      const Buffer &b = package.buffers[buffer];
+      if (b.size < bytes)
+        report(Subject::Collective, i,
+               where + " " + what + ": buffer '" + b.name + "' has " + str(b.size) +
+                   " bytes, the collective moves " + str(bytes));
+    }
+  }
+
   void checkEventsAndSchedule() {
-    std::vector<std::vector<bool>> seen(3);
+    std::vector<std::vector<bool>> seen(kNumEntryKinds);
     seen[0].assign(package.launches.size(), false);
     seen[1].assign(package.gemms.size(), false);
     seen[2].assign(package.events.size(), false);
+    seen[3].assign(package.collectives.size(), false);
     std::set<uint32_t> recorded;
     uint64_t lastIndex = 0;
     for (size_t e = 0; e < package.schedule.size(); ++e) {
       const Entry &entry = package.schedule[e];
       uint32_t kind = uint32_t(entry.kind);
-      if (kind > 2 || entry.item >= seen[kind].size()) {
+      if (kind >= kNumEntryKinds || entry.item >= seen[kind].size()) {
         report(Subject::Step, 0, "schedule entry " + str(e) + " names item " +
                                      str(entry.item) + " of kind " + str(kind) +
                                      ", which does not exist");
@@ -430,12 +479,13 @@ private:
         continue;
       }
       seen[kind][entry.item] = true;
-      Subject subject = kind == 0   ? Subject::Launch
-                        : kind == 1 ? Subject::Gemm
-                                    : Subject::Event;
+      const Subject subjects[] = {Subject::Launch, Subject::Gemm, Subject::Event,
+                                  Subject::Collective};
+      Subject subject = subjects[kind];
       uint32_t index = kind == 0   ? package.launches[entry.item].index
                        : kind == 1 ? package.gemms[entry.item].index
-                                   : package.events[entry.item].index;
+                       : kind == 2 ? package.events[entry.item].index
+                                   : package.collectives[entry.item].index;
       if (index >= package.numSteps)
         report(subject, entry.item,
                "schedule index " + str(index) + " is past the step's " +
@@ -460,9 +510,10 @@ private:
                "wait on event " + str(event.event) + " that no earlier entry "
                "records");
     }
-    const char *kinds[] = {"launch", "gemm", "event"};
-    Subject subjects[] = {Subject::Launch, Subject::Gemm, Subject::Event};
-    for (int kind = 0; kind < 3; ++kind)
+    const char *kinds[] = {"launch", "gemm", "event", "collective"};
+    Subject subjects[] = {Subject::Launch, Subject::Gemm, Subject::Event,
+                          Subject::Collective};
+    for (uint32_t kind = 0; kind < kNumEntryKinds; ++kind)
       for (uint32_t i = 0; i < seen[kind].size(); ++i)
         if (!seen[kind][i])
           report(subjects[kind], i,

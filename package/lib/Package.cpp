@@ -25,7 +25,24 @@ const char *const kEpilogueNames[] = {"none",     "bias",          "gelu",
                                       "bias_gelu", "bgrad_a",      "gelu_aux",
                                       "gelu_aux_bias", "dgelu"};
 static_assert(std::size(kEpilogueNames) == kNumEpilogues);
+const char *const kCollectiveKindNames[] = {"all_reduce", "all_gather", "reduce_scatter"};
+static_assert(std::size(kCollectiveKindNames) == kNumCollectiveKinds);
+const char *const kReductionNames[] = {"sum", "max", "min", "avg"};
+static_assert(std::size(kReductionNames) == kNumReductions);
 } // namespace
+
+const char *collectiveKindName(CollectiveKind kind) {
+  return uint32_t(kind) < kNumCollectiveKinds ? kCollectiveKindNames[uint32_t(kind)] : "?";
+}
+std::optional<CollectiveKind> parseCollectiveKind(std::string_view name) {
+  return parseName<CollectiveKind>(name, kCollectiveKindNames);
+}
+const char *reductionName(Reduction reduction) {
+  return uint32_t(reduction) < kNumReductions ? kReductionNames[uint32_t(reduction)] : "?";
+}
+std::optional<Reduction> parseReduction(std::string_view name) {
+  return parseName<Reduction>(name, kReductionNames);
+}
 
 const char *roleName(Role role) {
   return uint32_t(role) < kNumRoles ? kRoleNames[uint32_t(role)] : "?";
@@ -78,7 +95,7 @@ const char *format::sectionName(uint32_t kind) {
   static const char *const names[] = {
       "?",       "STRINGS", "STEP",   "BUFFERS",  "KERNELS", "PARAM_KINDS",
       "LAUNCHES", "ARGS",   "GEMMS",  "EVENTS",   "SCHEDULE", "IMAGES",
-      "CUBIN",   "PTX",     "INIT_DATA", "TENSOR_MAPS"};
+      "CUBIN",   "PTX",     "INIT_DATA", "TENSOR_MAPS", "GRID", "COLLECTIVES"};
   return kind <= kLastKind ? names[kind] : "?";
 }
 

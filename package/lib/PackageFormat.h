@@ -16,7 +16,8 @@
 //     u32 kind, u32 index (image or buffer for kinds 12-14), u64 offset,
 //     u64 length, u64 FNV-1a 64 of the section's bytes
 //   sections (8-byte aligned). Strings are (u32 offset, u32 length) into the
-//   STRINGS section. Sections 1-11 appear exactly once, 15 at most once.
+//   STRINGS section. Sections 1-11 appear exactly once, 15-17 at most once
+//   (16 and 17, the grid and collectives of a partitioned step, only there).
 #ifndef WEFT_PACKAGE_LIB_PACKAGEFORMAT_H
 #define WEFT_PACKAGE_LIB_PACKAGEFORMAT_H
 
@@ -59,8 +60,15 @@ enum SectionKind : uint32_t {
   kInitData = 14,  // index = buffer; exactly the buffer's size
   kTensorMaps = 15, // optional, at most once; 112: u32 buffer, dtype, rank,
                     //   swizzle bytes; u64 dims[5], strides[4]; u32 box[5], 0
+  kGrid = 16,        // optional, at most once: the device grid of a
+                     //   partitioned step, one i64 per axis (1 to 8 axes)
+  kCollectives = 17, // optional, at most once, needs kGrid; 40: u32 kind
+                     //   (0-2: all_reduce, all_gather, reduce_scatter),
+                     //   input, output, dtype, reduction (0-3: sum, max,
+                     //   min, avg), axes (bit per grid axis), stream, index;
+                     //   i64 count
 };
-inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kTensorMaps;
+inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kCollectives;
 inline constexpr uint32_t kLastRequiredKind = kImages;
 
 inline constexpr size_t kStepBytes = 32;
@@ -73,6 +81,7 @@ inline constexpr size_t kEventBytes = 16;
 inline constexpr size_t kEntryBytes = 8;
 inline constexpr size_t kImageBytes = 8;
 inline constexpr size_t kTensorMapBytes = 112;
+inline constexpr size_t kCollectiveBytes = 40;
 
 const char *sectionName(uint32_t kind);
 

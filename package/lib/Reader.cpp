@@ -79,6 +79,10 @@ private:
   bool readStep(Package &package);
   bool readBuffers(Package &package);
   bool readTensorMaps(Package &package);
+  /// The optional section of `kind` (at most once), or null.
+  bool optionalSection(uint32_t kind, const SectionRef *&found);
+  bool readGrid(Package &package);
+  bool readCollectives(Package &package);
   bool readKernels(Package &package);
   bool readLaunches(Package &package);
   bool readArg(const Package &package, const uint8_t *record,
@@ -274,6 +278,93 @@ bool PackageReader::readTensorMaps(Package &package) {
       return fail(where + ": swizzle " + str(map.swizzle) +
                   " bytes is not one of 0, 32, 64, 128");
     package.tensorMaps.push_back(map);
+  }
+  return true;
+}
+
+bool PackageReader::optionalSection(uint32_t kind, const SectionRef *&found) {
+  found = nullptr;
+  for (const SectionRef &section : sections) {
+    if (section.kind != kind)
+      continue;
+    if (found)
+      return fail(std::string("section ") + sectionName(kind) + " appears twice");
+    found = &section;
+  }
+  return true;
+}
+
+/// GRID (kind 16): 1 to 8 positive axis sizes of a partitioned step.
+bool PackageReader::readGrid(Package &package) {
+  const SectionRef *found;
+  if (!optionalSection(kGrid, found))
+    return false;
+  if (!found)
+    return true;
+  if (found->length % 8 != 0 || found->length == 0 ||
+      found->length / 8 > kMaxGridAxes)
+    return fail("section GRID has " + str(found->length) + " bytes, not 1 to " +
+                str(kMaxGridAxes) + " 8-byte axis sizes");
+  Cursor c(found->data, found->length);
+  for (uint64_t i = 0; i < found->length / 8; ++i) {
+    uint64_t size = c.u64();
+    if (size < 1 || size > (uint64_t(1) << 20))
+      return fail("section GRID: axis " + str(i) + " has size " + str(size) +
+                  ", outside [1, 2^20]");
+    package.grid.push_back(int64_t(size));
+  }
+  return true;
+}
+
+/// COLLECTIVES (kind 17): records of known kinds, dtypes and reductions over
+/// existing buffers and grid axes.
+bool PackageReader::readCollectives(Package &package) {
+  const SectionRef *found;
+  if (!optionalSection(kCollectives, found))
+    return false;
+  if (!found)
+    return true;
+  if (package.grid.empty())
+    return fail("section COLLECTIVES without a GRID section");
+  if (found->length % kCollectiveBytes != 0)
+    return fail("section COLLECTIVES has " + str(found->length) +
+                " bytes, not a multiple of its " + str(kCollectiveBytes) +
+                "-byte records");
+  for (uint64_t i = 0; i < found->length / kCollectiveBytes; ++i) {
+    Cursor c(found->data + i * kCollectiveBytes, kCollectiveBytes);
+    uint32_t kind = c.u32();
+    Collective collective;
+    collective.input = c.u32();
+    collective.output = c.u32();
+    uint32_t dtype = c.u32(), reduction = c.u32();
+    collective.axes = c.u32();
+    collective.stream = c.u32();
+    collective.index = c.u32();
+    collective.count = int64_t(c.u64());
+    std::string where = "collective " + str(i);
+    if (kind >= kNumCollectiveKinds)
+      return fail(where + ": kind " + str(kind) +
+                  " is not all_reduce (0), all_gather (1) or reduce_scatter (2)");
+    if (dtype >= kNumDTypes)
+      return fail(where + ": dtype " + str(dtype) + " is not one of bf16, f16, f32, f64");
+    if (reduction >= kNumReductions)
+      return fail(where + ": reduction " + str(reduction) + " is not sum, max, min or avg");
+    for (uint32_t buffer : {collective.input, collective.output})
+      if (buffer >= package.buffers.size())
+        return fail(where + ": names buffer " + str(buffer) +
+                    ", undefined: the package has " + str(package.buffers.size()) +
+                    " buffers");
+    if (collective.axes == 0 || collective.axes >> package.grid.size())
+      return fail(where + ": grid axes mask " + str(collective.axes) +
+                  " names no axis or one past the grid's " +
+                  str(package.grid.size()));
+    if (collective.count < 1)
+      return fail(where + ": count " + str(uint64_t(collective.count)) +
+                  " is not positive");
+    collective.kind = CollectiveKind(kind);
+    collective.dtype = DType(dtype);
+    collective.reduction = Reduction(reduction);
+    package.collectives.push_back(collective);
   }
   return true;
 }
@@ -538,12 +629,12 @@ bool PackageReader::readSchedule(Package &package) {
   for (uint64_t i = 0; i < n; ++i) {
     Cursor c(data + i * kEntryBytes, kEntryBytes);
     uint32_t kind = c.u32(), item = c.u32();
-    const char *kinds[] = {"launch", "gemm", "event"};
+    const char *kinds[] = {"launch", "gemm", "event", "collective"};
     uint64_t limits[] = {package.launches.size(), package.gemms.size(),
-                         package.events.size()};
-    if (kind > 2)
+                         package.events.size(), package.collectives.size()};
+    if (kind >= kNumEntryKinds)
       return fail("schedule entry " + str(i) + ": kind " + str(kind) +
-                  " is not launch (0), gemm (1) or event (2)");
+                  " is not launch (0), gemm (1), event (2) or collective (3)");
     if (item >= limits[kind])
       return fail("schedule entry " + str(i) + ": " + kinds[kind] + " " +
                   str(item) + " but the package has " + str(limits[kind]));
@@ -555,7 +646,8 @@ bool PackageReader::readSchedule(Package &package) {
 /// INIT_DATA, CUBIN and PTX: raw bytes attached to a buffer or an image.
 bool PackageReader::readBlobs(Package &package) {
   for (const SectionRef &section : sections) {
-    if (section.kind <= kLastRequiredKind || section.kind == kTensorMaps)
+    if (section.kind <= kLastRequiredKind || section.kind == kTensorMaps ||
+        section.kind == kGrid || section.kind == kCollectives)
       continue;
     const char *name = sectionName(section.kind);
     const char *text = reinterpret_cast<const char *>(section.data);
@@ -597,7 +689,8 @@ bool PackageReader::read(Package &package) {
          readTable(tableOffset, count) && readStep(package) &&
          readBuffers(package) && readTensorMaps(package) &&
          readKernels(package) && readLaunches(package) && readGemms(package) &&
-         readEvents(package) && readSchedule(package) && readBlobs(package);
+         readEvents(package) && readGrid(package) && readCollectives(package) &&
+         readSchedule(package) && readBlobs(package);
 }
 
 } // namespace

@@ -196,6 +196,24 @@ std::string eventsSection(const Package &package) {
   return std::move(events.bytes);
 }
 
+std::string gridSection(const Package &package) {
+  ByteWriter grid;
+  for (int64_t size : package.grid)
+    grid.u64(uint64_t(size));
+  return std::move(grid.bytes);
+}
+
+std::string collectivesSection(const Package &package) {
+  ByteWriter collectives;
+  for (const Collective &c : package.collectives) {
+    for (uint32_t v : {uint32_t(c.kind), c.input, c.output, uint32_t(c.dtype),
+                       uint32_t(c.reduction), c.axes, c.stream, c.index})
+      collectives.u32(v);
+    collectives.u64(uint64_t(c.count));
+  }
+  return std::move(collectives.bytes);
+}
+
 std::string scheduleSection(const Package &package) {
   ByteWriter schedule;
   for (const Entry &entry : package.schedule) {
@@ -248,6 +266,11 @@ std::vector<Section> packageSections(const Package &package) {
   // Optional: packages without TMA kernels keep the layout they always had.
   if (!package.tensorMaps.empty())
     sections.push_back({kTensorMaps, 0, std::move(tensorMaps)});
+  // Optional: only a partitioned step has a grid and collectives.
+  if (!package.grid.empty())
+    sections.push_back({kGrid, 0, gridSection(package)});
+  if (!package.collectives.empty())
+    sections.push_back({kCollectives, 0, collectivesSection(package)});
   return sections;
 }
 

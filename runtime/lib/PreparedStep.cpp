@@ -210,6 +210,8 @@ uint32_t entryIndex(const pkg::Package &package, const pkg::Entry &entry) {
     return package.gemms[entry.item].index;
   case pkg::EntryKind::Event:
     return package.events[entry.item].index;
+  case pkg::EntryKind::Collective:
+    return package.collectives[entry.item].index;
   }
   return 0;
 }
@@ -288,6 +290,16 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
     return fail(package.formatVersion != pkg::kFormatVersion ? WEFT_ERROR_VERSION_MISMATCH
                                                              : WEFT_ERROR_INVALID_ARGUMENT,
                 "cannot read the package: " + error);
+  if (!package.grid.empty()) {
+    std::string grid;
+    for (int64_t size : package.grid)
+      grid += (grid.empty() ? "" : "x") + std::to_string(size);
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("the package is a partitioned step for grid %s with %zu "
+                       "collectives; this runtime runs one GPU (the NCCL runtime "
+                       "that runs one process per rank is not built yet)",
+                       grid.c_str(), package.collectives.size()));
+  }
 
   int packageSm = 0;
   bool specific = false;

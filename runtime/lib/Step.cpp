@@ -327,6 +327,10 @@ weft_status issue(weft_step &step,
                                        e.event));
       break;
     }
+    case pkg::EntryKind::Collective:
+      // prepareStep refuses partitioned packages before this.
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("collective %u: this runtime has no NCCL", entry.item));
     }
     for (uint32_t buffer : entry.poison)
       if (CUresult result = api.cuMemsetD8Async(step.address[buffer], 0xFF,
@@ -705,6 +709,13 @@ weft_status weft_step_entry_info(const weft_step *step, size_t entry, weft_step_
       info->name = ev.record ? "record_event" : "wait_event";
       info->index = ev.index;
       info->stream = ev.stream;
+      break;
+    }
+    case pkg::EntryKind::Collective: {
+      const pkg::Collective &c = prepared.package.collectives[e.item];
+      info->name = pkg::collectiveKindName(c.kind);
+      info->index = c.index;
+      info->stream = c.stream;
       break;
     }
     }

@@ -23,7 +23,8 @@ public:
 
   FailureOr<pkg::Package> run();
   /// The ops behind the package's tables, for diagnostics.
-  SmallVector<Operation *> bufferOps, kernelOps, launchOps, gemmOps, eventOps;
+  SmallVector<Operation *> bufferOps, kernelOps, launchOps, gemmOps, eventOps,
+      collectiveOps;
 
 private:
   InFlightDiagnostic error(Operation *op) {
@@ -33,6 +34,7 @@ private:
                                    const Twine &what);
   LogicalResult addLaunch(LaunchOp launch, pkg::Package &package);
   LogicalResult addGemm(GemmOp gemm, pkg::Package &package);
+  LogicalResult addCollective(CollectiveOp collective, pkg::Package &package);
 
   StepOp step;
   bool diagnose;
@@ -126,6 +128,60 @@ LogicalResult StepExporter::addLaunch(LaunchOp launch, pkg::Package &package) {
   return success();
 }
 
+LogicalResult StepExporter::addCollective(CollectiveOp collective,
+                                          pkg::Package &package) {
+  pkg::Collective entry;
+  std::optional<pkg::CollectiveKind> kind =
+      pkg::parseCollectiveKind(collective.getKind().str());
+  std::optional<pkg::DType> dtype = pkg::parseDType(collective.getDtype().str());
+  std::optional<pkg::Reduction> reduction =
+      pkg::parseReduction(collective.getReduction().str());
+  if (!kind || !dtype || !reduction) {
+    error(collective) << "expects kind all_reduce / all_gather / reduce_scatter, "
+                         "dtype bf16 / f16 / f32 / f64 and reduction sum / max / "
+                         "min / avg, got '"
+                      << collective.getKind() << "', '" << collective.getDtype()
+                      << "', '" << collective.getReduction() << "'";
+    return failure();
+  }
+  uint32_t axes = 0;
+  for (int64_t axis : collective.getAxes()) {
+    if (axis < 0 || axis >= int64_t(pkg::kMaxGridAxes)) {
+      error(collective) << "names grid axis " << axis << ", outside [0, "
+                        << pkg::kMaxGridAxes << ")";
+      return failure();
+    }
+    axes |= 1u << axis;
+  }
+  int64_t stream = collective.getStream(), index = collective.getIndex();
+  if (!fitsU32(stream) || !fitsU32(index) || collective.getCount() < 1) {
+    error(collective) << "expects a positive count and stream and index in "
+                         "[0, 2^32), got count "
+                      << collective.getCount() << ", stream " << stream
+                      << ", index " << index;
+    return failure();
+  }
+  FailureOr<uint32_t> input = lookupBuffer(collective, collective.getInputAttr(), "input");
+  FailureOr<uint32_t> output =
+      lookupBuffer(collective, collective.getOutputAttr(), "output");
+  if (failed(input) || failed(output))
+    return failure();
+  entry.kind = *kind;
+  entry.dtype = *dtype;
+  entry.reduction = *reduction;
+  entry.input = *input;
+  entry.output = *output;
+  entry.count = collective.getCount();
+  entry.axes = axes;
+  entry.stream = uint32_t(stream);
+  entry.index = uint32_t(index);
+  package.schedule.push_back(
+      {pkg::EntryKind::Collective, uint32_t(package.collectives.size())});
+  package.collectives.push_back(entry);
+  collectiveOps.push_back(collective);
+  return success();
+}
+
 LogicalResult StepExporter::addGemm(GemmOp gemm, pkg::Package &package) {
   pkg::Gemm entry;
   struct Operand {
@@ -203,6 +259,15 @@ FailureOr<pkg::Package> StepExporter::run() {
   package.alignment = uint64_t(int64_t(step.getAlignment()));
   package.numSteps = uint32_t(int64_t(step.getNumSteps()));
   package.numStreams = uint32_t(int64_t(step.getNumStreams()));
+  if (std::optional<ArrayRef<int64_t>> grid = step.getGrid()) {
+    if (grid->empty() || grid->size() > pkg::kMaxGridAxes ||
+        llvm::any_of(*grid, [](int64_t size) { return size < 1; })) {
+      error(step) << "expects a grid of 1 to " << pkg::kMaxGridAxes
+                  << " positive axis sizes, got " << step.getGridAttr();
+      return failure();
+    }
+    package.grid.assign(grid->begin(), grid->end());
+  }
 
   // Declarations first: the schedule may name buffers declared after it.
   for (Operation &op : step.getBodyBlock()) {
@@ -248,6 +313,9 @@ FailureOr<pkg::Package> StepExporter::run() {
     } else if (auto gemm = dyn_cast<GemmOp>(op)) {
       if (failed(addGemm(gemm, package)))
         return failure();
+    } else if (auto collective = dyn_cast<CollectiveOp>(op)) {
+      if (failed(addCollective(collective, package)))
+        return failure();
     } else if (isa<RecordEventOp, WaitEventOp>(op)) {
       auto [stream, event, index] =
           isa<RecordEventOp>(op)
@@ -269,7 +337,7 @@ FailureOr<pkg::Package> StepExporter::run() {
       eventOps.push_back(&op);
     } else if (!isa<BufferOp, KernelOp>(op)) {
       error(&op) << "is not a weft_plan op; a step holds only buffers, "
-                    "kernels, launches, GEMMs and events";
+                    "kernels, launches, GEMMs, collectives and events";
       return failure();
     }
   }
@@ -311,6 +379,9 @@ LogicalResult StepOp::verifyRegions() {
       break;
     case pkg::Subject::Event:
       pick(exporter.eventOps);
+      break;
+    case pkg::Subject::Collective:
+      pick(exporter.collectiveOps);
       break;
     case pkg::Subject::Step:
     case pkg::Subject::Image:

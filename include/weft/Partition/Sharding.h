@@ -25,14 +25,18 @@ void registerShardingModels(mlir::DialectRegistry &registry);
 struct Placement {
   /// The split dimension, or nullopt when every rank holds the whole tensor.
   std::optional<int64_t> splitDim;
-  /// Each rank holds a summand of the tensor (a row-parallel GEMM's output).
+  /// Each rank holds a summand of the tensor (a row-parallel GEMM's output),
+  /// or with `average` one of the terms whose mean it is (a split mean).
   bool partial = false;
+  bool average = false;
 
   static Placement replicated() { return {}; }
-  static Placement split(int64_t dim) { return {dim, false}; }
-  static Placement partialSum() { return {std::nullopt, true}; }
+  static Placement split(int64_t dim) { return {dim, false, false}; }
+  static Placement partialSum() { return {std::nullopt, true, false}; }
+  static Placement partialAverage() { return {std::nullopt, true, true}; }
   bool operator==(const Placement &other) const {
-    return splitDim == other.splitDim && partial == other.partial;
+    return splitDim == other.splitDim && partial == other.partial &&
+           average == other.average;
   }
   bool operator!=(const Placement &other) const { return !(*this == other); }
   std::string str() const;

@@ -4,6 +4,9 @@
 // the schedule entries.
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/SymbolTable.h"
+
 #include "ScheduleBuilder.h"
 
 #include "weft/Dialect/WeftDialect.h"
@@ -111,7 +114,12 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
   auto step = plan::StepOp::create(
       builder, func.getLoc(), name, uint64_t(peak.getInt()),
       uint64_t(alignment.getInt()), options.arch, pkg::kFormatVersion,
-      uint64_t(liveness->getNumSteps()), /*num_streams=*/1);
+      uint64_t(liveness->getNumSteps()), /*num_streams=*/1,
+      /*grid=*/DenseI64ArrayAttr());
+  // A partitioned step (weft-partition): every rank runs this one plan.
+  if (auto gridName = func->getAttrOfType<FlatSymbolRefAttr>(WeftDialect::kGridAttr))
+    if (auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(func, gridName))
+      step.setGridAttr(builder.getDenseI64ArrayAttr(grid.getShape()));
   step.getBody().emplaceBlock();
   auto fail = [&]() -> FailureOr<HostSchedule> {
     step.erase();

@@ -11,6 +11,7 @@
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -508,9 +509,80 @@ LogicalResult ScheduleBuilder::addConstant(Operation *op, int64_t index) {
   return success();
 }
 
+/// NCCL's collectives move contiguous blocks in rank order: a gather or
+/// scatter along a dimension is one when every dimension before it is 1.
+static bool isContiguousAlong(RankedTensorType type, int64_t axis) {
+  return llvm::all_of(type.getShape().take_front(axis),
+                      [](int64_t size) { return size == 1; });
+}
+
+LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
+  Value input = op->getOperand(0), output = op->getResult(0);
+  std::string kind;
+  auto whole = cast<RankedTensorType>(output.getType());
+  std::optional<shard::ReductionKind> reduction;
+  ArrayRef<shard::GridAxis> axes;
+  if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
+    kind = "all_reduce";
+    reduction = reduce.getReduction();
+    axes = reduce.getGridAxes();
+  } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
+    kind = "all_gather";
+    axes = gather.getGridAxes();
+    if (!isContiguousAlong(whole, gather.getGatherAxis().getSExtValue()))
+      return op->emitError("cannot plan shard.all_gather along dimension ")
+             << gather.getGatherAxis().getSExtValue() << " of " << whole
+             << ": NCCL gathers contiguous blocks, and the dimensions before it "
+                "are not all 1 (a [seq, batch, hidden] layout is not built yet)";
+  } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
+    kind = "reduce_scatter";
+    whole = cast<RankedTensorType>(input.getType());
+    reduction = scatter.getReduction();
+    axes = scatter.getGridAxes();
+    if (!isContiguousAlong(whole, scatter.getScatterAxis().getSExtValue()))
+      return op->emitError("cannot plan shard.reduce_scatter along dimension ")
+             << scatter.getScatterAxis().getSExtValue() << " of " << whole
+             << ": NCCL scatters contiguous blocks, and the dimensions before it "
+                "are not all 1 (a [seq, batch, hidden] layout is not built yet)";
+  } else {
+    return op->emitError("cannot plan ")
+           << op->getName() << ": the host schedule has all-reduce, all-gather "
+           << "and reduce-scatter collectives (no rank-dependent slices yet)";
+  }
+  std::string reductionName = "sum";
+  if (reduction) {
+    if (*reduction == shard::ReductionKind::Max)
+      reductionName = "max";
+    else if (*reduction == shard::ReductionKind::Min)
+      reductionName = "min";
+    else if (*reduction == shard::ReductionKind::Average)
+      reductionName = "avg";
+    else if (*reduction != shard::ReductionKind::Sum)
+      return op->emitError("cannot plan ")
+             << op->getName() << " with reduction "
+             << shard::stringifyReductionKind(*reduction)
+             << ": NCCL runs sum, max, min and avg";
+  }
+  std::string dtypeName = elementTypeName(whole).str();
+  FailureOr<FlatSymbolRefAttr> in = bufferOf(op, input), out = bufferOf(op, output);
+  if (failed(in) || failed(out))
+    return failure();
+  SmallVector<int64_t> axisList(axes.begin(), axes.end());
+  plan::CollectiveOp::create(builder, op->getLoc(), builder.getStringAttr(kind), *in,
+                             *out, builder.getI64IntegerAttr(whole.getNumElements()),
+                             builder.getStringAttr(dtypeName),
+                             builder.getDenseI64ArrayAttr(axisList),
+                             builder.getStringAttr(reductionName),
+                             builder.getI64IntegerAttr(0),
+                             builder.getI64IntegerAttr(index));
+  return success();
+}
+
 LogicalResult ScheduleBuilder::addOp(Operation *op, int64_t index) {
   if (isa<arith::ConstantOp>(op))
     return addConstant(op, index);
+  if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp>(op))
+    return addCollective(op, index);
   if (!isa<WeftDialect>(op->getDialect()))
     return op->emitError("cannot plan ")
            << op->getName() << ": weft-build-plan has no kernel for ops of the '"

@@ -72,6 +72,8 @@ private:
   attentionArg(mlir::Operation *op, const gpu::KernelSpec &spec,
                const gpu::KernelParam &param, const AttentionCall &call);
   mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
+  /// A shard all-reduce, all-gather or reduce-scatter: one plan.collective.
+  mlir::LogicalResult addCollective(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addKernelPerOp(mlir::Operation *op, int64_t index);
 
   const ScheduleLiveness &liveness;

@@ -167,8 +167,36 @@ struct Event {
   uint32_t stream = 0, event = 0, index = 0;
 };
 
-enum class EntryKind : uint32_t { Launch, Gemm, Event };
-/// The host schedule: launches, GEMMs and events in issue order.
+/// A collective of a partitioned (SPMD) step over the ranks that share every
+/// grid coordinate outside `axes` (a bit per grid axis). `count` is the
+/// element count of the whole tensor: both buffers of an all-reduce, the
+/// output of an all-gather (each rank's input is count / ranks), the input
+/// of a reduce-scatter (each rank's output is count / ranks). Blocks are
+/// contiguous and in rank order along the axes (NCCL's layout).
+enum class CollectiveKind : uint32_t { AllReduce, AllGather, ReduceScatter };
+inline constexpr uint32_t kNumCollectiveKinds = 3;
+/// "all_reduce", "all_gather", "reduce_scatter".
+const char *collectiveKindName(CollectiveKind kind);
+std::optional<CollectiveKind> parseCollectiveKind(std::string_view name);
+enum class Reduction : uint32_t { Sum, Max, Min, Avg };
+inline constexpr uint32_t kNumReductions = 4;
+const char *reductionName(Reduction reduction); // "sum", "max", "min", "avg"
+std::optional<Reduction> parseReduction(std::string_view name);
+struct Collective {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  uint32_t input = 0, output = 0;
+  int64_t count = 0;
+  DType dtype = DType::BF16;
+  Reduction reduction = Reduction::Sum;
+  uint32_t axes = 0;
+  uint32_t stream = 0, index = 0;
+};
+/// At most this many grid axes.
+inline constexpr uint32_t kMaxGridAxes = 8;
+
+enum class EntryKind : uint32_t { Launch, Gemm, Event, Collective };
+inline constexpr uint32_t kNumEntryKinds = 4;
+/// The host schedule: launches, GEMMs, events and collectives in issue order.
 struct Entry {
   EntryKind kind = EntryKind::Launch;
   uint32_t item = 0; // index into launches / gemms / events
@@ -198,6 +226,10 @@ struct Package {
   std::vector<TensorMap> tensorMaps;
   std::vector<Gemm> gemms;
   std::vector<Event> events;
+  /// A partitioned step: the device grid (empty for one GPU) and its
+  /// collectives. The package is the same for every rank (SPMD).
+  std::vector<int64_t> grid;
+  std::vector<Collective> collectives;
   std::vector<Entry> schedule;
   std::vector<Image> images;
   std::vector<InitData> initData;
@@ -208,7 +240,7 @@ struct Package {
 //===----------------------------------------------------------------------===//
 
 /// What a problem is about, so the plan dialect can report it at the op.
-enum class Subject { Step, Buffer, Kernel, Launch, Gemm, Event, Image };
+enum class Subject { Step, Buffer, Kernel, Launch, Gemm, Event, Image, Collective };
 struct Problem {
   Subject subject = Subject::Step;
   uint32_t index = 0; // into the subject's table

@@ -34,7 +34,8 @@ def WeftPlan_StepOp : WeftPlan_Op<"step", [Symbol, SymbolTable,
     `arena` bytes in one allocation aligned to `align`; `arch` the target
     ("sm_90a"); `version` the plan/package format version (must be the
     current one); `steps` the number of schedule indices; `streams` the
-    streams launches may use.
+    streams launches may use; `grid` (optional) the device grid of a
+    partitioned step, whose one plan every rank runs.
     ```mlir
     weft_plan.step @train arena 1024 align 256 arch "sm_90a" version 1 steps 2 streams 1 {
       weft_plan.buffer @x offset 0 size 512 live [0, 1] "input"
@@ -47,7 +48,8 @@ def WeftPlan_StepOp : WeftPlan_Op<"step", [Symbol, SymbolTable,
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$arena_bytes,
                        I64Attr:$alignment, StrAttr:$arch,
                        I64Attr:$format_version, I64Attr:$num_steps,
-                       I64Attr:$num_streams);
+                       I64Attr:$num_streams,
+                       OptionalAttr<DenseI64ArrayAttr>:$grid);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `arena` $arena_bytes `align` $alignment `arch` $arch
@@ -164,6 +166,30 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
     `m` $m `n` $n `k` $k `dtype` $dtype `stream` $stream `at` $index attr-dict
   }];
   let hasVerifier = 1;
+}
+
+def WeftPlan_CollectiveOp : WeftPlan_Op<"collective", [HasParent<"StepOp">]> {
+  let summary = "an NCCL collective among the ranks of a partitioned step";
+  let description = [{
+    `kind` is all_reduce, all_gather or reduce_scatter, over the ranks that
+    share every grid coordinate outside `axes`; `count` the elements of the
+    whole tensor (an all-gather's output, a reduce-scatter's input, both
+    buffers of an all-reduce; the other side holds count / ranks, one
+    contiguous block per rank in rank order), `reduction` sum, max, min or
+    avg.
+    ```mlir
+    weft_plan.collective "reduce_scatter" @partial -> @shard count 4096 dtype "bf16" axes [0] stream 0 at 7
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, FlatSymbolRefAttr:$input,
+                       FlatSymbolRefAttr:$output, I64Attr:$count, StrAttr:$dtype,
+                       DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction,
+                       I64Attr:$stream, I64Attr:$index);
+  let assemblyFormat = [{
+    $kind $input `->` $output `count` $count `dtype` $dtype `axes` $axes
+    `stream` $stream `at` $index attr-dict
+  }];
 }
 
 def WeftPlan_RecordEventOp : WeftPlan_Op<"record_event", [HasParent<"StepOp">]> {
