@@ -81,6 +81,13 @@ def prepare(directory, build):
     if bgrads != 4 * SMALL["layers"]:
         raise SystemExit(f"small_fused.weftpkg has {bgrads} bgrad_a GEMMs, expected "
                          f"{4 * SMALL['layers']}:\n{gemms}")
+    # A TP+SP package (tp = 2): the one-GPU runtime must refuse it by name.
+    subprocess.run([os.path.join(build, "bin", "weft-compile"),
+                    os.path.join(REPO, "test", "Tools", "weft-run", "Inputs",
+                                 "gpt_mean_square_bf16.mlir"),
+                    "--entry", "forward", "--train", "--optimizer=adamw", "--grid=tp=2",
+                    "--sequence-parallel", "--target=sm_90a", "--emit=package",
+                    "-o", os.path.join(directory, "tp_sp.weftpkg")], check=True, env=env)
     ship_weft_run(directory, build)
 
 
@@ -244,6 +251,15 @@ def check(directory):
                 f"peak +{large['peak'] - large['before']}")
     c.results["memory_small"] = memory
     c.results["memory_large"] = large
+
+    # The partitioned package is refused, naming its grid, until the NCCL
+    # runtime runs one process per rank.
+    refused = subprocess.run([os.path.join(directory, "weft-run"),
+                              os.path.join(directory, "tp_sp.weftpkg")],
+                             capture_output=True, text=True, env=c.env)
+    c.check("tp_sp: the one-GPU runtime refuses a partitioned package",
+            refused.returncode != 0 and "partitioned step for grid 2" in refused.stderr,
+            f"exit {refused.returncode}: {refused.stderr.strip()[-300:]}")
     return c.finish()
 
 
