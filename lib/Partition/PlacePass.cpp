@@ -81,6 +81,8 @@ private:
   func::FuncOp func;
   const GridSpec &grid;
   llvm::DenseMap<BlockArgument, int64_t> splitDims;
+  /// Computed column-parallel weights and biases, split along dimension 0.
+  SmallVector<Value> gathered;
 
 public:
   bool sequenceParallel = false;
@@ -116,12 +118,18 @@ LogicalResult Placer::run() {
         return attention.emitOpError("has ")
                << qHeads << " query heads and " << kvHeads
                << " kv heads; tp=" << parts() << " (grid " << gridText()
-               << ") must divide both (replicating kv heads when tp exceeds "
-               << "them is not supported yet)";
+               << ") must divide both (weft-expand-kv-heads replicates kv heads "
+               << "that tp exceeds; weft-compile --grid runs it)";
     }
     if (auto linear = dyn_cast<LinearOp>(op)) {
       bool rowParallel = split.contains(linear.getX());
       BlockArgument weight = masterOf(linear.getW(), func);
+      if (!weight && !rowParallel) {
+        // A computed weight (an expanded QKV): each rank takes its rows.
+        gathered.push_back(linear.getW());
+        if (linear.getBias())
+          gathered.push_back(linear.getBias());
+      }
       if (weight && failed(place(weight, rowParallel ? 1 : 0, op,
                                  rowParallel ? "row-parallel" : "column-parallel")))
         return WalkResult::interrupt();
@@ -135,9 +143,12 @@ LogicalResult Placer::run() {
       return WalkResult::advance();
     }
     if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-      if (BlockArgument table = masterOf(embedding.getTable(), func))
-        if (failed(place(table, 0, op, "vocabulary-parallel")))
-          return WalkResult::interrupt();
+      // A token embedding (ids from the batch); a row gather of constant
+      // ids (weft-expand-kv-heads' expanded QKV weight) leaves its table whole.
+      if (isa<BlockArgument>(embedding.getIds()))
+        if (BlockArgument table = masterOf(embedding.getTable(), func))
+          if (failed(place(table, 0, op, "vocabulary-parallel")))
+            return WalkResult::interrupt();
       return WalkResult::advance();
     }
     if (isa<LayerNormOp, RmsNormOp>(op))
@@ -190,6 +201,23 @@ LogicalResult Placer::run() {
   OpBuilder builder = OpBuilder::atBlockBegin(&func.getBody().front());
   MLIRContext *context = func.getContext();
   auto gridSymbol = FlatSymbolRefAttr::get(context, "grid");
+  GridContext tpGrid{gridSymbol, grid.shape, int16_t(grid.tpAxis)};
+  for (Value value : gathered) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getDimSize(0) % parts() != 0)
+      return value.getDefiningOp()->emitOpError("cannot be split for column "
+                                                "parallelism: dimension 0 of ")
+             << type << " is not divisible by tp=" << parts() << " (grid "
+             << gridText() << ")";
+    OpBuilder after(value.getContext());
+    after.setInsertionPointAfterValue(value);
+    shard::Sharding sharding = toSharding(tpGrid, Placement::split(0), type.getRank());
+    auto shardingOp = shard::ShardingOp::create(after, value.getLoc(), gridSymbol,
+                                                sharding.getSplitAxes());
+    auto annotated = shard::ShardOp::create(after, value.getLoc(), value,
+                                            shardingOp.getResult(), UnitAttr::get(context));
+    value.replaceAllUsesExcept(annotated.getResult(), annotated);
+  }
   for (BlockArgument arg : func.getArguments()) {
     auto it = splitDims.find(arg);
     if (it == splitDims.end())

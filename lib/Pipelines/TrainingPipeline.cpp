@@ -75,6 +75,19 @@ LogicalResult weft::buildTrainingPipeline(
   autodiff.weightCopies = options.weightCopies;
   autodiff.convertedParams.assign(options.convertedParams.begin(),
                                   options.convertedParams.end());
+  if (!options.grid.empty()) {
+    // GQA kv heads that tp exceeds are replicated in the forward, before
+    // autodiff (its gradient then sums the replicas).
+    int64_t tp = 0;
+    for (StringRef entry : llvm::split(StringRef(options.grid), ','))
+      if (auto [name, size] = entry.trim().split('='); name == "tp")
+        size.trim().getAsInteger(10, tp);
+    if (tp > 1) {
+      ExpandKvHeadsPassOptions expandOptions;
+      expandOptions.tp = tp;
+      pm.addNestedPass<func::FuncOp>(createExpandKvHeadsPass(expandOptions));
+    }
+  }
   pm.addPass(createAutodiffPass(autodiff));
   if (!options.grid.empty()) {
     PlacePassOptions place;

@@ -5,7 +5,7 @@
 // RUN: not weft-opt %S/Inputs/gpt_2layer.mlir --weft-place=grid=dp=2 2>&1 | FileCheck %s --check-prefix=NOTP
 // RUN: not weft-opt %s --split-input-file --weft-place=grid=tp=4 2>&1 | FileCheck %s
 
-// HEADS: error: 'weft.attention' op has 4 query heads and 4 kv heads; tp=8 (grid tp=8) must divide both
+// HEADS: error: 'weft.attention' op has 4 query heads and 4 kv heads; tp=8 (grid tp=8) must divide both (weft-expand-kv-heads replicates kv heads that tp exceeds
 // GRID: error: weft-place: grid entry 'pp=2' is not dp=N or tp=N
 // NOTP: error: weft-place: grid 'dp=2' has no tp axis
 

@@ -39,6 +39,27 @@ def PlacePass : Pass<"weft-place", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::shard::ShardDialect"];
 }
 
+def ExpandKvHeadsPass : Pass<"weft-expand-kv-heads", "mlir::func::FuncOp"> {
+  let summary = "Replicate GQA kv heads that the tensor-parallel size exceeds";
+  let description = [{
+    On a forward function, before autodiff: an attention with fewer kv heads
+    than `tp` (tp a multiple of them, dividing the q heads) gets each kv head
+    replicated tp / kv_heads times, as tensor-parallel GQA does when tp
+    exceeds the kv heads, so each rank holds whole q heads and the one kv
+    head they read. Its fused QKV projection (rows per kv group `[kv_heads,
+    group + 2, head_dim]`) reads an expanded weight, a row gather of the
+    parameter (`weft.embedding` of constant row ids): the rows of tp groups,
+    each group / r of its kv group's q heads (r = tp / kv_heads) and the
+    group's k and v rows. Autodiff then sums the replicas' gradients into the
+    parameter. The function computes the same values. weft-compile and the
+    training pipeline run it when `grid`'s tp exceeds an attention's kv heads.
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", "2", "The tensor-parallel size">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def PartitionPass : Pass<"weft-partition", "mlir::ModuleOp"> {
   let summary = "Turn a step with placements into the per-rank SPMD step with shard collectives";
   let description = [{
