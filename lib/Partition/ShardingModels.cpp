@@ -145,27 +145,27 @@ LogicalResult partitionOp(AttentionGradOp op, PartitionCall &call) {
   return partitionAttention(op, call, 1);
 }
 
-/// A vocabulary-parallel table: the shard's first row.
-LogicalResult partitionOp(EmbeddingOp op, PartitionCall &call) {
-  const Sharding &table = call.operandShardings[1];
+/// A vocabulary-parallel table (`table`'s sharding, `vocab` rows in all):
+/// the shard's first row as the op's vocab_offset.
+LogicalResult partitionVocabShard(PartitionCall &call, const Sharding &table,
+                                  int64_t vocab) {
   if (splitDimOf(table) != 0) {
     call.emit(call.operands);
     return success();
   }
-  int64_t rows = op.getTable().getType().getDimSize(0) / call.parts(table);
-  call.emit({call.operands[0], call.operands[1], call.offset(table, rows)});
+  call.emit({call.operands[0], call.operands[1],
+             call.offset(table, vocab / call.parts(table))});
   return success();
 }
 
+LogicalResult partitionOp(EmbeddingOp op, PartitionCall &call) {
+  return partitionVocabShard(call, call.operandShardings[1],
+                             op.getTable().getType().getDimSize(0));
+}
+
 LogicalResult partitionOp(EmbeddingGradOp op, PartitionCall &call) {
-  const Sharding &table = call.resultShardings[0];
-  if (splitDimOf(table) != 0) {
-    call.emit(call.operands);
-    return success();
-  }
-  int64_t rows = op.getDtable().getType().getDimSize(0) / call.parts(table);
-  call.emit({call.operands[0], call.operands[1], call.offset(table, rows)});
-  return success();
+  return partitionVocabShard(call, call.resultShardings[0],
+                             op.getDtable().getType().getDimSize(0));
 }
 
 /// The global row statistics of vocabulary-split logits: max (all-reduce

@@ -511,9 +511,15 @@ LogicalResult ScheduleBuilder::addConstant(Operation *op, int64_t index) {
 
 /// NCCL's collectives move contiguous blocks in rank order: a gather or
 /// scatter along a dimension is one when every dimension before it is 1.
-static bool isContiguousAlong(RankedTensorType type, int64_t axis) {
-  return llvm::all_of(type.getShape().take_front(axis),
-                      [](int64_t size) { return size == 1; });
+static LogicalResult checkContiguousAlong(Operation *op, RankedTensorType type,
+                                          int64_t axis) {
+  if (llvm::all_of(type.getShape().take_front(axis),
+                   [](int64_t size) { return size == 1; }))
+    return success();
+  return op->emitError("cannot plan ")
+         << op->getName() << " along dimension " << axis << " of " << type
+         << ": NCCL moves contiguous blocks, and the dimensions before it are "
+            "not all 1 (a [seq, batch, hidden] layout is not built yet)";
 }
 
 LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
@@ -529,21 +535,15 @@ LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
   } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
     kind = "all_gather";
     axes = gather.getGridAxes();
-    if (!isContiguousAlong(whole, gather.getGatherAxis().getSExtValue()))
-      return op->emitError("cannot plan shard.all_gather along dimension ")
-             << gather.getGatherAxis().getSExtValue() << " of " << whole
-             << ": NCCL gathers contiguous blocks, and the dimensions before it "
-                "are not all 1 (a [seq, batch, hidden] layout is not built yet)";
+    if (failed(checkContiguousAlong(op, whole, gather.getGatherAxis().getSExtValue())))
+      return failure();
   } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
     kind = "reduce_scatter";
     whole = cast<RankedTensorType>(input.getType());
     reduction = scatter.getReduction();
     axes = scatter.getGridAxes();
-    if (!isContiguousAlong(whole, scatter.getScatterAxis().getSExtValue()))
-      return op->emitError("cannot plan shard.reduce_scatter along dimension ")
-             << scatter.getScatterAxis().getSExtValue() << " of " << whole
-             << ": NCCL scatters contiguous blocks, and the dimensions before it "
-                "are not all 1 (a [seq, batch, hidden] layout is not built yet)";
+    if (failed(checkContiguousAlong(op, whole, scatter.getScatterAxis().getSExtValue())))
+      return failure();
   } else {
     return op->emitError("cannot plan ")
            << op->getName() << ": the host schedule has all-reduce, all-gather "
