@@ -266,6 +266,15 @@ void Partitioner::computeWanted(Block &entry) {
     else if (auto grad = func.getResultAttrOfType<IntegerAttr>(i, WeftDialect::kGradOfAttr))
       wanted[value] = argumentPlacements[grad.getInt()];
   for (Operation &op : llvm::reverse(entry.without_terminator())) {
+    // A value annotated for its users is wanted in that placement (an
+    // expanded QKV weight: each rank gathers only its rows).
+    if (auto annotation = dyn_cast<shard::ShardOp>(&op)) {
+      if (annotation.getAnnotateForUsers() && !wanted.count(annotation.getSrc()))
+        if (std::optional<Placement> target = annotationOf(annotation.getSharding()))
+          if (target->splitDim)
+            wanted[annotation.getSrc()] = *target;
+      continue;
+    }
     auto iface = dyn_cast<shard::ShardingInterface>(&op);
     if (!iface)
       continue;
