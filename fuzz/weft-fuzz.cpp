@@ -13,6 +13,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Format.h"
@@ -64,8 +65,24 @@ private:
 
 /// Calls every cost/memory interface method (Weft's code under the
 /// sanitizers); results are discarded.
-void queryInterfaces(ModuleOp module) {
-  module->walk([](Operation *op) {
+void queryInterfaces(ModuleOp module, llvm::StringRef text) {
+  module->walk([&](Operation *op) {
+    // The sharding models (lib/Partition): a nest whose maps, loops and
+    // reduction kinds disagree would mislead the partitioner.
+    if (auto sharding = dyn_cast<shard::ShardingInterface>(op)) {
+      SmallVector<utils::IteratorType> loops = sharding.getLoopIteratorTypes();
+      SmallVector<shard::ReductionKind> kinds = sharding.getReductionLoopIteratorKinds();
+      SmallVector<AffineMap> maps = sharding.getIndexingMaps();
+      size_t reductions = llvm::count(loops, utils::IteratorType::reduction);
+      bool mapsFit = llvm::all_of(maps, [&](AffineMap map) {
+        return map.getNumDims() == loops.size();
+      });
+      if (kinds.size() != reductions || !mapsFit ||
+          (!maps.empty() && maps.size() != op->getNumOperands() + op->getNumResults()))
+        finding("a ShardingInterface nest whose loops, reduction kinds and maps "
+                "disagree",
+                text);
+    }
     if (auto cost = dyn_cast<weft::CostOpInterface>(op)) {
       volatile int64_t flops = cost.getFlops();
       volatile int64_t bytes = cost.getBytesMoved();
@@ -159,7 +176,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (failed(pm.run(*module)))
     finding("canonicalize turned valid IR into invalid IR (or failed)", text);
 
-  queryInterfaces(*module);
+  queryInterfaces(*module, text);
 
   // What is printed must parse back and verify.
   std::string printed;
