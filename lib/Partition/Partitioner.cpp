@@ -237,22 +237,18 @@ LogicalResult Partitioner::readArguments(Block &entry, Block &localBlock) {
 }
 
 /// A batch input (token ids, labels, hidden states): not a parameter, a
-/// carried copy or an AdamW moment.
+/// carried copy, or step state that a result updates in place (weft.alias:
+/// the AdamW moments).
 bool Partitioner::isBatchInput(BlockArgument arg) {
   unsigned i = arg.getArgNumber();
   if (func.getArgAttr(i, WeftDialect::kParamAttr) ||
       func.getArgAttr(i, WeftDialect::kCopyOfAttr))
     return false;
-  auto isState = [&](OpOperand &use) {
-    Operation *user = use.getOwner();
-    // Through its placement annotation.
-    if (auto annotation = dyn_cast<shard::ShardOp>(user))
-      return llvm::any_of(annotation->getUses(), [](OpOperand &inner) {
-        return isa<AdamWOp>(inner.getOwner()) && inner.getOperandNumber() >= 2;
-      });
-    return isa<AdamWOp>(user) && use.getOperandNumber() >= 2;
-  };
-  return llvm::none_of(arg.getUses(), isState);
+  for (unsigned r = 0; r < func.getNumResults(); ++r)
+    if (auto alias = func.getResultAttrOfType<IntegerAttr>(r, WeftDialect::kAliasAttr);
+        alias && alias.getInt() == int64_t(i))
+      return false;
+  return true;
 }
 
 /// The placement each value is wanted in by its users, from the results

@@ -151,8 +151,6 @@ LogicalResult Placer::run() {
             return WalkResult::interrupt();
       return WalkResult::advance();
     }
-    if (isa<LayerNormOp, RmsNormOp>(op))
-      return WalkResult::advance();
     if (llvm::any_of(op->getOperands(), [&](Value v) { return split.contains(v); }))
       for (Value result : op->getResults())
         split.insert(result);

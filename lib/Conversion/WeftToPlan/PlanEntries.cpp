@@ -6,6 +6,8 @@
 // splat constant.
 #include "ScheduleBuilder.h"
 
+#include "weft/Analysis/LinkModel.h"
+
 #include "weft/Dialect/AttentionPacking.h"
 #include "weft/Conversion/ElementwiseKernels.h"
 #include "weft/Dialect/WeftDialect.h"
@@ -581,7 +583,7 @@ LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
 LogicalResult ScheduleBuilder::addOp(Operation *op, int64_t index) {
   if (isa<arith::ConstantOp>(op))
     return addConstant(op, index);
-  if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp>(op))
+  if (isCommunicating(op))
     return addCollective(op, index);
   if (!isa<WeftDialect>(op->getDialect()))
     return op->emitError("cannot plan ")
