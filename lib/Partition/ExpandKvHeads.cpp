@@ -40,18 +40,25 @@ struct PackedQkv {
 };
 
 std::optional<PackedQkv> matchPackedQkv(AttentionOp attention) {
-  // k: [rope] <- transpose <- reshape <- split piece 1.
+  // k: [rope] <- transpose <- reshape <- split piece 1, each value read by
+  // the next op only (the chain is rebuilt with more kv heads).
   auto source = [](Value value) -> ReshapeOp {
-    if (auto rope = value.getDefiningOp<RopeOp>())
+    if (auto rope = value.getDefiningOp<RopeOp>()) {
+      if (!rope.getY().hasOneUse())
+        return ReshapeOp();
       value = rope.getX();
+    }
     auto transpose = value.getDefiningOp<TransposeOp>();
-    return transpose ? transpose.getX().getDefiningOp<ReshapeOp>() : ReshapeOp();
+    if (!transpose || !transpose.getY().hasOneUse() || !transpose.getX().hasOneUse())
+      return ReshapeOp();
+    auto reshape = transpose.getX().getDefiningOp<ReshapeOp>();
+    return reshape && reshape.getX().hasOneUse() ? reshape : ReshapeOp();
   };
   PackedQkv packed;
   packed.q = source(attention.getQ());
   packed.k = source(attention.getK());
   packed.v = source(attention.getV());
-  if (!packed.q || !packed.k || !packed.v)
+  if (!packed.q || !packed.k || !packed.v || packed.k == packed.v)
     return std::nullopt;
   packed.split = packed.k.getX().getDefiningOp<SplitOp>();
   if (!packed.split || packed.q.getX() != packed.split.getPieces()[0] ||
