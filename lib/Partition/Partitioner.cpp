@@ -524,7 +524,6 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
     return result;
   };
 
-  int64_t best = -1;
   double bestCost = INFINITY;
   SmallVector<Placement> bestOperands, bestResults;
   SmallVector<bool> bestPartial;
@@ -581,7 +580,6 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
       cost -= 1e-12;
     if (cost < bestCost) {
       bestCost = cost;
-      best = loop;
       bestOperands = operandPlacements;
       bestResults = resultPlacements;
       bestPartial = partial;
@@ -610,7 +608,6 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &builder) {
   if (failed(iface.partition(operands, operandShardings, resultShardings, mapping,
                              symbols, builder)))
     return failure();
-  (void)best;
   for (auto [r, result] : llvm::enumerate(op->getResults())) {
     Value mapped = mapping.lookupOrNull(result);
     if (!mapped)

@@ -19,35 +19,6 @@ using namespace weft::partition;
 
 namespace {
 
-struct GridSpec {
-  SmallVector<int64_t> shape;
-  SmallVector<StringRef> names;
-  int64_t tpAxis = -1;
-};
-
-/// "tp=4" or "dp=2,tp=2".
-FailureOr<GridSpec> parseGrid(StringRef text, ModuleOp module) {
-  GridSpec spec;
-  SmallVector<StringRef> entries;
-  text.split(entries, ',');
-  for (StringRef entry : entries) {
-    auto [name, size] = entry.trim().split('=');
-    int64_t value = 0;
-    if ((name != "tp" && name != "dp") || size.trim().getAsInteger(10, value) ||
-        value < 1 || llvm::is_contained(spec.names, name))
-      return module.emitError("weft-place: grid entry '")
-             << entry << "' is not dp=N or tp=N (each at most once, N >= 1); "
-             << "grid '" << text << "'";
-    if (name == "tp")
-      spec.tpAxis = spec.names.size();
-    spec.names.push_back(name);
-    spec.shape.push_back(value);
-  }
-  if (spec.tpAxis < 0)
-    return module.emitError("weft-place: grid '") << text << "' has no tp axis";
-  return spec;
-}
-
 /// The argument `value` reads: through converts, and from a carried copy to
 /// its master. Null when it is not an argument.
 BlockArgument masterOf(Value value, func::FuncOp func) {
@@ -70,13 +41,8 @@ public:
 
 private:
   LogicalResult place(BlockArgument arg, int64_t dim, Operation *why, StringRef role);
-  int64_t parts() const { return grid.shape[grid.tpAxis]; }
-  std::string gridText() const {
-    std::string text;
-    for (auto [i, name] : llvm::enumerate(grid.names))
-      text += (i ? "," : "") + name.str() + "=" + std::to_string(grid.shape[i]);
-    return text;
-  }
+  int64_t parts() const { return grid.tensorParallelSize(); }
+  std::string gridText() const { return grid.str(); }
 
   func::FuncOp func;
   const GridSpec &grid;
@@ -238,9 +204,12 @@ struct PlacePass : public weft::impl::PlacePassBase<PlacePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<GridSpec> spec = parseGrid(gridSpec, module);
-    if (failed(spec))
+    std::string error;
+    std::optional<GridSpec> spec = parseGridSpec(gridSpec, error);
+    if (!spec) {
+      module.emitError("weft-place: ") << error;
       return signalPassFailure();
+    }
     if (SymbolTable::lookupSymbolIn(module, "grid")) {
       module.emitError("weft-place: the module already has a symbol @grid");
       return signalPassFailure();
@@ -248,7 +217,7 @@ struct PlacePass : public weft::impl::PlacePassBase<PlacePass> {
     OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
     auto gridOp = shard::GridOp::create(builder, module.getLoc(), "grid", spec->shape);
     SmallVector<Attribute> names;
-    for (StringRef name : spec->names)
+    for (const std::string &name : spec->names)
       names.push_back(builder.getStringAttr(name));
     gridOp->setAttr(WeftDialect::kAxisNamesAttr, builder.getArrayAttr(names));
     for (auto func : module.getOps<func::FuncOp>()) {

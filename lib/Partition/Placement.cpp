@@ -8,6 +8,36 @@ using namespace mlir;
 
 namespace weft::partition {
 
+std::optional<GridSpec> parseGridSpec(StringRef text, std::string &error) {
+  GridSpec spec;
+  for (StringRef entry : llvm::split(text, ',')) {
+    auto [name, size] = entry.trim().split('=');
+    int64_t value = 0;
+    if ((name != "tp" && name != "dp") || size.trim().getAsInteger(10, value) ||
+        value < 1 || llvm::is_contained(spec.names, name.str())) {
+      error = ("grid entry '" + entry + "' is not dp=N or tp=N (each at most once, "
+               "N >= 1); grid '" + text + "'").str();
+      return std::nullopt;
+    }
+    if (name == "tp")
+      spec.tpAxis = spec.names.size();
+    spec.names.push_back(name.str());
+    spec.shape.push_back(value);
+  }
+  if (spec.tpAxis < 0) {
+    error = ("grid '" + text + "' has no tp axis").str();
+    return std::nullopt;
+  }
+  return spec;
+}
+
+std::string GridSpec::str() const {
+  std::string text;
+  for (auto [i, name] : llvm::enumerate(names))
+    text += (i ? "," : "") + name + "=" + std::to_string(shape[i]);
+  return text;
+}
+
 std::string Placement::str() const {
   if (partial)
     return average ? "partial average" : "partial sum";

@@ -395,11 +395,10 @@ private:
   }
 
   LogicalResult compareResults(func::FuncOp func, const TrackedFunction &entry,
-                               const std::string &pass, const PerRank &actual) {
-    const PerRank *results = &actual;
-    for (size_t rank = 0; rank < results->size(); ++rank) {
-      for (size_t r = 0; r < (*results)[rank].size(); ++r) {
-        const Tensor &got = (*results)[rank][r];
+                               const std::string &pass, const PerRank &results) {
+    for (size_t rank = 0; rank < results.size(); ++rank) {
+      for (size_t r = 0; r < results[rank].size(); ++r) {
+        const Tensor &got = results[rank][r];
         const Tensor &expected = entry.expected[rank][r];
         ElementError worst = maxRelativeError(got, expected);
         double tolerance = toleranceFor(expected.dtype, options.rtol);
@@ -407,7 +406,7 @@ private:
           continue;
         InFlightDiagnostic diag = emitError(func.getLoc(), "pass '");
         diag << pass << "' changed result " << r << " of @" << entry.name;
-        if (results->size() > 1)
+        if (results.size() > 1)
           diag << " on rank " << rank;
         diag << ": max rel error " << formatted("%.1e", worst.error) << " at "
              << multiIndex(expected.shape, worst.index);

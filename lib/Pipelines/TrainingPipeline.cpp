@@ -8,6 +8,7 @@
 #include "weft/Pipelines/Passes.h"
 #include "weft/Support/ByteSize.h"
 #include "weft/Partition/Passes.h"
+#include "weft/Partition/Sharding.h"
 #include "weft/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -78,10 +79,12 @@ LogicalResult weft::buildTrainingPipeline(
   if (!options.grid.empty()) {
     // GQA kv heads that tp exceeds are replicated in the forward, before
     // autodiff (its gradient then sums the replicas).
-    int64_t tp = 0;
-    for (StringRef entry : llvm::split(StringRef(options.grid), ','))
-      if (auto [name, size] = entry.trim().split('='); name == "tp")
-        size.trim().getAsInteger(10, tp);
+    std::string error;
+    std::optional<partition::GridSpec> grid =
+        partition::parseGridSpec(options.grid, error);
+    if (!grid)
+      return emitError(error);
+    int64_t tp = grid->tensorParallelSize();
     if (tp > 1) {
       ExpandKvHeadsPassOptions expandOptions;
       expandOptions.tp = tp;

@@ -155,7 +155,22 @@ FailureOr<std::vector<Tensor>> runPartitioned(func::FuncOp func,
                << " cannot be split in " << parts << " along dimension " << *dim;
       args[rank].push_back(sliceOf(global, *dim, parts, grid->coordinate(rank)));
     }
-  FailureOr<PerRankTensors> results = runSpmd(func, args);
+  // A step without collectives runs rank by rank (the interpreter's SPMD
+  // run counts the ranks of the grid its collectives name).
+  FailureOr<PerRankTensors> results = PerRankTensors();
+  if (*ranks == gridRanks) {
+    results = runSpmd(func, args);
+  } else if (*ranks == 1) {
+    for (const std::vector<Tensor> &rankArgs : args) {
+      FailureOr<std::vector<Tensor>> one = run(func, rankArgs);
+      if (failed(one))
+        return failure();
+      results->push_back(std::move(*one));
+    }
+  } else {
+    return func.emitOpError("runs collectives on ")
+           << *ranks << " ranks but its grid has " << gridRanks;
+  }
   if (failed(results))
     return failure();
   std::vector<Tensor> gathered;
@@ -177,7 +192,6 @@ FailureOr<std::vector<Tensor>> runPartitioned(func::FuncOp func,
       placeBlock(global, (*results)[rank][r], *dim, grid->coordinate(rank));
     gathered.push_back(std::move(global));
   }
-  (void)ranks;
   return gathered;
 }
 

@@ -85,3 +85,18 @@ def test_remat_budget_holds_per_rank(anchor_ir, tmp_path):
     assert rep["peak_bytes"] <= budget == rep["budget_bytes"]
     assert rep["recomputed_ops"] > 0
     assert sum(layer["recomputed_ops"] for layer in rep["layers"]) > 0
+
+
+def test_remat_budget_below_the_reachable_peak_is_refused(anchor_ir, tmp_path):
+    """A per-rank budget no recomputation reaches fails, naming the smallest
+    peak Weft can reach."""
+    free = report(anchor_ir, tmp_path, "grid=tp=2 sequence-parallel")
+    budget = int(free["peak_bytes"] * 0.3)
+    out = tmp_path / "report.json"
+    result = subprocess.run(
+        [tool("weft-opt"), str(anchor_ir),
+         f"--weft-train-pipeline=entry=forward optimizer=none grid=tp=2 sequence-parallel "
+         f"remat=budget memory-budget={budget} memory-report={out}",
+         "-o", "/dev/null"], capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0
+    assert "is infeasible" in result.stderr and "the smallest peak Weft can reach" in result.stderr

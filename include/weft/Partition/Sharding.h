@@ -21,6 +21,20 @@ namespace weft::partition {
 /// can split: its loops, their kinds and indexing maps, and its partition().
 void registerShardingModels(mlir::DialectRegistry &registry);
 
+/// A device grid as `--grid` writes it: "tp=4" or "dp=2,tp=2" (dp only
+/// replicates for now).
+struct GridSpec {
+  llvm::SmallVector<int64_t> shape;
+  llvm::SmallVector<std::string> names;
+  int64_t tpAxis = -1;
+  int64_t tensorParallelSize() const { return shape[tpAxis]; }
+  /// "dp=2,tp=2", as diagnostics name the grid.
+  std::string str() const;
+};
+
+/// Parses `text`; on failure returns nullopt with `error` saying why.
+std::optional<GridSpec> parseGridSpec(llvm::StringRef text, std::string &error);
+
 /// One tensor's placement over the grid's tensor-parallel axis.
 struct Placement {
   /// The split dimension, or nullopt when every rank holds the whole tensor.
