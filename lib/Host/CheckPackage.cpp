@@ -76,6 +76,13 @@ int checkPackageFile(llvm::StringRef path, bool allowMissingImages) {
       llvm::outs() << " " << counts[kind] << " "
                    << pkg::collectiveKindName(pkg::CollectiveKind(kind));
     llvm::outs() << "\n";
+    if (package.splitAxis >= 0) {
+      size_t args = 0, results = 0;
+      for (const pkg::Split &split : package.splits)
+        (package.buffers[split.buffer].arg >= 0 ? args : results) += 1;
+      llvm::outs() << "  split along grid axis " << package.splitAxis << ": " << args
+                   << " arguments, " << results << " results\n";
+    }
   }
   if (!missing.empty()) {
     std::string names;

@@ -8,12 +8,16 @@
 // and joined back into them.
 #include "weft/Host/RunPackage.h"
 
+#include "weft/Host/Rendezvous.h"
+#include "weft/Host/Shards.h"
 #include "weft/Host/StepTiming.h"
+#include "weft/Package/Package.h"
 #include "weft/Support/ExitCode.h"
 #include "weft/Support/FloatBits.h"
 #include "weft/Support/Npz.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -128,6 +132,11 @@ struct BufferView {
   weft_step_buffer info = {};
   std::vector<int64_t> shape;
   int64_t elements = 1;
+  /// A partitioned step's argument or result split along `splitDim`: the
+  /// whole tensor's shape (files hold it; the buffer holds this rank's block).
+  int splitDim = -1;
+  std::vector<int64_t> global;
+  int64_t globalElements = 1;
   std::string type() const { return info.type[0] ? info.type : "(untyped)"; }
 };
 
@@ -150,6 +159,7 @@ struct Binding {
   std::string source; // for the dry-run listing
   int64_t steps = 0;  // > 0: the tensor has a leading step dim of this size
   bool draw = false;  // state drawn from --init-state's seed
+  bool local = false; // this rank's shard (a shard index), not the whole tensor
 };
 
 bool isState(const weft_step_buffer &info) {
@@ -160,11 +170,20 @@ bool isState(const weft_step_buffer &info) {
 struct StepFree {
   void operator()(weft_step *step) const { weft_step_free(step); }
 };
+struct CommFree {
+  void operator()(weft_comm *comm) const { weft_comm_free(comm); }
+};
 
 /// A package loaded (or, for --dry-run, prepared) by the runtime, with its
 /// buffers' shapes.
 struct LoadedStep {
   std::unique_ptr<llvm::MemoryBuffer> file;
+  /// A rank of a multi-GPU run: its place, the store and heartbeat, and the
+  /// communicators (declared before the step, so freed after it).
+  std::optional<RankEnv> env;
+  RankLayout layout;
+  std::unique_ptr<Rendezvous> rendezvous;
+  std::unique_ptr<weft_comm, CommFree> comm;
   std::unique_ptr<weft_step, StepFree> step;
   std::vector<BufferView> buffers;
   /// A training step's first result: the scalar loss (null for others).
@@ -175,6 +194,7 @@ struct LoadedStep {
 /// first step.
 struct StepBindings {
   std::optional<NpzArchive> data, state;
+  bool stateIsShard = false; // --load-state named a shard index: this rank's file
   std::vector<Binding> bindings;
   /// Weight copies, each with its master, never read from a file: a carried
   /// copy is derived after the state is bound; a split master's high half is
@@ -183,6 +203,69 @@ struct StepBindings {
   std::map<const BufferView *, const BufferView *> highHalfOf;
 };
 
+
+/// FNV-1a of the package: every rank of a run must load the same one.
+std::string packageDigest(llvm::StringRef bytes) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes)
+    hash = (hash ^ c) * 0x100000001b3ull;
+  return llvm::formatv("fnv1a64 {0:x16} {1} bytes", hash, bytes.size()).str();
+}
+
+/// A rank of a multi-GPU run (WORLD_SIZE set, or --dry-run of a partitioned
+/// package: rank 0 of its grid): the device is LOCAL_RANK unless --device,
+/// then the rendezvous, the communicator and the heartbeat.
+int joinRun(const RunPackageOptions &options, llvm::StringRef bytes, LoadedStep &loaded,
+            weft_step_options &stepOptions) {
+  std::string why;
+  loaded.env = readRankEnv(why);
+  if (!why.empty())
+    return error(kExitUsage, why);
+  pkg::Package package;
+  if (!pkg::readPackage(bytes.data(), bytes.size(), package, why))
+    return kExitOk; // the runtime's load says why
+  int64_t ranks = 1;
+  std::string grid;
+  for (int64_t size : package.grid) {
+    ranks *= size;
+    grid += (grid.empty() ? "" : "x") + std::to_string(size);
+  }
+  if (!loaded.env && options.dryRun && !package.grid.empty()) {
+    loaded.env = RankEnv();
+    loaded.env->worldSize = int(ranks);
+  }
+  if (!loaded.env || options.dryRun)
+    return kExitOk;
+  const RankEnv &env = *loaded.env;
+  auto rankError = [&](const llvm::Twine &message) {
+    return error(kExitFailed, "rank " + llvm::Twine(env.rank) + ": " + message);
+  };
+  // Refused before waiting for peers that would all refuse it too.
+  if (!package.grid.empty() && ranks != env.worldSize)
+    return rankError(options.path + " was built for grid " + grid + " of " +
+                     llvm::Twine(ranks) + " ranks, but this run has " +
+                     llvm::Twine(env.worldSize) + " ranks (WORLD_SIZE)");
+  if (package.grid.empty() && env.worldSize > 1)
+    return rankError(options.path + " is a one-GPU package, but this run has " +
+                     llvm::Twine(env.worldSize) + " ranks (WORLD_SIZE); compile it with "
+                     "weft-compile --grid=tp=" + llvm::Twine(env.worldSize));
+  if (!options.deviceGiven)
+    stepOptions.device = env.localRank;
+  weft_nccl_id id;
+  loaded.rendezvous =
+      Rendezvous::join(env, options.collectiveTimeout, packageDigest(bytes), id, why);
+  if (!loaded.rendezvous)
+    return error(kExitFailed, why);
+  if (weft_context_ensure(stepOptions.device))
+    return rankError(llvm::Twine("device ") + llvm::Twine(stepOptions.device) + ": " +
+                     weft_last_error());
+  weft_comm *comm = nullptr;
+  if (weft_comm_init(&id, env.worldSize, env.rank, options.collectiveTimeout, &comm))
+    return rankError(weft_last_error());
+  loaded.comm.reset(comm);
+  loaded.rendezvous->watch(comm);
+  return kExitOk;
+}
 
 /// Reads the package and loads it, or prepares it for --dry-run (the device
 /// taken to be --sm, else the package's own arch).
@@ -201,7 +284,20 @@ int loadStep(const RunPackageOptions &options, LoadedStep &loaded) {
   stepOptions.debug_buffers = options.debugBuffers;
   weft_step *raw = nullptr;
   weft_status status;
-  if (options.dryRun) {
+  if (int code = joinRun(options, bytes, loaded, stepOptions))
+    return code;
+  if (loaded.env) {
+    int sm = options.sm;
+    if (options.dryRun && !sm) {
+      std::string arch = bytes.size() >= 56 ? bytes.substr(40, 16).str().c_str() : "";
+      sm = arch.size() >= 5 ? std::atoi(arch.c_str() + 3) : 90;
+    }
+    status = options.dryRun
+                 ? weft_step_prepare_spmd(bytes.data(), bytes.size(), sm, &stepOptions,
+                                          loaded.env->worldSize, loaded.env->rank, &raw)
+                 : weft_step_load_spmd(bytes.data(), bytes.size(), &stepOptions,
+                                       loaded.comm.get(), &raw);
+  } else if (options.dryRun) {
     int sm = options.sm;
     if (sm == 0) {
       // The package's own arch from its header ("sm_90a" at byte 40).
@@ -220,6 +316,11 @@ int loadStep(const RunPackageOptions &options, LoadedStep &loaded) {
                                   (options.dryRun ? "prepare" : "load") + " the step (" +
                                   weft_status_name(status) + "): " + weft_last_error());
 
+  int axes = 0;
+  long long dims[WEFT_STEP_MAX_RANK];
+  weft_step_grid(raw, &axes, dims, &loaded.layout.splitAxis);
+  loaded.layout.grid.assign(dims, dims + axes);
+  loaded.layout.rank = loaded.env ? loaded.env->rank : 0;
   loaded.buffers.resize(weft_step_buffer_count(raw));
   for (size_t i = 0; i < loaded.buffers.size(); ++i) {
     BufferView &buffer = loaded.buffers[i];
@@ -229,6 +330,11 @@ int loadStep(const RunPackageOptions &options, LoadedStep &loaded) {
       buffer.shape.push_back(buffer.info.shape[d]);
       buffer.elements *= buffer.info.shape[d];
     }
+    weft_step_buffer_split(raw, i, &buffer.splitDim);
+    if (buffer.splitDim >= buffer.info.rank)
+      buffer.splitDim = -1;
+    buffer.global = wholeShape(buffer.shape, buffer.splitDim, loaded.layout.parts());
+    buffer.globalElements = buffer.elements * (buffer.splitDim >= 0 ? loaded.layout.parts() : 1);
   }
   for (const BufferView &buffer : loaded.buffers)
     if (buffer.info.result == 0 && buffer.elements == 1 && buffer.info.rank >= 0 &&
@@ -335,14 +441,21 @@ int resolveBinding(const RunPackageOptions &options, const BufferView &buffer,
                                  info.name + "' " + buffer.type() + ", high half '" +
                                  binding.high->info.name + "' " + binding.high->type() +
                                  "): give the f32 master");
-  bool leading = input && tensor->shape.size() == buffer.shape.size() + 1 &&
-                 std::equal(buffer.shape.begin(), buffer.shape.end(),
-                            tensor->shape.begin() + 1) &&
+  // A split buffer's file holds the whole tensor, a shard this rank's block.
+  binding.local = file == options.loadState && bound.stateIsShard;
+  const std::vector<int64_t> &whole = binding.local ? buffer.shape : buffer.global;
+  bool leading = input && tensor->shape.size() == whole.size() + 1 &&
+                 std::equal(whole.begin(), whole.end(), tensor->shape.begin() + 1) &&
                  tensor->shape[0] >= 1;
-  if (!leading && tensor->shape != buffer.shape)
+  if (!leading && tensor->shape != whole)
     return error(kExitUsage, file + ": '" + info.name + "' is " +
                                  describe(tensor->shape, dtypeName(tensor->dtype)) +
                                  " but buffer '" + info.name + "' is " + buffer.type() +
+                                 (buffer.splitDim >= 0
+                                      ? " (this rank's block of " +
+                                            describe(whole, info.dtype) + ", split along "
+                                            "dimension " + std::to_string(buffer.splitDim) + ")"
+                                      : std::string()) +
                                  (input ? " (give [steps, ...] for one value per step, or "
                                           "its own shape for the same value every step)"
                                         : ""));
@@ -358,11 +471,16 @@ int resolveBinding(const RunPackageOptions &options, const BufferView &buffer,
 /// Every --data key must bind something.
 int resolveBindings(const RunPackageOptions &options, const LoadedStep &loaded,
                     StepBindings &bound) {
+  bound.stateIsShard = loaded.env && !options.loadState.empty() &&
+                      isShardIndex(options.loadState);
   for (auto [path, archive] : {std::pair(&options.data, &bound.data),
                                std::pair(&options.loadState, &bound.state)}) {
     if (path->empty())
       continue;
-    llvm::Expected<NpzArchive> read = readNpz(*path);
+    llvm::Expected<NpzArchive> read =
+        readNpz(archive == &bound.state && bound.stateIsShard
+                    ? shardPath(*path, loaded.env->rank)
+                    : *path);
     if (!read)
       return error(kExitUsage, llvm::toString(read.takeError()));
     *archive = std::move(*read);
@@ -403,6 +521,9 @@ void printDryRun(const RunPackageOptions &options, const LoadedStep &loaded,
       llvm::outs() << " " << b.buffer->info.name << " <- " << b.source;
       if (b.steps)
         llvm::outs() << "[" << s % b.steps << "]";
+      if (b.buffer->splitDim >= 0 && !b.local)
+        llvm::outs() << " block " << loaded.layout.part() << "/" << loaded.layout.parts()
+                     << " of dim " << b.buffer->splitDim;
     }
     llvm::outs() << "\n";
   }
@@ -423,7 +544,8 @@ void printDryRun(const RunPackageOptions &options, const LoadedStep &loaded,
 /// is printed and returns false.
 class StepTransfer {
 public:
-  StepTransfer(weft_step *step, int64_t initState) : step(step), initState(initState) {}
+  StepTransfer(weft_step *step, int64_t initState, const RankLayout &layout)
+      : step(step), initState(initState), layout(layout) {}
 
   bool bindBytes(const BufferView &buffer, const std::string &host) {
     if (weft_step_bind(step, buffer.index, host.data(), host.size())) {
@@ -440,12 +562,11 @@ public:
       return bindSplit(b);
     std::string host;
     if (b.draw) {
-      if (!draw(b.buffer->info, host))
+      if (!draw(*b.buffer, host))
         return false;
     } else {
-      size_t count = size_t(b.buffer->elements);
-      size_t start = b.steps ? size_t(s % b.steps) * count : 0;
-      host = toBytes(b.tensor->data, start, count, b.buffer->info.dtype);
+      std::vector<double> values = localValues(b, s);
+      host = toBytes(values, 0, values.size(), b.buffer->info.dtype);
     }
     return bindBytes(*b.buffer, host);
   }
@@ -506,12 +627,37 @@ public:
   }
 
 private:
-  bool draw(const weft_step_buffer &info, std::string &host) {
+  /// Step s's value of a tensor binding, this rank's block when split.
+  std::vector<double> localValues(const Binding &b, int64_t s) {
+    const BufferView &buffer = *b.buffer;
+    size_t count = size_t(b.local ? buffer.elements : buffer.globalElements);
+    const double *start = b.tensor->data.data() + (b.steps ? size_t(s % b.steps) * count : 0);
+    if (buffer.splitDim < 0 || b.local)
+      return std::vector<double>(start, start + count);
+    return blockValues(start, buffer.global, buffer.splitDim, layout.parts(), layout.part());
+  }
+
+  /// Draws the whole tensor (so every grid draws the same state) and keeps
+  /// this rank's block.
+  bool draw(const BufferView &buffer, std::string &host, const char *dtype = nullptr) {
+    weft_step_buffer info = buffer.info;
+    if (dtype) {
+      info.dtype = dtype;
+      info.size = size_t(buffer.elements) * 4;
+    }
+    size_t width = info.size / std::max<size_t>(size_t(buffer.elements), 1);
+    if (buffer.splitDim >= 0) {
+      info.size *= size_t(layout.parts());
+      info.shape[buffer.splitDim] *= layout.parts();
+    }
     std::string why;
     if (!drawStateBytes(info, uint64_t(initState), host, why)) {
       error(kExitUsage, why);
       return false;
     }
+    if (buffer.splitDim >= 0)
+      host = blockBytes(host.data(), buffer.global, buffer.splitDim, layout.parts(),
+                        layout.part(), width);
     return true;
   }
 
@@ -521,16 +667,14 @@ private:
     const BufferView &low = *b.buffer, &high = *b.high;
     std::vector<float> master(size_t(low.elements));
     if (b.draw) {
-      weft_step_buffer asF32 = low.info;
-      asF32.dtype = "f32";
-      asF32.size = master.size() * 4;
       std::string host;
-      if (!draw(asF32, host))
+      if (!draw(low, host, "f32"))
         return false;
       std::memcpy(master.data(), host.data(), master.size() * 4);
     } else {
+      std::vector<double> values = localValues(b, 0);
       for (size_t i = 0; i < master.size(); ++i)
-        master[i] = float(b.tensor->data[i]);
+        master[i] = float(values[i]);
     }
     std::string lowBytes(low.info.size, '\0'), highBytes(high.info.size, '\0');
     for (size_t i = 0; i < master.size(); ++i) {
@@ -544,6 +688,7 @@ private:
 
   weft_step *step;
   int64_t initState;
+  RankLayout layout;
 };
 
 /// Binds the state once (the step updates it in place), derives the carried
@@ -569,6 +714,8 @@ int runSteps(const RunPackageOptions &options, const LoadedStep &loaded,
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                           start)
                     .count();
+    if (loaded.env)
+      llvm::outs() << "[rank " << loaded.env->rank << "] ";
     llvm::outs() << "step " << s + 1 << "/" << options.steps;
     if (loaded.loss) {
       Tensor value;
@@ -582,20 +729,36 @@ int runSteps(const RunPackageOptions &options, const LoadedStep &loaded,
   return kExitOk;
 }
 
+/// One GPU: `path` itself. A rank of a multi-GPU run: its shard beside
+/// `path`, and rank 0 writes `path` as the index naming each split tensor.
+int writeArchive(const std::string &path, const LoadedStep &loaded, const NpzArchive &archive,
+                 const std::map<std::string, int> &splitDims) {
+  std::string file = loaded.env ? shardPath(path, loaded.env->rank) : path;
+  if (llvm::Error err = writeNpz(file, archive))
+    return error(kExitFailed, llvm::toString(std::move(err)));
+  std::string why;
+  if (loaded.env && loaded.env->rank == 0 &&
+      !writeShardIndex(path, loaded.layout, splitDims, why))
+    return error(kExitFailed, why);
+  return kExitOk;
+}
+
 /// --outputs: the last step's results as res<i>.
 int writeOutputs(const std::string &path, const LoadedStep &loaded, StepTransfer &transfer) {
   NpzArchive archive;
+  std::map<std::string, int> splitDims;
   for (const BufferView &buffer : loaded.buffers) {
     if (buffer.info.result < 0 || buffer.info.rank < 0)
       continue;
     Tensor tensor;
     if (!transfer.readBack(buffer, tensor))
       return kExitFailed;
-    archive.set("res" + std::to_string(buffer.info.result), std::move(tensor));
+    std::string name = "res" + std::to_string(buffer.info.result);
+    if (buffer.splitDim >= 0)
+      splitDims[name] = buffer.splitDim;
+    archive.set(name, std::move(tensor));
   }
-  if (llvm::Error err = writeNpz(path, archive))
-    return error(kExitFailed, llvm::toString(std::move(err)));
-  return kExitOk;
+  return writeArchive(path, loaded, archive, splitDims);
 }
 
 /// --save-state: parameters and optimizer state by buffer name, each split
@@ -603,9 +766,12 @@ int writeOutputs(const std::string &path, const LoadedStep &loaded, StepTransfer
 int writeState(const std::string &path, const LoadedStep &loaded, const StepBindings &bound,
                StepTransfer &transfer) {
   NpzArchive archive;
+  std::map<std::string, int> splitDims;
   for (const BufferView &buffer : loaded.buffers) {
     if (!isState(buffer.info) || buffer.info.rank < 0 || buffer.info.copy_of >= 0)
       continue;
+    if (buffer.splitDim >= 0)
+      splitDims[buffer.info.name] = buffer.splitDim;
     Tensor tensor;
     auto half = bound.highHalfOf.find(&buffer);
     bool read = half != bound.highHalfOf.end()
@@ -615,9 +781,7 @@ int writeState(const std::string &path, const LoadedStep &loaded, const StepBind
       return kExitFailed;
     archive.set(buffer.info.name, std::move(tensor));
   }
-  if (llvm::Error err = writeNpz(path, archive))
-    return error(kExitFailed, llvm::toString(std::move(err)));
-  return kExitOk;
+  return writeArchive(path, loaded, archive, splitDims);
 }
 
 /// --print-memory: the planned arena beside what cuMemGetInfo saw.
@@ -668,7 +832,7 @@ int runPackage(const RunPackageOptions &options) {
     printDryRun(options, loaded, bound);
     return kExitOk;
   }
-  StepTransfer transfer(loaded.step.get(), options.initState);
+  StepTransfer transfer(loaded.step.get(), options.initState, loaded.layout);
   if (int code = runSteps(options, loaded, bound, transfer))
     return code;
   if (options.timeSegments > 0) {
@@ -686,7 +850,12 @@ int runPackage(const RunPackageOptions &options) {
     if (int code = writeState(options.saveState, loaded, bound, transfer))
       return code;
   if (options.printMemory)
-    return printMemory(options, loaded);
+    if (int code = printMemory(options, loaded))
+      return code;
+  // Every rank finished: rank 0 waits for the others' word before its store
+  // and the communicators go away.
+  if (loaded.rendezvous)
+    loaded.rendezvous->finish();
   return kExitOk;
 }
 

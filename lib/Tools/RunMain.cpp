@@ -4,6 +4,8 @@
 // reference .npz; given a package (weft-compile --emit=package) it runs the
 // step on the GPU or checks it (--check), both through WeftHost.
 #include "weft/Host/CheckPackage.h"
+#include "weft/Host/Rendezvous.h"
+#include "weft/Host/Shards.h"
 #include "weft/Host/RunPackage.h"
 #include "weft/Reference/Interpreter.h"
 #include "weft/Reference/NpzArguments.h"
@@ -13,6 +15,7 @@
 #include "weft/Support/ExitCode.h"
 #include "weft/Support/Npz.h"
 #include "weft/Tools/Drivers.h"
+#include "weft/Package/Package.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -28,6 +31,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <optional>
 
 using namespace mlir;
@@ -145,6 +150,28 @@ cl::opt<int64_t> timeSegmentRuns(
     cl::desc("After the steps, N runs with a CUDA event after every schedule "
              "entry: forward/backward/optimizer milliseconds (medians)"),
     cl::value_desc("N"), cl::init(0), cl::cat(packageCategory));
+cl::opt<int> nprocPerNode(
+    "nproc-per-node",
+    cl::desc("Run a partitioned package on N GPUs of this host: one process per GPU "
+             "(as torchrun --nproc-per-node N would start weft-run)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(packageCategory));
+cl::opt<double> collectiveTimeout(
+    "collective-timeout",
+    cl::desc("Seconds a rank waits for a collective, a peer or the rendezvous before it "
+             "aborts the communicators and fails (default 300)"),
+    cl::init(300), cl::cat(packageCategory));
+cl::opt<std::string> gatherState(
+    "gather-state",
+    cl::desc("Gather the per-rank shards of INDEX (a multi-GPU --save-state or "
+             "--outputs) into one single-GPU .npz, written to --to"),
+    cl::value_desc("INDEX"), cl::cat(packageCategory));
+cl::opt<std::string> splitState(
+    "split-state",
+    cl::desc("Split a single-GPU state .npz into per-rank shards for the package's grid, "
+             "with the index written to --to"),
+    cl::value_desc("S.npz"), cl::cat(packageCategory));
+cl::opt<std::string> shardsTo("to", cl::desc("Output of --gather-state / --split-state"),
+                              cl::value_desc("PATH"), cl::cat(packageCategory));
 cl::opt<std::string> timingJson(
     "timing-json",
     cl::desc("With --time-segments: write per-entry and per-segment medians"),
@@ -314,10 +341,46 @@ int runPackageFile() {
   options.dryRun = dryRun;
   options.sm = deviceSm;
   options.device = deviceOrdinal;
+  options.deviceGiven = deviceOrdinal.getNumOccurrences() > 0;
+  options.collectiveTimeout = collectiveTimeout;
   options.initState = initState;
   options.timeSegments = timeSegmentRuns;
   options.timingJson = timingJson;
   return weft::runPackage(options);
+}
+
+/// --gather-state INDEX --to OUT.npz, or STEP.weftpkg --split-state S.npz
+/// --to INDEX: between a multi-GPU run's shards and one single-GPU file.
+int runShardTool() {
+  if (shardsTo.empty() || (!gatherState.empty() && !splitState.empty()))
+    return fail(kExitUsage, "--gather-state INDEX or --split-state S.npz (one of them) needs "
+                            "--to PATH");
+  std::string why;
+  if (!gatherState.empty())
+    return weft::gatherShards(gatherState, shardsTo, why) ? kExitOk : fail(kExitFailed, why);
+  if (!weft::isPackageFile(inputFilename))
+    return fail(kExitUsage, "--split-state needs the partitioned package (weft-compile "
+                            "--grid=...) whose grid to split for");
+  auto file = llvm::MemoryBuffer::getFile(inputFilename, false, false);
+  if (!file)
+    return fail(kExitUsage, inputFilename + ": cannot read");
+  weft::pkg::Package package;
+  if (!weft::pkg::readPackage((*file)->getBufferStart(), (*file)->getBufferSize(), package, why))
+    return fail(kExitUsage, inputFilename + ": " + why);
+  if (package.grid.empty())
+    return fail(kExitUsage, inputFilename + " is a one-GPU package: there is nothing to split");
+  weft::RankLayout layout;
+  layout.grid = package.grid;
+  layout.splitAxis = package.splitAxis;
+  std::map<std::string, int> splitDims;
+  for (const weft::pkg::Split &split : package.splits)
+    splitDims[package.buffers[split.buffer].name] = split.dim;
+  llvm::Expected<NpzArchive> archive = weft::readNpz(splitState);
+  if (!archive)
+    return fail(kExitUsage, llvm::toString(archive.takeError()));
+  return weft::splitIntoShards(*archive, layout, splitDims, shardsTo, why)
+             ? kExitOk
+             : fail(kExitFailed, why);
 }
 
 /// The IR options that go together, checked before the file is read.
@@ -483,8 +546,25 @@ int weft::weftRunMain(int argc, char **argv) {
     return kExitUsage;
   if (allowMissingImages && !checkPackage)
     return fail(kExitUsage, "--allow-missing-images needs --check");
+  if (!(collectiveTimeout > 0))
+    return fail(kExitUsage, "--collective-timeout takes a positive number of seconds, got " +
+                                std::to_string(double(collectiveTimeout)));
+  if (!gatherState.empty() || !splitState.empty())
+    return runShardTool();
   if (checkPackage)
     return weft::checkPackageFile(inputFilename, allowMissingImages);
+  if (nprocPerNode.getNumOccurrences()) {
+    if (nprocPerNode < 1 || nprocPerNode > 1024)
+      return fail(kExitUsage, "--nproc-per-node takes 1 to 1024 processes, got " +
+                                  llvm::Twine(nprocPerNode));
+    if (std::getenv("WORLD_SIZE"))
+      return fail(kExitUsage, "--nproc-per-node starts the ranks itself; WORLD_SIZE is "
+                              "already set (torchrun starts them: drop the option)");
+    if (!weft::isPackageFile(inputFilename) || dryRun)
+      return fail(kExitUsage, "--nproc-per-node runs a package (weft-compile --grid=... "
+                              "--emit=package), without --dry-run");
+    return weft::launchRanks(nprocPerNode, collectiveTimeout, argc, argv);
+  }
   if (weft::isPackageFile(inputFilename))
     return runPackageFile();
   return runModuleFile();

@@ -43,6 +43,7 @@ public:
       checkGemm(i);
     for (uint32_t i = 0; i < package.collectives.size(); ++i)
       checkCollective(i);
+    checkSplits();
     checkEventsAndSchedule();
     if (problems.size() > options.maxProblems)
       problems.resize(options.maxProblems);
@@ -411,6 +412,25 @@ private:
                where + " operand " + op.name + ": buffer '" + b.name + "' has " +
                    str(b.size) + " bytes, the GEMM reads or writes " +
                    bytesText(op.bytes));
+    }
+  }
+
+  /// Split buffers: a grid with the split axis, each an argument or result
+  /// (what a launcher slices and gathers).
+  void checkSplits() {
+    if (package.splitAxis >= 0 && size_t(package.splitAxis) >= package.grid.size())
+      report(Subject::Step, 0,
+             "split axis " + str(uint64_t(package.splitAxis)) + " but the step's grid has " +
+                 str(package.grid.size()) + " axes");
+    for (const Split &split : package.splits) {
+      if (split.buffer >= package.buffers.size())
+        continue; // the reader refuses these
+      const Buffer &b = package.buffers[split.buffer];
+      if (b.arg < 0 && b.result < 0)
+        report(Subject::Buffer, split.buffer,
+               "buffer '" + b.name + "' is split along dimension " +
+                   str(uint64_t(split.dim)) +
+                   " but holds no argument or result of the step");
     }
   }
 

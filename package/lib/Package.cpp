@@ -95,7 +95,8 @@ const char *format::sectionName(uint32_t kind) {
   static const char *const names[] = {
       "?",       "STRINGS", "STEP",   "BUFFERS",  "KERNELS", "PARAM_KINDS",
       "LAUNCHES", "ARGS",   "GEMMS",  "EVENTS",   "SCHEDULE", "IMAGES",
-      "CUBIN",   "PTX",     "INIT_DATA", "TENSOR_MAPS", "GRID", "COLLECTIVES"};
+      "CUBIN",   "PTX",     "INIT_DATA", "TENSOR_MAPS", "GRID", "COLLECTIVES",
+      "SPLITS"};
   return kind <= kLastKind ? names[kind] : "?";
 }
 

@@ -67,8 +67,11 @@ enum SectionKind : uint32_t {
                      //   input, output, dtype, reduction (0-3: sum, max,
                      //   min, avg), axes (bit per grid axis), stream, index;
                      //   i64 count
+  kSplits = 18,      // optional, at most once, needs kGrid; u32 split axis,
+                     //   u32 0, then 8: u32 buffer, u32 dimension of the
+                     //   whole tensor this rank holds a block of
 };
-inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kCollectives;
+inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kSplits;
 inline constexpr uint32_t kLastRequiredKind = kImages;
 
 inline constexpr size_t kStepBytes = 32;

@@ -83,6 +83,7 @@ private:
   bool optionalSection(uint32_t kind, const SectionRef *&found);
   bool readGrid(Package &package);
   bool readCollectives(Package &package);
+  bool readSplits(Package &package);
   bool readKernels(Package &package);
   bool readLaunches(Package &package);
   bool readArg(const Package &package, const uint8_t *record,
@@ -369,6 +370,48 @@ bool PackageReader::readCollectives(Package &package) {
   return true;
 }
 
+/// SPLITS (kind 18): the split axis of the grid, then (buffer, dimension)
+/// records of existing buffers, each at most once.
+bool PackageReader::readSplits(Package &package) {
+  const SectionRef *found;
+  if (!optionalSection(kSplits, found))
+    return false;
+  if (!found)
+    return true;
+  if (package.grid.empty())
+    return fail("section SPLITS without a GRID section");
+  if (found->length < 8 || found->length % 8 != 0)
+    return fail("section SPLITS has " + str(found->length) +
+                " bytes, not an 8-byte header and 8-byte records");
+  Cursor header(found->data, 8);
+  uint32_t axis = header.u32();
+  if (axis >= package.grid.size())
+    return fail("section SPLITS: split axis " + str(axis) + " is outside the grid's " +
+                str(package.grid.size()) + " axes");
+  package.splitAxis = int32_t(axis);
+  std::vector<bool> seen(package.buffers.size(), false);
+  for (uint64_t i = 1; i < found->length / 8; ++i) {
+    Cursor c(found->data + i * 8, 8);
+    Split split;
+    split.buffer = c.u32();
+    uint32_t dim = c.u32();
+    std::string where = "section SPLITS: record " + str(i - 1);
+    if (split.buffer >= package.buffers.size())
+      return fail(where + " names buffer " + str(split.buffer) + ", but the package has " +
+                  str(package.buffers.size()) + " buffers");
+    if (dim >= kMaxGridAxes)
+      return fail(where + ": dimension " + str(dim) + " of buffer '" +
+                  package.buffers[split.buffer].name + "' is not below 8");
+    if (seen[split.buffer])
+      return fail(where + ": buffer '" + package.buffers[split.buffer].name +
+                  "' is split twice");
+    seen[split.buffer] = true;
+    split.dim = int32_t(dim);
+    package.splits.push_back(split);
+  }
+  return true;
+}
+
 bool PackageReader::readStep(Package &package) {
   uint64_t n;
   const uint8_t *data;
@@ -647,7 +690,7 @@ bool PackageReader::readSchedule(Package &package) {
 bool PackageReader::readBlobs(Package &package) {
   for (const SectionRef &section : sections) {
     if (section.kind <= kLastRequiredKind || section.kind == kTensorMaps ||
-        section.kind == kGrid || section.kind == kCollectives)
+        section.kind == kGrid || section.kind == kCollectives || section.kind == kSplits)
       continue;
     const char *name = sectionName(section.kind);
     const char *text = reinterpret_cast<const char *>(section.data);
@@ -690,6 +733,7 @@ bool PackageReader::read(Package &package) {
          readBuffers(package) && readTensorMaps(package) &&
          readKernels(package) && readLaunches(package) && readGemms(package) &&
          readEvents(package) && readGrid(package) && readCollectives(package) &&
+         readSplits(package) &&
          readSchedule(package) && readBlobs(package);
 }
 

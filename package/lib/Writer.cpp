@@ -203,6 +203,17 @@ std::string gridSection(const Package &package) {
   return std::move(grid.bytes);
 }
 
+std::string splitsSection(const Package &package) {
+  ByteWriter splits;
+  splits.u32(uint32_t(package.splitAxis));
+  splits.u32(0);
+  for (const Split &split : package.splits) {
+    splits.u32(split.buffer);
+    splits.u32(uint32_t(split.dim));
+  }
+  return std::move(splits.bytes);
+}
+
 std::string collectivesSection(const Package &package) {
   ByteWriter collectives;
   for (const Collective &c : package.collectives) {
@@ -271,6 +282,8 @@ std::vector<Section> packageSections(const Package &package) {
     sections.push_back({kGrid, 0, gridSection(package)});
   if (!package.collectives.empty())
     sections.push_back({kCollectives, 0, collectivesSection(package)});
+  if (package.splitAxis >= 0)
+    sections.push_back({kSplits, 0, splitsSection(package)});
   return sections;
 }
 

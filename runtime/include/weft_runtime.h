@@ -32,6 +32,9 @@ typedef enum weft_status {
   WEFT_ERROR_VERSION_MISMATCH = 7, /* metadata of an AOT image does not match its header */
   WEFT_ERROR_LIBRARY_MISSING = 8,  /* a CUDA library (cuBLASLt) could not be loaded / symbol missing */
   WEFT_ERROR_CUBLAS = 9,           /* a cuBLASLt call failed; the message names the cublasStatus_t */
+  WEFT_ERROR_NCCL = 10,            /* an NCCL call failed or a communicator reported an error */
+  WEFT_ERROR_TIMEOUT = 11,         /* a collective or rendezvous did not finish in time */
+  WEFT_ERROR_PEER_FAILED = 12,     /* another rank of the run failed or died */
 } weft_status;
 
 /* Thread-local message of the last failing call on this thread, "" after a
@@ -331,10 +334,12 @@ typedef enum weft_step_entry_kind {
   WEFT_ENTRY_LAUNCH = 0,
   WEFT_ENTRY_GEMM = 1,
   WEFT_ENTRY_EVENT = 2,
+  WEFT_ENTRY_COLLECTIVE = 3,
 } weft_step_entry_kind;
 typedef struct weft_step_entry {
   weft_step_entry_kind kind;
-  const char *name; /* the kernel's name; "gemm"; "record_event" / "wait_event" */
+  const char *name; /* the kernel's name; "gemm"; "record_event" / "wait_event";
+                       "all_reduce" / "all_gather" / "reduce_scatter" */
   unsigned index;   /* the schedule index it runs at */
   unsigned stream;
   long long m, n, k, batch; /* GEMM dims, 0 otherwise */
@@ -355,6 +360,85 @@ WEFT_API weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_
  * resolved arguments, GEMMs, events), for tests and --dry-run; valid until
  * the next call on `step`. */
 WEFT_API const char *weft_step_describe(weft_step *step);
+
+/* ---- Several GPUs: NCCL communicators and partitioned (SPMD) steps --------
+ * libnccl is opened with dlopen at first use: $WEFT_LIBNCCL when set, else
+ * libnccl.so.2, else libnccl.so. One process per GPU; every process loads the
+ * same package (weft-compile --grid=...), whose grid must have as many ranks
+ * as the run. Communicators are nonblocking: every wait polls
+ * ncclCommGetAsyncError, the peer-failure flag (weft_comm_peer_failed) and a
+ * timeout, and on any of them aborts the communicators (ncclCommAbort) and
+ * fails with a message naming this rank, the step, the collective in flight
+ * and the cause. */
+
+typedef struct weft_nccl_id {
+  char bytes[128]; /* an ncclUniqueId */
+} weft_nccl_id;
+
+/* Loads NCCL and returns ncclGetVersion (e.g. 22809 for 2.28.9). */
+WEFT_API weft_status weft_nccl_version(int *version);
+/* ncclGetUniqueId: made by one rank, handed to every other one (weft-run's
+ * rendezvous sends it over TCP). */
+WEFT_API weft_status weft_nccl_unique_id(weft_nccl_id *id);
+
+typedef struct weft_comm weft_comm;
+/* The communicator of `world_size` ranks for this process' rank, on the
+ * current context's device (weft_context_ensure first). Waits (polling) for
+ * every rank to join, at most `timeout_s` seconds; the same timeout bounds
+ * every later wait on the communicator (weft_comm_set_timeout changes it). */
+WEFT_API weft_status weft_comm_init(const weft_nccl_id *id, int world_size, int rank,
+                                    double timeout_s, weft_comm **out);
+WEFT_API weft_status weft_comm_set_timeout(weft_comm *comm, double timeout_s);
+/* Thread-safe, from any thread (a heartbeat): rank `peer` failed for
+ * `reason`; the next or current wait on `comm` aborts and fails naming it. */
+WEFT_API void weft_comm_peer_failed(weft_comm *comm, int peer, const char *reason);
+/* ncclCommAbort of every communicator (no wait); later calls fail. */
+WEFT_API weft_status weft_comm_abort(weft_comm *comm);
+/* Finalizes (waiting, with the timeout) and destroys; aborts instead when
+ * that fails or the communicator was aborted. NULL is fine. */
+WEFT_API weft_status weft_comm_free(weft_comm *comm);
+WEFT_API int weft_comm_rank(const weft_comm *comm);
+WEFT_API int weft_comm_size(const weft_comm *comm);
+
+typedef enum weft_collective_kind {
+  WEFT_ALL_REDUCE = 0,
+  WEFT_ALL_GATHER = 1,    /* each rank sends count / ranks elements */
+  WEFT_REDUCE_SCATTER = 2 /* each rank receives count / ranks elements */
+} weft_collective_kind;
+typedef enum weft_reduction {
+  WEFT_REDUCE_SUM = 0,
+  WEFT_REDUCE_MAX = 1,
+  WEFT_REDUCE_MIN = 2,
+  WEFT_REDUCE_AVG = 3
+} weft_reduction;
+/* One collective over every rank, enqueued on `stream` (as a step's are):
+ * `count` elements of the whole tensor, the package's convention. For
+ * benchmarks and tests of the collectives alone. */
+WEFT_API weft_status weft_comm_collective(weft_comm *comm, weft_collective_kind kind,
+                                          const void *send, void *recv, size_t count,
+                                          weft_dtype dtype, weft_reduction reduction,
+                                          CUstream stream);
+/* Waits for `stream` with the communicator's watch (errors, peers, timeout). */
+WEFT_API weft_status weft_comm_synchronize(weft_comm *comm, CUstream stream);
+
+/* weft_step_load for a partitioned package: refuses a package whose grid has
+ * another number of ranks than `comm` (naming both), splits the grid's axis
+ * communicators, and runs the collectives of the plan on them. weft_step_run
+ * then waits with the communicator's watch. */
+WEFT_API weft_status weft_step_load_spmd(const void *package, size_t size,
+                                         const weft_step_options *options, weft_comm *comm,
+                                         weft_step **out);
+/* Host-only counterpart of weft_step_prepare for rank `rank` of `world_size`. */
+WEFT_API weft_status weft_step_prepare_spmd(const void *package, size_t size, int device_sm,
+                                            const weft_step_options *options, int world_size,
+                                            int rank, weft_step **out);
+/* The package's grid: *axes sizes in dims[0..*axes) (0 axes: one GPU), and
+ * the axis its split buffers are split along (-1 when none). */
+WEFT_API weft_status weft_step_grid(const weft_step *step, int *axes,
+                                    long long dims[WEFT_STEP_MAX_RANK], int *split_axis);
+/* The dimension of the whole (global) tensor that buffer `index` holds this
+ * rank's block of, along the grid's split axis; -1 when replicated. */
+WEFT_API weft_status weft_step_buffer_split(const weft_step *step, size_t index, int *dim);
 
 #ifdef __cplusplus
 }

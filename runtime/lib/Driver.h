@@ -42,6 +42,8 @@ namespace weft::runtime {
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy_v2)                                                                            \
   X(cuStreamSynchronize)                                                                           \
+  X(cuStreamQuery)                                                                                 \
+  X(cuEventQuery)                                                                                  \
   X(cuStreamWaitEvent)                                                                             \
   X(cuEventCreate)                                                                                 \
   X(cuEventRecord)                                                                                 \

@@ -277,8 +277,38 @@ bool parseArch(const std::string &arch, int &sm, bool &specific) {
   return true;
 }
 
+// A partitioned package runs on exactly its grid's ranks, a one-GPU one on
+// one process.
+static weft_status checkRanks(const pkg::Package &package, int worldSize) {
+  std::string grid;
+  int64_t ranks = 1;
+  for (int64_t size : package.grid) {
+    grid += (grid.empty() ? "" : "x") + std::to_string(size);
+    ranks *= size;
+  }
+  if (!package.grid.empty() && worldSize == 0)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("the package is a partitioned step for grid %s (%lld ranks) with %zu "
+                       "collectives; run it with one process per rank (weft-run "
+                       "--nproc-per-node %lld, or weft_step_load_spmd)",
+                       grid.c_str(), (long long)ranks, package.collectives.size(),
+                       (long long)ranks));
+  if (package.grid.empty() && worldSize > 1)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("the package is a one-GPU step but this run has %d ranks; compile it "
+                       "with weft-compile --grid=tp=%d to run it on %d GPUs",
+                       worldSize, worldSize, worldSize));
+  if (!package.grid.empty() && ranks != worldSize)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("the package was built for grid %s of %lld ranks, but this run has %d "
+                       "ranks (WORLD_SIZE or --nproc-per-node)",
+                       grid.c_str(), (long long)ranks, worldSize));
+  return WEFT_OK;
+}
+
 weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
-                        const weft_step_options &options, PreparedStep &prepared) {
+                        const weft_step_options &options, PreparedStep &prepared,
+                        int worldSize, int rank) {
   if (!bytes)
     return fail(WEFT_ERROR_INVALID_ARGUMENT, "the package is NULL");
   prepared = PreparedStep();
@@ -290,16 +320,10 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
     return fail(package.formatVersion != pkg::kFormatVersion ? WEFT_ERROR_VERSION_MISMATCH
                                                              : WEFT_ERROR_INVALID_ARGUMENT,
                 "cannot read the package: " + error);
-  if (!package.grid.empty()) {
-    std::string grid;
-    for (int64_t size : package.grid)
-      grid += (grid.empty() ? "" : "x") + std::to_string(size);
-    return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                format("the package is a partitioned step for grid %s with %zu "
-                       "collectives; this runtime runs one GPU (the NCCL runtime "
-                       "that runs one process per rank is not built yet)",
-                       grid.c_str(), package.collectives.size()));
-  }
+  prepared.worldSize = worldSize;
+  prepared.rank = rank;
+  if (weft_status status = checkRanks(package, worldSize))
+    return status;
 
   int packageSm = 0;
   bool specific = false;
@@ -409,6 +433,9 @@ std::string describeStep(const PreparedStep &prepared) {
                                             : "one allocation",
                  prepared.options.debug_buffers ? 1u : package.numStreams, prepared.numEvents,
                  prepared.schedule.size());
+  if (prepared.worldSize > 0)
+    text += format("rank %d of %d, %zu collectives\n", prepared.rank, prepared.worldSize,
+                   package.collectives.size());
   for (size_t i = 0; i < package.buffers.size(); ++i) {
     const pkg::Buffer &b = package.buffers[i];
     text += format("buffer %zu '%s' %s %s offset %llu size %llu live [%u, %u]", i,
@@ -418,6 +445,9 @@ std::string describeStep(const PreparedStep &prepared) {
       text += format(" arg %d", b.arg);
     if (b.result >= 0)
       text += format(" result %d", b.result);
+    for (const pkg::Split &split : package.splits)
+      if (split.buffer == i)
+        text += format(" split dim %d along grid axis %d", split.dim, package.splitAxis);
     text += "\n";
   }
   for (size_t i = 0; i < prepared.images.size(); ++i)
@@ -491,6 +521,15 @@ std::string describeStep(const PreparedStep &prepared) {
                      g.desc.k, g.desc.batch,
                      g.algo.valid ? "from the package" : "chosen at load",
                      g.workspace == pkg::kNone ? "none" : bufferText(g.workspace).c_str());
+    } else if (step.kind == pkg::EntryKind::Collective) {
+      const pkg::Collective &c = package.collectives[step.item];
+      text += format("collective %u at %u stream %u: %s = %s(%s) %lld %s over grid axes %u%s\n",
+                     step.item, c.index, c.stream, bufferText(c.output).c_str(),
+                     pkg::collectiveKindName(c.kind), bufferText(c.input).c_str(),
+                     (long long)c.count, pkg::dtypeName(c.dtype), c.axes,
+                     c.kind == pkg::CollectiveKind::AllGather
+                         ? ""
+                         : (std::string(" (") + pkg::reductionName(c.reduction) + ")").c_str());
     } else {
       const pkg::Event &e = package.events[step.item];
       text += format("%s event %u on stream %u at %u\n", e.record ? "record" : "wait", e.event,

@@ -87,6 +87,8 @@ struct PreparedStep {
   std::vector<ResolvedGemm> gemms;
   std::vector<ScheduleStep> schedule;
   uint32_t numEvents = 0;
+  // A partitioned step: the run's ranks and this one (0: one GPU).
+  int worldSize = 0, rank = 0;
 };
 
 // "sm_90a" -> 90 and whether the arch is specific ('a'); false otherwise.
@@ -94,8 +96,11 @@ bool parseArch(const std::string &arch, int &sm, bool &specific);
 
 // Reads and checks `bytes` for a device of `deviceSm` and resolves it. On
 // failure returns the status with the thread's error naming the problem.
+// `worldSize` is the number of ranks of a multi-GPU run (0 for one GPU): a
+// partitioned package needs exactly its grid's ranks, a one-GPU one none.
 weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
-                        const weft_step_options &options, PreparedStep &prepared);
+                        const weft_step_options &options, PreparedStep &prepared,
+                        int worldSize = 0, int rank = 0);
 
 // The text of weft_step_describe (no device addresses: offsets in the arena).
 std::string describeStep(const PreparedStep &prepared);

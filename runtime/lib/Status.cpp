@@ -98,6 +98,9 @@ CUresult weft_status_to_cu_result(weft_status s) {
   case WEFT_ERROR_VERSION_MISMATCH:
   case WEFT_ERROR_LIBRARY_MISSING:
   case WEFT_ERROR_CUBLAS:
+  case WEFT_ERROR_NCCL:
+  case WEFT_ERROR_TIMEOUT:
+  case WEFT_ERROR_PEER_FAILED:
     return CUDA_ERROR_INVALID_VALUE;
   }
   // A value outside the enum (from C callers) is a caller bug, not a driver error.
@@ -126,6 +129,12 @@ const char *weft_status_name(weft_status s) {
     return "WEFT_ERROR_LIBRARY_MISSING";
   case WEFT_ERROR_CUBLAS:
     return "WEFT_ERROR_CUBLAS";
+  case WEFT_ERROR_NCCL:
+    return "WEFT_ERROR_NCCL";
+  case WEFT_ERROR_TIMEOUT:
+    return "WEFT_ERROR_TIMEOUT";
+  case WEFT_ERROR_PEER_FAILED:
+    return "WEFT_ERROR_PEER_FAILED";
   }
   return "WEFT_STATUS_UNKNOWN";
 }

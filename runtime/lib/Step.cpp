@@ -5,6 +5,7 @@
 #include "Driver.h"
 #include "PreparedStep.h"
 #include "Status.h"
+#include "StepState.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -16,36 +17,6 @@
 
 using namespace weft;
 using namespace weft::runtime;
-
-namespace {
-// Argument blobs are arrays of these, so CUtensorMaps inside are 64-byte
-// aligned as the driver requires.
-struct alignas(64) BlobChunk {
-  unsigned char bytes[64];
-};
-} // namespace
-
-struct weft_step {
-  PreparedStep prepared;
-  std::string description;
-  bool loaded = false; // device resources exist (weft_step_load, not _prepare)
-  const DriverApi *api = nullptr;
-  CUcontext context = nullptr;
-  CUdeviceptr arena = 0;
-  std::vector<CUdeviceptr> debugAllocations;
-  std::vector<CUdeviceptr> address; // per buffer
-  std::vector<weft_module *> modules; // per package image (null when unused)
-  std::vector<CUfunction> functions;  // per kernel
-  std::vector<std::vector<BlobChunk>> blobs;
-  std::vector<std::vector<void *>> params;
-  std::vector<size_t> gemmWorkspace; // bytes per GEMM
-  std::vector<CUstream> streams;
-  std::vector<CUevent> events, forks, joins;
-  std::vector<CUevent> timing; // weft_step_run_timed: one before and one after each entry
-  CUgraph graph = nullptr;
-  CUgraphExec graphExec = nullptr;
-  weft_step_memory memory = {};
-};
 
 namespace {
 
@@ -75,7 +46,8 @@ void release(weft_step &step) {
     api.cuGraphExecDestroy(step.graphExec);
   if (step.graph)
     api.cuGraphDestroy(step.graph);
-  for (std::vector<CUevent> *list : {&step.events, &step.forks, &step.joins, &step.timing})
+  for (std::vector<CUevent> *list :
+       {&step.events, &step.forks, &step.joins, &step.timing, &step.collectiveDone})
     for (CUevent event : *list)
       if (event)
         api.cuEventDestroy_v2(event);
@@ -327,10 +299,13 @@ weft_status issue(weft_step &step,
                                        e.event));
       break;
     }
-    case pkg::EntryKind::Collective:
-      // prepareStep refuses partitioned packages before this.
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("collective %u: this runtime has no NCCL", entry.item));
+    case pkg::EntryKind::Collective: {
+      const pkg::Collective &c = prepared.package.collectives[entry.item];
+      if (weft_status status =
+              issueCollective(step, entry.item, step.streams[debug ? 0 : c.stream]))
+        return status;
+      break;
+    }
     }
     for (uint32_t buffer : entry.poison)
       if (CUresult result = api.cuMemsetD8Async(step.address[buffer], 0xFF,
@@ -386,7 +361,7 @@ weft_status makeCurrent(weft_step &step, const char *caller) {
 }
 
 weft_status loadStep(weft_step &step, const void *bytes, size_t size,
-                     const weft_step_options &options) {
+                     const weft_step_options &options, weft_comm *comm) {
   const DriverApi *api = nullptr;
   if (weft_status status = requireDriver(api))
     return status;
@@ -396,8 +371,11 @@ weft_status loadStep(weft_step &step, const void *bytes, size_t size,
   int sm = 0;
   if (weft_status status = weft_device_arch(&sm))
     return status;
-  if (weft_status status = prepareStep(bytes, size, sm, options, step.prepared))
+  if (weft_status status =
+          prepareStep(bytes, size, sm, options, step.prepared, comm ? comm->worldSize : 0,
+                      comm ? comm->rank : 0))
     return status;
+  step.comm = comm;
   if (CUresult result = api->cuCtxGetCurrent(&step.context))
     return failCuda(result, "cuCtxGetCurrent");
   step.loaded = true; // from here on, release() undoes what exists
@@ -423,6 +401,9 @@ weft_status loadStep(weft_step &step, const void *bytes, size_t size,
     return status;
   if (weft_status status = createStreams(step))
     return status;
+  if (comm)
+    if (weft_status status = prepareCollectives(step))
+      return status;
   return readMemory(step, step.memory.used_after_load);
 }
 
@@ -461,6 +442,12 @@ weft_status weft_step_prepare(const void *package, size_t size, int device_sm,
 
 weft_status weft_step_load(const void *package, size_t size, const weft_step_options *options,
                            weft_step **out) {
+  return weft_step_load_spmd(package, size, options, nullptr, out);
+}
+
+weft_status weft_step_load_spmd(const void *package, size_t size,
+                                const weft_step_options *options, weft_comm *comm,
+                                weft_step **out) {
   return apiCall("weft_step_load", [&]() -> weft_status {
     if (!out)
       return fail(WEFT_ERROR_INVALID_ARGUMENT, "weft_step_load: out is NULL");
@@ -468,7 +455,7 @@ weft_status weft_step_load(const void *package, size_t size, const weft_step_opt
     if (!package)
       return fail(WEFT_ERROR_INVALID_ARGUMENT, "weft_step_load: package is NULL");
     auto step = std::make_unique<weft_step>();
-    if (weft_status status = loadStep(*step, package, size, optionsOrDefault(options))) {
+    if (weft_status status = loadStep(*step, package, size, optionsOrDefault(options), comm)) {
       std::string message = weft_last_error();
       int cuResult = weft_last_cu_result();
       release(*step);
@@ -633,8 +620,9 @@ weft_status weft_step_run(weft_step *step) {
     } else if (weft_status status = issue(*step)) {
       return status;
     }
-    if (CUresult result = api.cuStreamSynchronize(step->streams[0]))
-      return failCuda(result, "cuStreamSynchronize after the step (a kernel or GEMM failed)");
+    ++step->runs;
+    if (weft_status status = waitForStep(*step, nullptr, "the step"))
+      return status;
     size_t used = 0;
     return readMemory(*step, used);
   });
@@ -713,6 +701,7 @@ weft_status weft_step_entry_info(const weft_step *step, size_t entry, weft_step_
     }
     case pkg::EntryKind::Collective: {
       const pkg::Collective &c = prepared.package.collectives[e.item];
+      info->kind = WEFT_ENTRY_COLLECTIVE;
       info->name = pkg::collectiveKindName(c.kind);
       info->index = c.index;
       info->stream = c.stream;
@@ -768,8 +757,9 @@ weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_t count,
     if (weft_status status =
             issue(*step, [&](size_t position) { return mark(position + 1); }))
       return status;
-    if (CUresult result = api.cuEventSynchronize(step->timing[entries]))
-      return failCuda(result, "cuEventSynchronize after the timed step (a kernel or GEMM failed)");
+    ++step->runs;
+    if (weft_status status = waitForStep(*step, step->timing[entries], "the timed step"))
+      return status;
     for (size_t i = 0; i < entries; ++i)
       if (CUresult result =
               api.cuEventElapsedTime_v2(&entry_ms[i], step->timing[i], step->timing[i + 1]))

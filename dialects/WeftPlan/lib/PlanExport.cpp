@@ -268,6 +268,14 @@ FailureOr<pkg::Package> StepExporter::run() {
     }
     package.grid.assign(grid->begin(), grid->end());
   }
+  if (std::optional<uint64_t> axis = step.getSplitAxis()) {
+    if (int64_t(*axis) < 0 || *axis >= package.grid.size()) {
+      error(step) << "expects split_axis in [0, " << package.grid.size()
+                  << "), the grid's axes, got " << int64_t(*axis);
+      return failure();
+    }
+    package.splitAxis = int32_t(*axis);
+  }
 
   // Declarations first: the schedule may name buffers declared after it.
   for (Operation &op : step.getBodyBlock()) {
@@ -291,6 +299,14 @@ FailureOr<pkg::Package> StepExporter::run() {
       entry.arg = buffer.getArg() ? int32_t(*buffer.getArg()) : -1;
       entry.result = buffer.getResult() ? int32_t(*buffer.getResult()) : -1;
       entry.copyOf = buffer.getCopyOf() ? int32_t(*buffer.getCopyOf()) : -1;
+      if (std::optional<uint64_t> dim = buffer.getSplitDim()) {
+        if (package.splitAxis < 0 || int64_t(*dim) < 0 || int64_t(*dim) > 7) {
+          error(buffer) << "has split_dim " << int64_t(*dim)
+                        << " but the step has no split_axis, or it is outside [0, 8)";
+          return failure();
+        }
+        package.splits.push_back({uint32_t(package.buffers.size()), int32_t(*dim)});
+      }
       buffers[entry.name] = uint32_t(package.buffers.size());
       package.buffers.push_back(std::move(entry));
       bufferOps.push_back(buffer);

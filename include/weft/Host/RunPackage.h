@@ -26,6 +26,9 @@ struct RunPackageOptions {
   bool dryRun = false;
   int sm = 0; // 0: the package's own arch
   int device = 0;
+  bool deviceGiven = false; // else a multi-GPU rank takes LOCAL_RANK
+  /// Seconds a rank waits for a collective, a peer or the rendezvous.
+  double collectiveTimeout = 300;
   /// >= 0: parameters and optimizer state that no file gives are drawn on
   /// the host from this seed (StepTiming.h: drawStateBytes).
   int64_t initState = -1;
@@ -39,7 +42,11 @@ struct RunPackageOptions {
 /// a package rather than IR).
 bool isPackageFile(llvm::StringRef path);
 
-/// Loads and runs the package; returns an ExitCode (ExitCode.h): 0 ok, 1 the
+/// Loads and runs the package: on one GPU, or, when WORLD_SIZE is set (by
+/// torchrun or --nproc-per-node), as one rank of a partitioned step whose
+/// inputs and state files hold the whole tensors (or per-rank shards with an
+/// index, Shards.h) and whose --save-state / --outputs are per-rank shards.
+/// Returns an ExitCode (ExitCode.h): 0 ok, 1 the
 /// run failed, 2 usage or input error, with the error printed.
 int runPackage(const RunPackageOptions &options);
 

@@ -115,11 +115,14 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
       builder, func.getLoc(), name, uint64_t(peak.getInt()),
       uint64_t(alignment.getInt()), options.arch, pkg::kFormatVersion,
       uint64_t(liveness->getNumSteps()), /*num_streams=*/1,
-      /*grid=*/DenseI64ArrayAttr());
+      /*grid=*/DenseI64ArrayAttr(), /*split_axis=*/IntegerAttr());
   // A partitioned step (weft-partition): every rank runs this one plan.
   if (auto gridName = func->getAttrOfType<FlatSymbolRefAttr>(WeftDialect::kGridAttr))
-    if (auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(func, gridName))
+    if (auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(func, gridName)) {
       step.setGridAttr(builder.getDenseI64ArrayAttr(grid.getShape()));
+      if (auto axis = func->getAttrOfType<IntegerAttr>(WeftDialect::kGridAxisAttr))
+        step.setSplitAxisAttr(builder.getI64IntegerAttr(axis.getInt()));
+    }
   step.getBody().emplaceBlock();
   auto fail = [&]() -> FailureOr<HostSchedule> {
     step.erase();
@@ -142,7 +145,7 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
       return fail();
     std::string bufferSymbol = bufferName(*liveness, buffer);
     pkg::Role role = roleOf(buffer.category);
-    IntegerAttr arg, result, copyOf;
+    IntegerAttr arg, result, copyOf, splitDim;
     TypeAttr type;
     if (!buffer.values.empty()) {
       // The whole of a packed view's buffer (its concat, not dq).
@@ -157,10 +160,15 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
         arg = builder.getI64IntegerAttr(blockArg.getArgNumber());
         copyOf = func.getArgAttrOfType<IntegerAttr>(blockArg.getArgNumber(),
                                                     WeftDialect::kCopyOfAttr);
+        splitDim = func.getArgAttrOfType<IntegerAttr>(blockArg.getArgNumber(),
+                                                      WeftDialect::kSplitDimAttr);
       }
     }
     if (auto it = outputs.find(index); it != outputs.end()) {
       result = builder.getI64IntegerAttr(it->second);
+      if (!splitDim)
+        splitDim = func.getResultAttrOfType<IntegerAttr>(unsigned(it->second),
+                                                         WeftDialect::kSplitDimAttr);
       if (role != pkg::Role::Parameter && role != pkg::Role::OptimizerState &&
           role != pkg::Role::Gradient)
         role = pkg::Role::Output;
@@ -168,7 +176,7 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
     plan::BufferOp::create(builder, func.getLoc(), bufferSymbol,
                            uint64_t(*offset), uint64_t(buffer.size),
                            uint64_t(buffer.start), uint64_t(buffer.end),
-                           pkg::roleName(role), type, arg, result, copyOf);
+                           pkg::roleName(role), type, arg, result, copyOf, splitDim);
     symbols[index] = FlatSymbolRefAttr::get(builder.getContext(), bufferSymbol);
   }
 

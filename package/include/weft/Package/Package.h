@@ -191,6 +191,12 @@ struct Collective {
   uint32_t axes = 0;
   uint32_t stream = 0, index = 0;
 };
+/// A buffer holding this rank's block of dimension `dim` of the whole
+/// tensor, blocks in rank order along the package's split axis.
+struct Split {
+  uint32_t buffer = 0;
+  int32_t dim = 0;
+};
 /// At most this many grid axes.
 inline constexpr uint32_t kMaxGridAxes = 8;
 
@@ -230,6 +236,10 @@ struct Package {
   /// collectives. The package is the same for every rank (SPMD).
   std::vector<int64_t> grid;
   std::vector<Collective> collectives;
+  /// The grid axis split buffers are divided along (-1: none), and the
+  /// arguments and results this rank holds a block of (`splits`).
+  int32_t splitAxis = -1;
+  std::vector<Split> splits;
   std::vector<Entry> schedule;
   std::vector<Image> images;
   std::vector<InitData> initData;

@@ -35,7 +35,8 @@ def WeftPlan_StepOp : WeftPlan_Op<"step", [Symbol, SymbolTable,
     ("sm_90a"); `version` the plan/package format version (must be the
     current one); `steps` the number of schedule indices; `streams` the
     streams launches may use; `grid` (optional) the device grid of a
-    partitioned step, whose one plan every rank runs.
+    partitioned step, whose one plan every rank runs, and `split_axis` the
+    grid axis its split buffers (`split_dim`) are divided along.
     ```mlir
     weft_plan.step @train arena 1024 align 256 arch "sm_90a" version 1 steps 2 streams 1 {
       weft_plan.buffer @x offset 0 size 512 live [0, 1] "input"
@@ -49,7 +50,8 @@ def WeftPlan_StepOp : WeftPlan_Op<"step", [Symbol, SymbolTable,
                        I64Attr:$alignment, StrAttr:$arch,
                        I64Attr:$format_version, I64Attr:$num_steps,
                        I64Attr:$num_streams,
-                       OptionalAttr<DenseI64ArrayAttr>:$grid);
+                       OptionalAttr<DenseI64ArrayAttr>:$grid,
+                       OptionalAttr<I64Attr>:$split_axis);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `arena` $arena_bytes `align` $alignment `arch` $arch
@@ -70,7 +72,10 @@ def WeftPlan_BufferOp : WeftPlan_Op<"buffer", [Symbol, HasParent<"StepOp">]> {
     output, gradient, activation, temporary, workspace. Optional: the tensor
     type, and `arg` / `result`, the step function's argument or result held;
     `copy_of`, on a carried weight copy, the argument of its master (the
-    runtime derives the copy from the master whenever it binds the master).
+    runtime derives the copy from the master whenever it binds the master);
+    `split_dim`, on an argument or result of a partitioned step, the
+    dimension of the whole tensor this rank holds a block of, along the
+    step's `split_axis` (absent: replicated).
     ```mlir
     weft_plan.buffer @arg0 offset 0 size 4096 live [0, 9] "parameter" : tensor<32x32xf32> {arg = 0 : i64}
     ```
@@ -79,7 +84,8 @@ def WeftPlan_BufferOp : WeftPlan_Op<"buffer", [Symbol, HasParent<"StepOp">]> {
                        I64Attr:$first, I64Attr:$last, StrAttr:$role,
                        OptionalAttr<TypeAttr>:$type,
                        OptionalAttr<I64Attr>:$arg, OptionalAttr<I64Attr>:$result,
-                       OptionalAttr<I64Attr>:$copy_of);
+                       OptionalAttr<I64Attr>:$copy_of,
+                       OptionalAttr<I64Attr>:$split_dim);
   let assemblyFormat = [{
     $sym_name `offset` $offset `size` $size `live` `[` $first `,` $last `]`
     $role (`:` $type^)? attr-dict

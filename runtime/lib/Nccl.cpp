@@ -1,0 +1,487 @@
+// NCCL opened with dlopen, nonblocking communicators and the watched wait:
+// every wait on a communicator polls ncclCommGetAsyncError, the peer-failure
+// flag and a deadline, and aborts the communicators on any of them.
+#include "Nccl.h"
+#include "Status.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <memory>
+#include <thread>
+
+namespace weft::runtime {
+
+namespace {
+
+std::mutex ncclMutex;
+NcclApi ncclApi;
+std::atomic<bool> ncclReady{false};
+
+weft_status loadLocked() {
+  std::vector<std::string> candidates;
+  const char *override = std::getenv("WEFT_LIBNCCL");
+  if (override && *override)
+    candidates.push_back(override);
+  else
+    candidates = {"libnccl.so.2", "libnccl.so"};
+  std::string tried;
+  for (const std::string &path : candidates) {
+    dlerror();
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *why = dlerror();
+      tried += format("\n  %s: %s", path.c_str(), why ? why : "unknown dlopen error");
+      continue;
+    }
+    NcclApi api;
+#define WEFT_RESOLVE(name)                                                                         \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));                          \
+  if (!api.name) {                                                                                 \
+    dlclose(handle);                                                                               \
+    return fail(WEFT_ERROR_LIBRARY_MISSING,                                                        \
+                format("%s is not a usable NCCL: it has no entry point %s (NCCL 2.18 or newer "    \
+                       "is needed)",                                                               \
+                       path.c_str(), #name));                                                      \
+  }
+    WEFT_NCCL_ENTRY_POINTS(WEFT_RESOLVE)
+#undef WEFT_RESOLVE
+    ncclApi = api;
+    ncclReady.store(true, std::memory_order_release);
+    return WEFT_OK;
+  }
+  return fail(WEFT_ERROR_LIBRARY_MISSING,
+              format("cannot load NCCL (WEFT_LIBNCCL may name the library's path); tried:%s",
+                     tried.c_str()));
+}
+
+std::string resultText(const NcclApi &nccl, ncclResult_t result, ncclComm_t comm) {
+  std::string text = format("%s (%d)", nccl.ncclGetErrorString(result), int(result));
+  const char *last = nccl.ncclGetLastError(comm);
+  if (last && *last)
+    text += std::string(": ") + last;
+  return text;
+}
+
+std::vector<ncclComm_t> allComms(const weft_comm &comm) {
+  std::vector<ncclComm_t> comms;
+  for (const auto &[mask, sub] : comm.axes)
+    if (sub && sub != comm.world)
+      comms.push_back(sub);
+  if (comm.world)
+    comms.push_back(comm.world);
+  return comms;
+}
+
+void abortAll(weft_comm &comm) {
+  if (comm.aborted)
+    return;
+  comm.aborted = true;
+  for (ncclComm_t c : allComms(comm))
+    comm.nccl->ncclCommAbort(c);
+}
+
+ncclConfig_t nonblockingConfig() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+// Polls the communicator's state until its pending operation (init, split,
+// an enqueue) finished.
+weft_status settle(weft_comm &comm, ncclComm_t nccl, const WaitSubject &subject) {
+  ncclResult_t state = ncclSuccess;
+  weft_status status = waitWatched(
+      comm,
+      [&]() {
+        comm.nccl->ncclCommGetAsyncError(nccl, &state);
+        return state == ncclInProgress ? 0 : 1;
+      },
+      subject);
+  if (status)
+    return status;
+  if (state != ncclSuccess) {
+    std::string message = format("rank %d: %s: NCCL failed: %s", comm.rank, subject().c_str(),
+                                 resultText(*comm.nccl, state, nccl).c_str());
+    abortAll(comm);
+    return fail(WEFT_ERROR_NCCL, message);
+  }
+  return WEFT_OK;
+}
+
+weft_status checkComm(weft_comm *comm, const char *caller) {
+  if (!comm)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT, format("%s: comm is NULL", caller));
+  if (comm->aborted)
+    return fail(WEFT_ERROR_NCCL, format("%s: rank %d: the communicator was aborted after an "
+                                        "earlier failure",
+                                        caller, comm->rank));
+  return WEFT_OK;
+}
+
+} // namespace
+
+weft_status requireNccl(const NcclApi *&api) {
+  if (!ncclReady.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(ncclMutex);
+    if (!ncclReady.load(std::memory_order_relaxed))
+      if (weft_status status = loadLocked())
+        return status;
+  }
+  api = &ncclApi;
+  return WEFT_OK;
+}
+
+weft_status waitWatched(weft_comm &comm, const std::function<int()> &done,
+                        const WaitSubject &subject) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    int state = done();
+    if (state > 0)
+      return WEFT_OK;
+    if (state < 0) {
+      // A driver error (recorded): the peers learn of it when this rank exits.
+      std::string message = weft_last_error();
+      abortAll(comm);
+      return fail(WEFT_ERROR_CUDA, format("rank %d: %s: %s", comm.rank, subject().c_str(),
+                                          message.c_str()));
+    }
+    for (ncclComm_t c : allComms(comm)) {
+      ncclResult_t async = ncclSuccess;
+      comm.nccl->ncclCommGetAsyncError(c, &async);
+      if (async != ncclSuccess && async != ncclInProgress) {
+        std::string message =
+            format("rank %d: %s: NCCL reported an error: %s; the communicators were aborted",
+                   comm.rank, subject().c_str(), resultText(*comm.nccl, async, c).c_str());
+        abortAll(comm);
+        return fail(WEFT_ERROR_NCCL, message);
+      }
+    }
+    if (comm.peerFailed.load(std::memory_order_acquire)) {
+      std::string peer;
+      {
+        std::lock_guard<std::mutex> lock(comm.peerMutex);
+        peer = comm.peerMessage;
+      }
+      std::string message = format("rank %d: %s: %s; the communicators were aborted", comm.rank,
+                                   subject().c_str(), peer.c_str());
+      abortAll(comm);
+      return fail(WEFT_ERROR_PEER_FAILED, message);
+    }
+    double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (elapsed > comm.timeoutSeconds) {
+      std::string message =
+          format("rank %d: %s did not finish within the collective timeout of %.0f s (a peer "
+                 "rank stopped, hung or never joined); the communicators were aborted",
+                 comm.rank, subject().c_str(), comm.timeoutSeconds);
+      abortAll(comm);
+      return fail(WEFT_ERROR_TIMEOUT, message);
+    }
+    // Spin briefly (a step's tail), then sleep so a long wait costs no core.
+    if (polls > 2000)
+      std::this_thread::sleep_for(std::chrono::microseconds(polls > 20000 ? 1000 : 50));
+  }
+}
+
+int ranksAlong(const std::vector<int64_t> &grid, uint32_t mask) {
+  int64_t ranks = 1;
+  for (size_t axis = 0; axis < grid.size(); ++axis)
+    if (mask >> axis & 1)
+      ranks *= grid[axis];
+  return int(ranks);
+}
+
+weft_status commForAxes(weft_comm &comm, uint32_t mask, ncclComm_t &out) {
+  if (ranksAlong(comm.grid, mask) == comm.worldSize) {
+    out = comm.world;
+    return WEFT_OK;
+  }
+  auto it = comm.axes.find(mask);
+  if (it == comm.axes.end())
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("rank %d: no communicator for grid axes mask %u", comm.rank, mask));
+  out = it->second;
+  return WEFT_OK;
+}
+
+bool ncclTypeOf(int dtype, ncclDataType_t &type) {
+  switch (dtype) {
+  case WEFT_DTYPE_F32:
+    type = ncclFloat32;
+    return true;
+  case WEFT_DTYPE_BF16:
+    type = ncclBfloat16;
+    return true;
+  case WEFT_DTYPE_F16:
+    type = ncclFloat16;
+    return true;
+  case -1:
+    type = ncclFloat64;
+    return true;
+  }
+  return false;
+}
+
+ncclRedOp_t ncclOpOf(int reduction) {
+  switch (reduction) {
+  case WEFT_REDUCE_MAX:
+    return ncclMax;
+  case WEFT_REDUCE_MIN:
+    return ncclMin;
+  case WEFT_REDUCE_AVG:
+    return ncclAvg;
+  default:
+    return ncclSum;
+  }
+}
+
+weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, int kind, const void *send,
+                              void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                              int ranks, CUstream stream, const WaitSubject &subject) {
+  if (ranks < 1 || (kind != WEFT_ALL_REDUCE && count % size_t(ranks) != 0))
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("rank %d: %s: count %zu is not a multiple of its %d ranks", comm.rank,
+                       subject().c_str(), count, ranks));
+  const NcclApi &api = *comm.nccl;
+  auto cudaStream = reinterpret_cast<cudaStream_t>(stream);
+  ncclResult_t result;
+  if (kind == WEFT_ALL_REDUCE)
+    result = api.ncclAllReduce(send, recv, count, type, op, nccl, cudaStream);
+  else if (kind == WEFT_ALL_GATHER)
+    result = api.ncclAllGather(send, recv, count / size_t(ranks), type, nccl, cudaStream);
+  else
+    result = api.ncclReduceScatter(send, recv, count / size_t(ranks), type, op, nccl,
+                                   cudaStream);
+  if (result == ncclInProgress)
+    return settle(comm, nccl, subject);
+  if (result != ncclSuccess) {
+    std::string message = format("rank %d: %s: enqueueing it failed: %s", comm.rank,
+                                 subject().c_str(), resultText(api, result, nccl).c_str());
+    abortAll(comm);
+    return fail(WEFT_ERROR_NCCL, message);
+  }
+  return WEFT_OK;
+}
+
+// Splits the world into the communicators of each axes mask of `masks` over
+// `grid` (row-major ranks, the last axis fastest): ranks with the same
+// coordinates outside the mask share one. Every rank calls this with the
+// same grid and masks, in the same order (one package).
+weft_status splitGrid(weft_comm &comm, const std::vector<int64_t> &grid,
+                      const std::vector<uint32_t> &masks) {
+  comm.grid = grid;
+  std::vector<int64_t> coords(grid.size());
+  int64_t rest = comm.rank;
+  for (size_t axis = grid.size(); axis-- > 0;) {
+    coords[axis] = rest % grid[axis];
+    rest /= grid[axis];
+  }
+  for (uint32_t mask : masks) {
+    if (ranksAlong(grid, mask) == comm.worldSize || comm.axes.count(mask))
+      continue;
+    int color = 0;
+    for (size_t axis = 0; axis < grid.size(); ++axis)
+      if (!(mask >> axis & 1))
+        color = color * int(grid[axis]) + int(coords[axis]);
+    ncclConfig_t config = nonblockingConfig();
+    ncclComm_t sub = nullptr;
+    auto subject = [&]() { return format("splitting the communicator of grid axes %u", mask); };
+    ncclResult_t result = comm.nccl->ncclCommSplit(comm.world, color, comm.rank, &sub, &config);
+    if (result != ncclSuccess && result != ncclInProgress) {
+      std::string message = format("rank %d: %s: %s", comm.rank, subject().c_str(),
+                                   resultText(*comm.nccl, result, comm.world).c_str());
+      abortAll(comm);
+      return fail(WEFT_ERROR_NCCL, message);
+    }
+    comm.axes[mask] = sub;
+    if (weft_status status = settle(comm, sub, subject))
+      return status;
+  }
+  return WEFT_OK;
+}
+
+} // namespace weft::runtime
+
+using namespace weft::runtime;
+
+extern "C" {
+
+weft_status weft_nccl_version(int *version) {
+  return apiCall("weft_nccl_version", [&]() -> weft_status {
+    if (!version)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT, "weft_nccl_version: version is NULL");
+    const NcclApi *api = nullptr;
+    if (weft_status status = requireNccl(api))
+      return status;
+    if (ncclResult_t result = api->ncclGetVersion(version))
+      return fail(WEFT_ERROR_NCCL, format("ncclGetVersion: %s", api->ncclGetErrorString(result)));
+    return WEFT_OK;
+  });
+}
+
+weft_status weft_nccl_unique_id(weft_nccl_id *id) {
+  return apiCall("weft_nccl_unique_id", [&]() -> weft_status {
+    static_assert(sizeof(weft_nccl_id) == sizeof(ncclUniqueId), "ncclUniqueId is 128 bytes");
+    if (!id)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT, "weft_nccl_unique_id: id is NULL");
+    const NcclApi *api = nullptr;
+    if (weft_status status = requireNccl(api))
+      return status;
+    ncclUniqueId unique;
+    if (ncclResult_t result = api->ncclGetUniqueId(&unique))
+      return fail(WEFT_ERROR_NCCL,
+                  format("ncclGetUniqueId: %s", resultText(*api, result, nullptr).c_str()));
+    std::memcpy(id->bytes, &unique, sizeof(unique));
+    return WEFT_OK;
+  });
+}
+
+weft_status weft_comm_init(const weft_nccl_id *id, int world_size, int rank, double timeout_s,
+                           weft_comm **out) {
+  return apiCall("weft_comm_init", [&]() -> weft_status {
+    if (!id || !out)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_comm_init: %s is NULL", !id ? "id" : "out"));
+    *out = nullptr;
+    if (world_size < 1 || rank < 0 || rank >= world_size || !(timeout_s > 0))
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_comm_init: rank %d of %d ranks with timeout %g s: the rank must "
+                         "be in [0, world size), the timeout positive",
+                         rank, world_size, timeout_s));
+    auto comm = std::make_unique<weft_comm>();
+    if (weft_status status = requireDriver(comm->cuda))
+      return status;
+    if (weft_status status = requireNccl(comm->nccl))
+      return status;
+    CUdevice device;
+    if (weft_status status = currentDevice(*comm->cuda, device, "weft_comm_init"))
+      return status;
+    comm->worldSize = world_size;
+    comm->rank = rank;
+    comm->timeoutSeconds = timeout_s;
+    comm->grid = {world_size};
+    ncclUniqueId unique;
+    std::memcpy(&unique, id->bytes, sizeof(unique));
+    ncclConfig_t config = nonblockingConfig();
+    ncclResult_t result =
+        comm->nccl->ncclCommInitRankConfig(&comm->world, world_size, unique, rank, &config);
+    if (result != ncclSuccess && result != ncclInProgress)
+      return fail(WEFT_ERROR_NCCL,
+                  format("rank %d: ncclCommInitRankConfig over %d ranks: %s", rank, world_size,
+                         resultText(*comm->nccl, result, comm->world).c_str()));
+    if (weft_status status = settle(*comm, comm->world, [&]() {
+          return format("joining the communicator of %d ranks", world_size);
+        }))
+      return status; // settle aborted it
+    *out = comm.release();
+    return WEFT_OK;
+  });
+}
+
+weft_status weft_comm_set_timeout(weft_comm *comm, double timeout_s) {
+  return apiCall("weft_comm_set_timeout", [&]() -> weft_status {
+    if (!comm || !(timeout_s > 0))
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_comm_set_timeout: %s", !comm ? "comm is NULL"
+                                                           : "the timeout must be positive"));
+    comm->timeoutSeconds = timeout_s;
+    return WEFT_OK;
+  });
+}
+
+void weft_comm_peer_failed(weft_comm *comm, int peer, const char *reason) {
+  if (!comm)
+    return;
+  {
+    std::lock_guard<std::mutex> lock(comm->peerMutex);
+    if (!comm->peerFailed.load(std::memory_order_relaxed))
+      comm->peerMessage = format("rank %d failed: %s", peer, reason ? reason : "no reason given");
+  }
+  comm->peerFailed.store(true, std::memory_order_release);
+}
+
+weft_status weft_comm_abort(weft_comm *comm) {
+  return apiCall("weft_comm_abort", [&]() -> weft_status {
+    if (!comm)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT, "weft_comm_abort: comm is NULL");
+    abortAll(*comm);
+    return WEFT_OK;
+  });
+}
+
+weft_status weft_comm_free(weft_comm *comm) {
+  return apiCall("weft_comm_free", [&]() -> weft_status {
+    if (!comm)
+      return WEFT_OK;
+    std::unique_ptr<weft_comm> owned(comm);
+    weft_status status = WEFT_OK;
+    for (ncclComm_t c : allComms(*comm)) {
+      if (comm->aborted)
+        break;
+      if (ncclResult_t result = comm->nccl->ncclCommFinalize(c);
+          result != ncclSuccess && result != ncclInProgress) {
+        abortAll(*comm);
+        status = fail(WEFT_ERROR_NCCL, format("rank %d: ncclCommFinalize: %s", comm->rank,
+                                              resultText(*comm->nccl, result, c).c_str()));
+        break;
+      }
+      if ((status = settle(*comm, c, [] { return std::string("finalizing a communicator"); })))
+        break;
+    }
+    if (comm->aborted)
+      return status;
+    for (ncclComm_t c : allComms(*comm))
+      comm->nccl->ncclCommDestroy(c);
+    return status;
+  });
+}
+
+int weft_comm_rank(const weft_comm *comm) { return comm ? comm->rank : -1; }
+int weft_comm_size(const weft_comm *comm) { return comm ? comm->worldSize : 0; }
+
+weft_status weft_comm_collective(weft_comm *comm, weft_collective_kind kind, const void *send,
+                                 void *recv, size_t count, weft_dtype dtype,
+                                 weft_reduction reduction, CUstream stream) {
+  return apiCall("weft_comm_collective", [&]() -> weft_status {
+    if (weft_status status = checkComm(comm, "weft_comm_collective"))
+      return status;
+    ncclDataType_t type;
+    if (kind < WEFT_ALL_REDUCE || kind > WEFT_REDUCE_SCATTER || !ncclTypeOf(dtype, type) ||
+        reduction < WEFT_REDUCE_SUM || reduction > WEFT_REDUCE_AVG || !send || !recv)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_comm_collective: kind %d, dtype %d, reduction %d, send %p, recv "
+                         "%p: kind 0-2, dtype f32/bf16/f16, reduction 0-3 and both buffers "
+                         "are required",
+                         int(kind), int(dtype), int(reduction), send, recv));
+    const char *names[] = {"all_reduce", "all_gather", "reduce_scatter"};
+    return enqueueCollective(*comm, comm->world, kind, send, recv, count, type,
+                             ncclOpOf(reduction), comm->worldSize, stream, [&]() {
+                               return format("%s of %zu elements", names[kind], count);
+                             });
+  });
+}
+
+weft_status weft_comm_synchronize(weft_comm *comm, CUstream stream) {
+  return apiCall("weft_comm_synchronize", [&]() -> weft_status {
+    if (weft_status status = checkComm(comm, "weft_comm_synchronize"))
+      return status;
+    const DriverApi &cuda = *comm->cuda;
+    return waitWatched(
+        *comm,
+        [&]() {
+          CUresult result = cuda.cuStreamQuery(stream);
+          if (result == CUDA_ERROR_NOT_READY)
+            return 0;
+          if (result != CUDA_SUCCESS) {
+            failCuda(result, "cuStreamQuery");
+            return -1;
+          }
+          return 1;
+        },
+        [] { return std::string("waiting for the stream's collectives"); });
+  });
+}
+
+} // extern "C"

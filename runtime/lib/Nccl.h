@@ -1,0 +1,110 @@
+// NCCL behind the runtime: libnccl is opened with dlopen at first use (as
+// libcuda is), so programs linking the runtime start without it. A weft_comm
+// is a nonblocking NCCL communicator over every rank of a run plus the
+// sub-communicators of grid axes (ncclCommSplit); every wait on it polls
+// ncclCommGetAsyncError, a peer-failure flag the host's rendezvous sets, and a
+// deadline, and aborts the communicators (ncclCommAbort) on any of them, so a
+// failed or dead peer is an error naming it, never a hang.
+#ifndef WEFT_RUNTIME_NCCL_H
+#define WEFT_RUNTIME_NCCL_H
+
+#include "weft_runtime.h"
+
+#include "Driver.h"
+
+#include <nccl.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+#define WEFT_NCCL_ENTRY_POINTS(X)                                                                  \
+  X(ncclGetVersion)                                                                                \
+  X(ncclGetUniqueId)                                                                               \
+  X(ncclCommInitRankConfig)                                                                        \
+  X(ncclCommSplit)                                                                                 \
+  X(ncclCommGetAsyncError)                                                                         \
+  X(ncclCommAbort)                                                                                 \
+  X(ncclCommDestroy)                                                                               \
+  X(ncclCommFinalize)                                                                              \
+  X(ncclGetErrorString)                                                                            \
+  X(ncclGetLastError)                                                                              \
+  X(ncclAllReduce)                                                                                 \
+  X(ncclAllGather)                                                                                 \
+  X(ncclReduceScatter)
+
+struct NcclApi {
+#define WEFT_NCCL_MEMBER(name) decltype(&::name) name = nullptr;
+  WEFT_NCCL_ENTRY_POINTS(WEFT_NCCL_MEMBER)
+#undef WEFT_NCCL_MEMBER
+};
+
+// Loads libnccl ($WEFT_LIBNCCL, else libnccl.so.2, else libnccl.so) once;
+// WEFT_ERROR_LIBRARY_MISSING naming every path tried when it cannot.
+weft_status requireNccl(const NcclApi *&api);
+
+} // namespace weft::runtime
+
+// A run's communicators. `world` spans every rank; `axes[mask]` the ranks
+// that share every grid coordinate outside the axes of `mask` (built by
+// weft_comm_split_grid, the world itself for all axes).
+struct weft_comm {
+  const weft::runtime::NcclApi *nccl = nullptr;
+  const weft::runtime::DriverApi *cuda = nullptr;
+  int worldSize = 0, rank = 0;
+  double timeoutSeconds = 300;
+  ncclComm_t world = nullptr;
+  std::vector<int64_t> grid; // the grid the axes were split for
+  std::map<uint32_t, ncclComm_t> axes;
+  bool aborted = false;
+  // Set by weft_comm_peer_failed from any thread (the host's heartbeat).
+  std::atomic<bool> peerFailed{false};
+  std::mutex peerMutex;
+  std::string peerMessage;
+};
+
+namespace weft::runtime {
+
+// "collective 3 (all_reduce ...)" and the like: what a wait is for, asked
+// only when the wait fails (the in-flight collective is known then).
+using WaitSubject = std::function<std::string()>;
+
+// Waits until `done()` (polled) is true, checking the communicators, the
+// peer flag and the timeout in between; on a failure aborts every
+// communicator and returns an error naming the rank, `subject()` and the
+// cause. `done` returns a CUresult-like status: 1 done, 0 not yet, < 0 a
+// driver error (already recorded).
+weft_status waitWatched(weft_comm &comm, const std::function<int()> &done,
+                        const WaitSubject &subject);
+
+// The communicator of grid axes `mask` (bit i: axis i); the world's when the
+// mask covers every axis of a one-communicator grid.
+weft_status commForAxes(weft_comm &comm, uint32_t mask, ncclComm_t &out);
+
+// NCCL's element type and reduction for the package's.
+bool ncclTypeOf(int dtype, ncclDataType_t &type); // weft_dtype or -1 for f64
+ncclRedOp_t ncclOpOf(int reduction);              // 0 sum, 1 max, 2 min, 3 avg
+
+// Enqueues one collective (count: elements of the whole tensor, as in the
+// package) on `stream`, waiting out ncclInProgress of a nonblocking enqueue.
+weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, int kind, const void *send,
+                              void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                              int ranks, CUstream stream, const WaitSubject &subject);
+
+// Splits the world into the communicators of each axes mask over `grid`
+// (row-major ranks, the last axis fastest); every rank calls it with the same
+// grid and masks in the same order.
+weft_status splitGrid(weft_comm &comm, const std::vector<int64_t> &grid,
+                      const std::vector<uint32_t> &masks);
+
+// Ranks in the communicator of `mask` over `grid`.
+int ranksAlong(const std::vector<int64_t> &grid, uint32_t mask);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_NCCL_H

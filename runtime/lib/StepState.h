@@ -1,0 +1,65 @@
+// The state of a loaded step (struct weft_step), shared by Step.cpp (one
+// GPU) and SpmdStep.cpp (the collectives of a partitioned step).
+#ifndef WEFT_RUNTIME_STEPSTATE_H
+#define WEFT_RUNTIME_STEPSTATE_H
+
+#include "Driver.h"
+#include "Nccl.h"
+#include "PreparedStep.h"
+
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+// Argument blobs are arrays of these, so CUtensorMaps inside are 64-byte
+// aligned as the driver requires.
+struct alignas(64) BlobChunk {
+  unsigned char bytes[64];
+};
+
+} // namespace weft::runtime
+
+struct weft_step {
+  weft::runtime::PreparedStep prepared;
+  std::string description;
+  bool loaded = false; // device resources exist (weft_step_load, not _prepare)
+  const weft::runtime::DriverApi *api = nullptr;
+  CUcontext context = nullptr;
+  CUdeviceptr arena = 0;
+  std::vector<CUdeviceptr> debugAllocations;
+  std::vector<CUdeviceptr> address; // per buffer
+  std::vector<weft_module *> modules; // per package image (null when unused)
+  std::vector<CUfunction> functions;  // per kernel
+  std::vector<std::vector<weft::runtime::BlobChunk>> blobs;
+  std::vector<std::vector<void *>> params;
+  std::vector<size_t> gemmWorkspace; // bytes per GEMM
+  std::vector<CUstream> streams;
+  std::vector<CUevent> events, forks, joins;
+  std::vector<CUevent> timing; // weft_step_run_timed: one before and one after each entry
+  CUgraph graph = nullptr;
+  CUgraphExec graphExec = nullptr;
+  weft_step_memory memory = {};
+  // A partitioned step (weft_step_load_spmd): the run's communicators (not
+  // owned), per collective its communicator, ranks and an event recorded
+  // after it (which one was in flight when a wait fails), and the runs so far.
+  weft_comm *comm = nullptr;
+  std::vector<ncclComm_t> collectiveComms;
+  std::vector<int> collectiveRanks;
+  std::vector<CUevent> collectiveDone;
+  unsigned long long runs = 0;
+};
+
+namespace weft::runtime {
+
+// SpmdStep.cpp: splits the communicators the collectives need and creates
+// their events (after the streams exist).
+weft_status prepareCollectives(weft_step &step);
+// Enqueues collective `item` on `stream` and records its event.
+weft_status issueCollective(weft_step &step, uint32_t item, CUstream stream);
+// Waits for `until` (an event; null: stream 0): cuStreamSynchronize for a one-GPU step, the
+// communicator's watched wait (errors, dead peers, timeout) for a partitioned one.
+weft_status waitForStep(weft_step &step, CUevent until, const char *what);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_STEPSTATE_H
