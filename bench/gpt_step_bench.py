@@ -235,11 +235,12 @@ def run_weft_package(directory, env, package, data, baseline):
             "arena_rel_err": abs(overheads["arena"] - memory["planned"]) / memory["planned"]}
 
 
-def gradient_check(directory, env, config=SMALL, package="small.weftpkg"):
+def gradient_check(directory, env, config=SMALL, package="small.weftpkg", ranks=1):
     """Loss and parameter gradients of `config` (the small instance, or the
     anchor itself: `gradcheck`) vs float64, within 2x torch bf16's error
     (relative L2 per tensor; the loss plus one bf16 ulp, as the step returns
-    it in bf16)."""
+    it in bf16). `ranks` > 1: a partitioned package run on that many GPUs
+    (weft-run --nproc-per-node), its per-rank outputs gathered."""
     import torch
     from weft import npz
     from weft.models.arguments import argument_specs, argument_values
@@ -256,9 +257,15 @@ def gradient_check(directory, env, config=SMALL, package="small.weftpkg"):
     del values
     npz.save(os.path.join(directory, stem + "_data.npz"), data)
     del data
-    run_weft_run(directory, env, package, "--data", os.path.join(directory, stem + "_data.npz"),
-                 "--outputs", os.path.join(directory, stem + "_out.npz"))
-    out = npz.load(os.path.join(directory, stem + "_out.npz"))
+    out_path = os.path.join(directory, stem + "_out.npz")
+    launch = ["--nproc-per-node", str(ranks)] if ranks > 1 else []
+    run_weft_run(directory, env, package, *launch, "--data",
+                 os.path.join(directory, stem + "_data.npz"), "--outputs",
+                 out_path + (".json" if ranks > 1 else ""))
+    if ranks > 1:
+        subprocess.run([os.path.join(directory, "weft-run"), "--gather-state", out_path + ".json",
+                        "--to", out_path], check=True, env=env)
+    out = npz.load(out_path)
 
     def torch_grads(dtype):
         torch.manual_seed(0)

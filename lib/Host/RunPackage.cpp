@@ -8,6 +8,7 @@
 // and joined back into them.
 #include "weft/Host/RunPackage.h"
 
+#include "weft/Host/HostBytes.h"
 #include "weft/Host/Rendezvous.h"
 #include "weft/Host/Shards.h"
 #include "weft/Host/StepTiming.h"
@@ -37,94 +38,6 @@ int error(ExitCode code, const llvm::Twine &message) {
   llvm::outs().flush();
   llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
   return code;
-}
-
-std::string describe(const std::vector<int64_t> &shape, const std::string &dtype) {
-  std::string text = "tensor<";
-  for (int64_t d : shape)
-    text += std::to_string(d) + "x";
-  return text + dtype + ">";
-}
-
-std::optional<DType> tensorDType(const std::string &name) {
-  if (name == "i32")
-    return DType::I64; // exact in float64 as well
-  return parseDType(name);
-}
-
-size_t elementBytes(const std::string &dtype) {
-  if (dtype == "f64" || dtype == "i64")
-    return 8;
-  if (dtype == "f32" || dtype == "i32")
-    return 4;
-  if (dtype == "bf16" || dtype == "f16" || dtype == "i16")
-    return 2;
-  return 1; // i1
-}
-
-/// `count` elements of `data` from `start` as the buffer's bytes.
-std::string toBytes(const std::vector<double> &data, size_t start, size_t count,
-                    const std::string &dtype) {
-  std::string bytes(count * elementBytes(dtype), '\0');
-  char *out = bytes.data();
-  for (size_t i = 0; i < count; ++i) {
-    double v = data[start + i];
-    if (dtype == "bf16" || dtype == "f16") {
-      uint16_t bits = dtype == "bf16" ? bf16Bits(v) : f16Bits(v);
-      std::memcpy(out + 2 * i, &bits, 2);
-    } else if (dtype == "f32") {
-      float f = float(v);
-      std::memcpy(out + 4 * i, &f, 4);
-    } else if (dtype == "f64") {
-      std::memcpy(out + 8 * i, &v, 8);
-    } else if (dtype == "i64") {
-      int64_t n = int64_t(roundToDType(v, DType::I64));
-      std::memcpy(out + 8 * i, &n, 8);
-    } else if (dtype == "i32") {
-      int32_t n = int32_t(roundToDType(v, DType::I64));
-      std::memcpy(out + 4 * i, &n, 4);
-    } else if (dtype == "i16") {
-      int16_t n = int16_t(int64_t(roundToDType(v, DType::I64)));
-      std::memcpy(out + 2 * i, &n, 2);
-    } else {
-      out[i] = v != 0;
-    }
-  }
-  return bytes;
-}
-
-std::vector<double> fromBytes(const std::string &bytes, const std::string &dtype) {
-  size_t width = elementBytes(dtype), count = bytes.size() / width;
-  std::vector<double> data(count);
-  const char *in = bytes.data();
-  for (size_t i = 0; i < count; ++i) {
-    if (dtype == "bf16" || dtype == "f16") {
-      uint16_t bits;
-      std::memcpy(&bits, in + 2 * i, 2);
-      data[i] = dtype == "bf16" ? bf16Value(bits) : f16Value(bits);
-    } else if (dtype == "f32") {
-      float f;
-      std::memcpy(&f, in + 4 * i, 4);
-      data[i] = f;
-    } else if (dtype == "f64") {
-      std::memcpy(&data[i], in + 8 * i, 8);
-    } else if (dtype == "i64") {
-      int64_t n;
-      std::memcpy(&n, in + 8 * i, 8);
-      data[i] = double(n);
-    } else if (dtype == "i32") {
-      int32_t n;
-      std::memcpy(&n, in + 4 * i, 4);
-      data[i] = n;
-    } else if (dtype == "i16") {
-      int16_t n;
-      std::memcpy(&n, in + 2 * i, 2);
-      data[i] = n;
-    } else {
-      data[i] = in[i] != 0;
-    }
-  }
-  return data;
 }
 
 struct BufferView {
@@ -195,6 +108,7 @@ struct LoadedStep {
 struct StepBindings {
   std::optional<NpzArchive> data, state;
   bool stateIsShard = false; // --load-state named a shard index: this rank's file
+  std::string shardFile;
   std::vector<Binding> bindings;
   /// Weight copies, each with its master, never read from a file: a carried
   /// copy is derived after the state is bound; a split master's high half is
@@ -234,6 +148,13 @@ int joinRun(const RunPackageOptions &options, llvm::StringRef bytes, LoadedStep 
     loaded.env = RankEnv();
     loaded.env->worldSize = int(ranks);
   }
+  if (!loaded.env && !package.grid.empty())
+    return error(kExitUsage,
+                 options.path + ": the package is a partitioned step for grid " + grid + " (" +
+                     llvm::Twine(ranks) + " ranks) with " +
+                     llvm::Twine(package.collectives.size()) +
+                     " collectives; run it with one process per rank (weft-run "
+                     "--nproc-per-node " + llvm::Twine(ranks) + ", or under torchrun)");
   if (!loaded.env || options.dryRun)
     return kExitOk;
   const RankEnv &env = *loaded.env;
@@ -461,7 +382,7 @@ int resolveBinding(const RunPackageOptions &options, const BufferView &buffer,
                                         : ""));
   binding.tensor = tensor;
   binding.steps = leading ? tensor->shape[0] : 0;
-  binding.source = file + ":" + info.name;
+  binding.source = (binding.local ? bound.shardFile : file) + ":" + info.name;
   bound.bindings.push_back(binding);
   return kExitOk;
 }
@@ -473,14 +394,14 @@ int resolveBindings(const RunPackageOptions &options, const LoadedStep &loaded,
                     StepBindings &bound) {
   bound.stateIsShard = loaded.env && !options.loadState.empty() &&
                       isShardIndex(options.loadState);
+  if (bound.stateIsShard)
+    bound.shardFile = shardPath(options.loadState, loaded.env->rank);
   for (auto [path, archive] : {std::pair(&options.data, &bound.data),
                                std::pair(&options.loadState, &bound.state)}) {
     if (path->empty())
       continue;
     llvm::Expected<NpzArchive> read =
-        readNpz(archive == &bound.state && bound.stateIsShard
-                    ? shardPath(*path, loaded.env->rank)
-                    : *path);
+        readNpz(archive == &bound.state && bound.stateIsShard ? bound.shardFile : *path);
     if (!read)
       return error(kExitUsage, llvm::toString(read.takeError()));
     *archive = std::move(*read);
@@ -707,6 +628,10 @@ int runSteps(const RunPackageOptions &options, const LoadedStep &loaded,
     for (const Binding &b : bound.bindings)
       if (!isState(b.buffer->info) && !transfer.bind(b, s))
         return kExitFailed;
+    // The ranks start each step together: one rank's binding is not timed
+    // as another's wait in a collective.
+    if (loaded.comm && weft_comm_barrier(loaded.comm.get()))
+      return error(kExitFailed, "step " + llvm::Twine(s + 1) + ": " + weft_last_error());
     auto start = std::chrono::steady_clock::now();
     if (weft_status run = weft_step_run(loaded.step.get()))
       return error(kExitFailed, "step " + llvm::Twine(s + 1) + ": " + weft_status_name(run) +
@@ -789,21 +714,23 @@ int printMemory(const RunPackageOptions &options, const LoadedStep &loaded) {
   weft_step_memory memory;
   if (weft_step_memory_info(loaded.step.get(), &memory))
     return error(kExitFailed, llvm::Twine("reading device memory: ") + weft_last_error());
+  std::string prefix =
+      loaded.env ? "[rank " + std::to_string(loaded.env->rank) + "] " : std::string();
   auto mib = [](size_t bytes) { return double(bytes) / (1 << 20); };
   size_t arena = memory.used_after_arena - memory.used_before_load;
-  llvm::outs() << llvm::format("memory: planned %zu bytes (%.2f MiB)%s\n",
+  llvm::outs() << prefix << llvm::format("memory: planned %zu bytes (%.2f MiB)%s\n",
                                memory.planned_bytes, mib(memory.planned_bytes),
                                options.debugBuffers ? ", one allocation per buffer" : "")
-               << llvm::format("memory: arena allocation used %zu bytes (%.2f MiB, %.3f%% "
+               << prefix << llvm::format("memory: arena allocation used %zu bytes (%.2f MiB, %.3f%% "
                                "of planned)\n",
                                arena, mib(arena),
                                memory.planned_bytes ? 100.0 * arena / memory.planned_bytes : 0.0)
-               << llvm::format("memory: after load +%zu bytes (modules, tensor maps, "
+               << prefix << llvm::format("memory: after load +%zu bytes (modules, tensor maps, "
                                "cuBLASLt), peak +%zu bytes over %zu before load (device %zu)\n",
                                memory.used_after_load - memory.used_before_load,
                                memory.used_peak - memory.used_before_load,
                                memory.used_before_load, memory.total_bytes);
-  llvm::outs() << llvm::format("memory-json: {\"planned\": %zu, \"before\": %zu, "
+  llvm::outs() << prefix << llvm::format("memory-json: {\"planned\": %zu, \"before\": %zu, "
                                "\"after_arena\": %zu, \"after_load\": %zu, \"peak\": %zu, "
                                "\"total\": %zu}\n",
                                memory.planned_bytes, memory.used_before_load,

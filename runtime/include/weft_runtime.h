@@ -418,6 +418,10 @@ WEFT_API weft_status weft_comm_collective(weft_comm *comm, weft_collective_kind 
                                           const void *send, void *recv, size_t count,
                                           weft_dtype dtype, weft_reduction reduction,
                                           CUstream stream);
+/* Every rank waits here until all arrived (a one-element all-reduce on the
+ * communicator's own stream, waited for with the watch): lines ranks up
+ * before a timed step. */
+WEFT_API weft_status weft_comm_barrier(weft_comm *comm);
 /* Waits for `stream` with the communicator's watch (errors, peers, timeout). */
 WEFT_API weft_status weft_comm_synchronize(weft_comm *comm, CUstream stream);
 

@@ -417,6 +417,10 @@ weft_status weft_comm_free(weft_comm *comm) {
       return WEFT_OK;
     std::unique_ptr<weft_comm> owned(comm);
     weft_status status = WEFT_OK;
+    if (comm->barrierStream)
+      comm->cuda->cuStreamDestroy_v2(comm->barrierStream);
+    if (comm->barrierBuffer)
+      comm->cuda->cuMemFree_v2(comm->barrierBuffer);
     for (ncclComm_t c : allComms(*comm)) {
       if (comm->aborted)
         break;
@@ -461,6 +465,24 @@ weft_status weft_comm_collective(weft_comm *comm, weft_collective_kind kind, con
                                return format("%s of %zu elements", names[kind], count);
                              });
   });
+}
+
+weft_status weft_comm_barrier(weft_comm *comm) {
+  if (weft_status status = checkComm(comm, "weft_comm_barrier"))
+    return status;
+  const DriverApi &cuda = *comm->cuda;
+  if (!comm->barrierStream) {
+    if (CUresult result = cuda.cuStreamCreate(&comm->barrierStream, CU_STREAM_NON_BLOCKING))
+      return failCuda(result, "cuStreamCreate (barrier)");
+    if (CUresult result = cuda.cuMemAlloc_v2(&comm->barrierBuffer, 256))
+      return failCuda(result, "cuMemAlloc (barrier)");
+  }
+  void *buffer = reinterpret_cast<void *>(uintptr_t(comm->barrierBuffer));
+  if (weft_status status = weft_comm_collective(comm, WEFT_ALL_REDUCE, buffer, buffer, 1,
+                                                WEFT_DTYPE_F32, WEFT_REDUCE_SUM,
+                                                comm->barrierStream))
+    return status;
+  return weft_comm_synchronize(comm, comm->barrierStream);
 }
 
 weft_status weft_comm_synchronize(weft_comm *comm, CUstream stream) {

@@ -62,6 +62,9 @@ struct weft_comm {
   std::vector<int64_t> grid; // the grid the axes were split for
   std::map<uint32_t, ncclComm_t> axes;
   bool aborted = false;
+  // weft_comm_barrier's stream and its one-element buffer (made at first use).
+  CUstream barrierStream = nullptr;
+  CUdeviceptr barrierBuffer = 0;
   // Set by weft_comm_peer_failed from any thread (the host's heartbeat).
   std::atomic<bool> peerFailed{false};
   std::mutex peerMutex;

@@ -1,7 +1,8 @@
 // ElementEvaluator: a group's body ops as f32 scalar code at one element, with
 // the row statistics of norms, softmax and cross-entropy given; pointwise ops
 // by their formulas (ScalarFormulas.cpp, which the reference interpreter
-// evaluates too), each value rounded to its declared type as the unfused op
+// evaluates too), paired ops (rope) by theirs with a second evaluator at the
+// partner element, each value rounded to its declared type as the unfused op
 // would store it.
 #include "KernelEmitter.h"
 
@@ -173,8 +174,67 @@ bool isSplitMasterHigh(Value value) {
   return adamw && adamw.getParamLow() && result == adamw.getNewParam();
 }
 
+std::pair<ElementEvaluator *, Value> ElementEvaluator::partnerEvaluator() {
+  if (partner)
+    return {partner.get(), firstHalf};
+  int64_t half = group.cols / 2;
+  if (vector && vector->base && half % vector->width == 0) {
+    // The whole vector lies in one half of its row (base and half are
+    // multiples of the width): one shift, one partner vector, for all lanes.
+    if (!vector->partner) {
+      Value column = m.i64Rem(vector->base, m.i64c(group.cols));
+      vector->firstHalf = m.i64Lt(column, m.i64c(half));
+      vector->partnerShift =
+          m.select(vector->firstHalf, m.i64c(half), m.i64c(-half));
+      vector->partner = std::make_unique<VectorLanes>(
+          loadLeafLanes(m, group, m.i64Add(vector->base, vector->partnerShift),
+                        vector->row, vector->width));
+    }
+    // (row, col) gives linear(), so (row, col + shift) gives the partner's.
+    partner = std::make_unique<ElementEvaluator>(m, group, stats, row,
+                                                 m.i64Add(col, vector->partnerShift));
+    partner->atLane(*vector->partner, lane);
+    firstHalf = vector->firstHalf;
+    return {partner.get(), firstHalf};
+  }
+  // One element: its row and column from the linear index (a pointwise
+  // kernel's evaluators take (0, linear)), the partner half a row away.
+  Value cols = m.i64c(group.cols);
+  Value column = m.i64Rem(linear(), cols);
+  firstHalf = m.i64Lt(column, m.i64c(half));
+  Value partnerColumn =
+      m.i64Add(column, m.select(firstHalf, m.i64c(half), m.i64c(-half)));
+  partner = std::make_unique<ElementEvaluator>(m, group, stats, m.i64Div(linear(), cols),
+                                               partnerColumn);
+  return {partner.get(), firstHalf};
+}
+
+Value ElementEvaluator::computePaired(PairedFormulaOpInterface op) {
+  ScalarFormula formula;
+  formula.setResult(op.buildPairedFormula(formula));
+  Operation *operation = op.getOperation();
+  unsigned partnerSlots = op.getPartnerSlot(0);
+  // Only the slots the formula reads: a partner is evaluated only if read.
+  SmallVector<Value, 8> slots(op.getFirstHalfSlot() + 1);
+  for (const ScalarInstruction &instruction : formula.getInstructions()) {
+    unsigned slot = instruction.operand;
+    if (instruction.primitive != ScalarPrimitive::Operand || slots[slot])
+      continue;
+    if (slot == op.getFirstHalfSlot())
+      slots[slot] = partnerEvaluator().second;
+    else if (slot >= partnerSlots)
+      slots[slot] =
+          partnerEvaluator().first->value(operation->getOperand(slot - partnerSlots));
+    else
+      slots[slot] = value(operation->getOperand(slot));
+  }
+  return lowerFormula(m, formula, slots);
+}
+
 Value ElementEvaluator::compute(OpResult result) {
   Operation *op = result.getOwner();
+  if (auto paired = dyn_cast<PairedFormulaOpInterface>(op))
+    return m.round(computePaired(paired), elementOf(result));
   if (auto pointwise = dyn_cast<ScalarFormulaOpInterface>(op)) {
     // The operands' elements in operand order, then the formula's code.
     SmallVector<Value, 4> operands;

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <functional>
+#include <memory>
 
 namespace weft::gpu {
 
@@ -107,10 +108,18 @@ struct VectorLanes {
   llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Value>> leaves;
   /// The domain element (i64) of lane 0; null for a single element.
   mlir::Value base;
+  /// The row given to loadLeafLanes (null: base / cols).
+  mlir::Value row;
   int64_t width = 1;
   /// (dropout op, block offset k / 4) -> the block's four draws.
   llvm::DenseMap<std::pair<mlir::Operation *, int64_t>, std::array<mlir::Value, 4>>
       blocks;
+  /// Paired ops (PairedFormulaOpInterface): when half a row is a multiple of
+  /// the width, a vector lies in one half of its row and its partners are
+  /// the vector `partnerShift` (+-cols/2) elements away, loaded by the first
+  /// lane that needs them; `firstHalf` (i1) says which half.
+  std::unique_ptr<VectorLanes> partner;
+  mlir::Value partnerShift, firstHalf;
 };
 
 /// A group's body evaluated at one element (row, col) of the domain, in f32,
@@ -141,6 +150,13 @@ public:
 private:
   mlir::Value compute(mlir::OpResult result);
   void computeAdamW(AdamWOp op);
+  /// A paired op's formula at this element: operands read here and at the
+  /// partner (the evaluator of `partnerEvaluator`), with the half mask.
+  mlir::Value computePaired(PairedFormulaOpInterface op);
+  /// The evaluator at this element's rotate_half partner in its row (made
+  /// once; lanes of a vector share the partner vector's loads) and the mask
+  /// of this element lying in the row's first half.
+  std::pair<ElementEvaluator *, mlir::Value> partnerEvaluator();
   /// weft.dropout at this element: the Philox draw of its index (the
   /// domain element: analyzeGroup checked that x covers the domain), then
   /// the kept value scaled by 1/(1-p) or 0.
@@ -159,6 +175,8 @@ private:
   llvm::DenseMap<mlir::Value, mlir::Value> cache;
   VectorLanes *vector = nullptr;
   int64_t lane = 0;
+  std::unique_ptr<ElementEvaluator> partner;
+  mlir::Value firstHalf;
 };
 
 /// A pointwise op's formula (ScalarFormula.h) as f32 code at one element,

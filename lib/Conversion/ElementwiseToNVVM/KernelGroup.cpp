@@ -193,6 +193,10 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
         dropout && dropout.getP().convertToDouble() != 0.0)
       if (std::optional<std::string> why = dropoutRefusal(group, dropout))
         return refuse(*why);
+    // A paired op (rope) reads the partner half a row away.
+    if (isa<PairedFormulaOpInterface>(member) && group.cols % 2 != 0)
+      return refuse(llvm::formatv("{0} pairs the halves of rows of {1} elements",
+                                  member->getName().getStringRef(), group.cols));
     rowOps |= isRowOp(member);
     loss |= isa<CrossEntropyOp>(member);
     for (Value result : member->getResults()) {

@@ -62,6 +62,7 @@ VectorLanes loadLeafLanes(ElementMath &m, const KernelGroup &group, Value base,
                           Value row, int64_t width) {
   VectorLanes vector;
   vector.base = base;
+  vector.row = row;
   vector.width = width;
   llvm::DenseMap<Value, SmallVector<Value>> &lanes = vector.leaves;
   for (auto [leaf, param] : group.leafParam) {
