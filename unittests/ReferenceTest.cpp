@@ -324,6 +324,48 @@ TEST_F(InterpreterTest, RopeInverseIsTranspose) {
               1e-15);
 }
 
+// rope's paired formula (ScalarFormulas.cpp), which the GPU kernels lower,
+// evaluated in float64 at every element from its slots (operands at the
+// element, at its rotate_half partner, the first-half mask) equals the
+// interpreter's rope, forward and inverse, on random tables.
+TEST_F(InterpreterTest, RopePairedFormulaMatchesInterpreter) {
+  for (StringRef attrs : {"", " {inverse}"}) {
+    std::string source = (R"mlir(
+      func.func @main(%x: tensor<2x3x8xf64>, %c: tensor<3x8xf64>, %s: tensor<3x8xf64>) -> tensor<2x3x8xf64> {
+        %y = weft.rope %x, %c, %s)mlir" + attrs + R"mlir( : (tensor<2x3x8xf64>, tensor<3x8xf64>, tensor<3x8xf64>) -> tensor<2x3x8xf64>
+        return %y : tensor<2x3x8xf64>
+      })mlir").str();
+    func::FuncOp func = parse(source);
+    ASSERT_TRUE(func);
+    std::vector<Tensor> args = {randomTensor({2, 3, 8}, 1), randomTensor({3, 8}, 2),
+                                randomTensor({3, 8}, 3)};
+    auto results = runFunction(func, args);
+    ASSERT_TRUE(succeeded(results)) << diagnostics;
+    RopeOp rope = *func.getOps<RopeOp>().begin();
+    ScalarFormula formula;
+    formula.setResult(rope.buildPairedFormula(formula));
+    SmallVector<double> scratch;
+    for (int64_t row = 0; row < 6; ++row)
+      for (int64_t k = 0; k < 8; ++k) {
+        int64_t partner = (k + 4) % 8;
+        // x is indexed by (row, col), the [3, 8] tables by (row % 3, col).
+        auto at = [&](unsigned operand, int64_t col) {
+          int64_t r = operand == 0 ? row : row % 3;
+          return args[operand].data[r * 8 + col];
+        };
+        std::vector<double> slots(rope.getFirstHalfSlot() + 1);
+        for (unsigned i = 0; i < 3; ++i) {
+          slots[i] = at(i, k);
+          slots[rope.getPartnerSlot(i)] = at(i, partner);
+        }
+        slots[rope.getFirstHalfSlot()] = k < 4 ? 1.0 : 0.0;
+        EXPECT_NEAR(formula.evaluate(slots, scratch), (*results)[0].data[row * 8 + k],
+                    1e-14)
+            << "rope" << attrs.str() << " at row " << row << ", column " << k;
+      }
+  }
+}
+
 TEST_F(InterpreterTest, AdamWMatchesTorchFormula) {
   auto results = runOk(R"mlir(
     func.func @main(%p: tensor<2xf64>, %g: tensor<2xf64>, %m: tensor<2xf64>, %v: tensor<2xf64>, %t: tensor<i64>)

@@ -126,3 +126,27 @@ func.func @step(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<16x8xf32>, %l
   %p1, %m1, %v1 = weft.adamw %g, %dg32, %m, %v, %t {lr = 1.0e-03 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<i64>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   return %loss, %acc, %p1, %m1, %v1 : tensor<f32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// rope iterates over x's shape and reads its [s, d] tables as broadcast
+// inputs: it joins a producer of that domain (the RMSNorm of q, as QK-norm
+// models have it), and alone it is a group of its own; the transpose before
+// it and the attention after it stay outside.
+// CHECK-LABEL: func.func @rope
+// CHECK: %[[T:.*]] = weft.transpose
+// CHECK: %[[Q:.*]] = weft.fused %[[T]], %arg1, %arg2, %arg3 {kind = "rms_norm+rope"}
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<1x2x8x16xf32>, %[[G:.*]]: tensor<16xf32>, %[[C:.*]]: tensor<8x16xf32>, %[[S:.*]]: tensor<8x16xf32>):
+// CHECK-NEXT: %[[N:.*]] = weft.rms_norm %[[X]], %[[G]]
+// CHECK-NEXT: %[[R:.*]] = weft.rope %[[N]], %[[C]], %[[S]]
+// CHECK-NEXT: weft.yield %[[R]] : tensor<1x2x8x16xf32>
+// CHECK: %[[K:.*]] = weft.fused %arg4, %arg2, %arg3 {kind = "rope"}
+// CHECK: weft.attention %[[Q]], %[[K]], %arg4
+func.func @rope(%x: tensor<1x8x2x16xf32>, %g: tensor<16xf32>, %cos: tensor<8x16xf32>, %sin: tensor<8x16xf32>, %k: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %q = weft.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x8x2x16xf32>) -> tensor<1x2x8x16xf32>
+  %n = weft.rms_norm %q, %g : (tensor<1x2x8x16xf32>, tensor<16xf32>) -> tensor<1x2x8x16xf32>
+  %qr = weft.rope %n, %cos, %sin : (tensor<1x2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<1x2x8x16xf32>
+  %kr = weft.rope %k, %cos, %sin : (tensor<1x2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<1x2x8x16xf32>
+  %o = weft.attention %qr, %kr, %k : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}

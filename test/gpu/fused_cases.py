@@ -48,6 +48,7 @@ def cases(small):
     ce = [64, 1000] if small else [1024, 8192]
     out = [dtype_cases(d, pw, rw, ce) for d in DTYPES]
     out.append(split_adamw_cases(rw))
+    out.append(rope_cases(small))
     out.append(dropout_tail_cases())
     out.append(step_op_cases(small, pw, rw))
     return "".join(out)
@@ -194,6 +195,45 @@ def split_adamw_cases(rw):
                 [op(["g"], "add", ["a1", "a2"], "", [gt, gt], [gt]),
                  op(results, "adamw", ["a0", "g", "a3", "a4", "a5", "a6"], hyper, ins, outs)],
                 results)))
+    return "".join(out)
+
+
+def rope_cases(small):
+    """RoPE over [b, h, s, d] with its [s, d] tables, forward and inverse (its
+    gradient), each element reading its rotate_half partner half a row away:
+    whole-vector partners (16-byte vectors in one half of a row); fused after
+    RMSNorm (a rows kernel) and after a multiply by a [d] vector (the
+    partner recomputes it); over [1, 3, 7, 12], scalar (bf16: 84-element
+    tables) and f32 vectors of 4 whose partners (6 away) are per lane."""
+    out = []
+    rp = [2, 4, 64, 32] if small else [8, 16, 1024, 128]
+    odd = [1, 3, 7, 12]
+
+    def rope(name, shape, d, inverse):
+        x, tab = t(shape, d), t(shape[-2:], d)
+        attrs = "inverse" if inverse else ""
+        return func(name, [("x", x), ("cos", tab), ("sin", tab)], [("y", x)],
+                    op(["y"], "rope", ["x", "cos", "sin"], attrs, [x, tab, tab], [x]))
+
+    for d in DTYPES:
+        out.append(rope(f"rope_{d}", rp, d, False))
+        out.append(rope(f"rope_inverse_{d}", rp, d, True))
+    out.append(rope("rope_odd_bf16", odd, "bf16", False))
+    out.append(rope("rope_inverse_odd_f32", odd, "f32", True))
+    d = "bf16"
+    x, tab, g = t(rp, d), t(rp[-2:], d), t(rp[-1:], d)
+    out.append(func("rms_norm_rope_bf16", [("x", x), ("g", g), ("cos", tab), ("sin", tab)],
+                    [("y", x)], fused(
+        ["y"], "rms_norm+rope", ["x", "g", "cos", "sin"], [x, g, tab, tab], [x],
+        [op(["n"], "rms_norm", ["a0", "a1"], "eps = 1.0e-06 : f64", [x, g], [x]),
+         op(["y"], "rope", ["n", "a2", "a3"], "", [x, tab, tab], [x])], ["y"])))
+    d = "f32"
+    x, tab, m = t(rp, d), t(rp[-2:], d), t(rp[-1:], d)
+    out.append(func("mul_rope_inverse_f32", [("x", x), ("m", m), ("cos", tab), ("sin", tab)],
+                    [("p", x), ("y", x)], fused(
+        ["p", "y"], "mul+rope", ["x", "m", "cos", "sin"], [x, m, tab, tab], [x, x],
+        [op(["p"], "mul", ["a0", "a1"], "", [x, m], [x]),
+         op(["y"], "rope", ["p", "a2", "a3"], "inverse", [x, tab, tab], [x])], ["p", "y"])))
     return "".join(out)
 
 

@@ -99,6 +99,18 @@ def _cross_entropy_grad(dloss, logits, labels):
     return p * (dloss.to(acc) / rows)
 
 
+def _rope(x, cos, sin, inverse):
+    """LLaMA's rotate_half RoPE; `inverse`: its transpose (rope's gradient)."""
+    half = x.shape[-1] // 2
+
+    def rotate_half(t):
+        return torch.cat((-t[..., half:], t[..., :half]), -1)
+
+    if inverse:
+        return x * cos - rotate_half(x * sin)
+    return x * cos + rotate_half(x) * sin
+
+
 def _adamw(p, g, m, v, step, a):
     lr, b1, b2, eps, wd = a["lr"], a.get("beta1", 0.9), a.get("beta2", 0.999), \
         a.get("eps", 1e-8), a.get("weight_decay", 0.01)
@@ -374,6 +386,8 @@ def run_op(name, attrs, xs, types, reference, keep=None):
         return out(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)))
     if name == "weft.cross_entropy_grad":
         return out(_cross_entropy_grad(*xs))
+    if name == "weft.rope":
+        return out(_rope(*xs, inverse="inverse" in a))
     if name == "weft.adamw" and len(xs) == 6:
         return out(*_split_adamw(*xs, a, reference))
     if name == "weft.adamw":

@@ -81,8 +81,10 @@ def TestPrintFormulasPass : Pass<"weft-test-print-formulas", "mlir::ModuleOp"> {
   let description = [{
     Prints `formula-op weft.<name>` for every registered op that implements
     `ScalarFormulaOpInterface`, then, for each such op in the module, its
-    formula (`ScalarFormula::print`) after `formula of weft.<name>`. The IR
-    is unchanged. python/tests/test_formulas.py reads the first list.
+    formula (`ScalarFormula::print`) after `formula of weft.<name>`, and for
+    each op with a paired formula (`PairedFormulaOpInterface`: rope) its
+    code after `paired formula of weft.<name>` with its slot numbering. The
+    IR is unchanged. python/tests/test_formulas.py reads the first list.
 
     ```
     formula-op weft.neg

@@ -1,5 +1,6 @@
 // weft-test-print-formulas: the formula table as the compiler sees it, for
-// tests: every registered op with a formula, and each formula op's code.
+// tests: every registered op with a formula, each formula op's code and each
+// paired op's (rope).
 #include "TestPasses.h"
 
 #include "weft/Dialect/WeftDialect.h"
@@ -29,6 +30,14 @@ struct TestPrintFormulasPass
       weft::ScalarFormula formula;
       formula.setResult(op.buildFormula(formula));
       os << "formula of " << op->getName() << "\n";
+      formula.print(os);
+    });
+    getOperation().walk([&](weft::PairedFormulaOpInterface op) {
+      weft::ScalarFormula formula;
+      formula.setResult(op.buildPairedFormula(formula));
+      os << "paired formula of " << op->getName() << ": partner slots from "
+         << op.getPartnerSlot(0) << ", first-half mask " << op.getFirstHalfSlot()
+         << "\n";
       formula.print(os);
     });
   }

@@ -95,6 +95,28 @@ Scalar SiluGradOp::buildFormula(ScalarFormula &f) {
 }
 
 //===----------------------------------------------------------------------===//
+// Paired formulas (PairedFormulaOpInterface): an element and its rotate_half
+// partner p in the same row. unittests/ReferenceTest.cpp checks them against
+// the reference interpreter's kernels, which PyTorch checks.
+//===----------------------------------------------------------------------===//
+
+// rotate_half(x)[k] is -x[p] in the first half of the row and x[p] in the
+// second. Forward: y = x cos + rotate_half(x) sin. Inverse (the transpose,
+// rope's gradient): y = x cos - rotate_half(x sin), whose rotated term is
+// +x[p] sin[p] in the first half and -x[p] sin[p] in the second.
+Scalar RopeOp::buildPairedFormula(ScalarFormula &f) {
+  Scalar x = f.operand(0), cos = f.operand(1);
+  Scalar partnerX = f.operand(getPartnerSlot(0));
+  Scalar sin = f.operand(getInverse() ? getPartnerSlot(2) : 2);
+  Scalar firstHalf = f.operand(getFirstHalfSlot());
+  Scalar rotated = f.mul(partnerX, sin);
+  Scalar negated = f.neg(rotated);
+  Scalar term = getInverse() ? f.select(firstHalf, rotated, negated)
+                             : f.select(firstHalf, negated, rotated);
+  return f.add(f.mul(x, cos), term);
+}
+
+//===----------------------------------------------------------------------===//
 // FLOPs of the ops whose cost is their formula's
 //===----------------------------------------------------------------------===//
 

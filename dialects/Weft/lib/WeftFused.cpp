@@ -140,7 +140,7 @@ LogicalResult FusedOp::verifyRegions() {
     if (!opDomain)
       return op.emitOpError("cannot be fused: a weft.fused body holds only "
                             "pointwise, normalization, last-dim softmax, "
-                            "cross-entropy and AdamW ops whose operands "
+                            "cross-entropy, rope and AdamW ops whose operands "
                             "broadcast onto the domain or are per-row");
     if (!domain) {
       domain = opDomain;

@@ -14,9 +14,3 @@ func.func @gelu_f64(%x: tensor<4x64xf64>) -> tensor<4x64xf64> {
   %y = weft.gelu %x : (tensor<4x64xf64>) -> tensor<4x64xf64>
   return %y : tensor<4x64xf64>
 }
-
-// CHECK: error: no GPU kernel for weft.rope
-func.func @rope(%x: tensor<1x2x8x16xbf16>, %c: tensor<8x16xbf16>, %s: tensor<8x16xbf16>) -> tensor<1x2x8x16xbf16> {
-  %y = weft.rope %x, %c, %s : (tensor<1x2x8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>) -> tensor<1x2x8x16xbf16>
-  return %y : tensor<1x2x8x16xbf16>
-}

@@ -1,13 +1,13 @@
 // REQUIRES: ptxas
 // ptxas -arch=sm_90a -v accepts every kernel of every case fused_check.py
-// runs on the GPU (test/gpu/fused_cases.py, small shapes): 87 kernels, none
+// runs on the GPU (test/gpu/fused_cases.py, small shapes): 97 kernels, none
 // with spill stores, spill loads or a stack frame.
 // RUN: rm -rf %t && %python %S/../../gpu/fused_cases.py --small > %t.mlir
 // RUN: weft-compile %t.mlir --emit=elementwise-kernels -o %t > %t.resources
 // RUN: FileCheck %s --input-file=%t.resources
 // RUN: not grep -v "spill_stores=0 spill_loads=0 stack=0 " %t.resources
 // RUN: grep -c registers= %t.resources | FileCheck %s --check-prefix=COUNT
-// COUNT: 87
+// COUNT: 97
 // The three kernels of a lone norm-weight gradient (statistics, column sums,
 // then dx over the statistics' scratch) and the single loss kernel.
 // CHECK-DAG: layer_norm_grad_bf16_0 layer_norm_grad_bf16_0_stats: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
@@ -29,6 +29,19 @@
 // CHECK-DAG: adamw_split_bf16_0 adamw_split_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
 // CHECK-DAG: adamw_split_tail_bf16_0 adamw_split_tail_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
 // CHECK-DAG: add_adamw_split_bf16_0 add_adamw_split_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// RoPE forward and inverse in each dtype (partners as whole vectors), over
+// [1, 3, 7, 12] (partners per element / per lane), and fused after RMSNorm
+// (rows) and after a multiply (pointwise).
+// CHECK-DAG: rope_bf16_0 rope_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: rope_inverse_bf16_0 rope_inverse_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: rope_f16_0 rope_f16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: rope_inverse_f16_0 rope_inverse_f16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: rope_f32_0 rope_f32_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: rope_inverse_f32_0 rope_inverse_f32_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: rope_odd_bf16_0 rope_odd_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: rope_inverse_odd_f32_0 rope_inverse_odd_f32_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: rms_norm_rope_bf16_0 rms_norm_rope_bf16_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
+// CHECK-DAG: mul_rope_inverse_f32_0 mul_rope_inverse_f32_0: registers={{[0-9]+}} spill_stores=0 spill_loads=0 stack=0
 // Every unit has its PTX, cubin and launch JSON.
 // RUN: ls %t | FileCheck %s --check-prefix=FILES
 // FILES: adamw_convert_bf16_0.cubin

@@ -60,9 +60,9 @@ public:
 namespace weft {
 /// The iteration domain `[..., n]` of an op that may join a `weft.fused`
 /// group (WeftFused.cpp): a FusionOpInterface op (pointwise, a norm, a
-/// last-dim softmax, a cross-entropy, an AdamW update) each of whose tensor
-/// operands broadcasts onto the domain (NumPy: `[n]`, 0-d, `[1, 1, 1]`,
-/// size-1 dims in between) or holds one value per row `[...]`.
+/// last-dim softmax, a cross-entropy, a rope, an AdamW update) each of whose
+/// tensor operands broadcasts onto the domain (NumPy: `[n]`, 0-d,
+/// `[1, 1, 1]`, size-1 dims in between) or holds one value per row `[...]`.
 /// nullopt for every other op.
 std::optional<llvm::SmallVector<int64_t>> getFusionDomain(mlir::Operation *op);
 

@@ -61,12 +61,40 @@ def Weft_ScalarFormulaOpInterface : OpInterface<"ScalarFormulaOpInterface"> {
   ];
 }
 
+def Weft_PairedFormulaOpInterface : OpInterface<"PairedFormulaOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    An op whose result `[..., n]` (n even) has at last-dim index `k` a
+    formula (ScalarFormula.h) of its operands' elements at `k` and at `k`'s
+    partner `(k + n/2) mod n` in the same row, rotate_half's pairing: rope
+    and its gradient. Operands broadcast onto the result as a pointwise
+    op's. In the formula, slot `i` is operand i's element at `k`,
+    `getPartnerSlot(i)` its element at the partner, and
+    `getFirstHalfSlot()` the mask `k < n/2` (for `select`). The GPU row and
+    pointwise kernels lower it, the partner's values from the same row.
+  }];
+  let methods = [
+    InterfaceMethod<[{Builds the result element from the slots above and
+      returns it.}],
+      "::weft::Scalar", "buildPairedFormula", (ins "::weft::ScalarFormula &":$formula)>,
+  ];
+  let extraSharedClassDeclaration = [{
+    /// The formula slot of operand `index`'s element at the partner.
+    unsigned getPartnerSlot(unsigned index) {
+      return $_op->getNumOperands() + index;
+    }
+    /// The formula slot of the mask: the element lies in its row's first half.
+    unsigned getFirstHalfSlot() { return 2 * $_op->getNumOperands(); }
+  }];
+}
+
 def Weft_FusionOpInterface : OpInterface<"FusionOpInterface"> {
   let cppNamespace = "::weft";
   let description = [{
     An op that may join a `weft.fused` group: it iterates over one domain
     `[..., n]` (the shape of its anchor value) and reads each operand at an
-    index that a row-wise kernel can form. Row ops (norms, softmax, losses)
+    index that a row-wise kernel can form (a paired op such as rope also at
+    the partner element of the same row). Row ops (norms, softmax, losses)
     keep f32 statistics per row; norm gradients also sum some results over
     the rows (dgamma, dbeta).
   }];

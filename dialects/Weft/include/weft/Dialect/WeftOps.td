@@ -591,13 +591,18 @@ def Weft_CrossEntropyGradPartialOp : Weft_Op<"cross_entropy_grad_partial"> {
   let results = (outs Weft_FloatTensor:$dlogits);
 }
 
-def Weft_RopeOp : Weft_Op<"rope"> {
+def Weft_RopeOp : Weft_Op<"rope",
+    [DeclareOpInterfaceMethods<Weft_PairedFormulaOpInterface>,
+     Weft_FusionOpInterface]> {
   let summary = "rotary position embedding (LLaMA's rotate_half form)";
   let description = [{
     `x` is `[..., s, d]` with even `d`; `cos` and `sin` are `[s, d]`.
     `y = x * cos + rotate_half(x) * sin` with `rotate_half(x) = cat(-x2, x1)`.
     With `inverse` it applies the transpose of that linear map,
     `y = x * cos - rotate_half(x * sin)`, which is rope's gradient.
+    Element `k` of a row reads x (and, inverse, sin) at its rotate_half
+    partner: a paired formula (ScalarFormulas.cpp), so the GPU kernels run it
+    over x's shape and fusion may group it with ops of that domain.
     ```mlir
     %y = weft.rope %x, %cos, %sin : (tensor<1x4x16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<1x4x16x8xf32>
     ```
