@@ -43,6 +43,9 @@ from weft.gpu.phases import REPO, run_phases  # noqa: E402
 ANCHOR = dict(gsb.ANCHOR, seq=8192)
 MID = dict(ANCHOR, seq=2048)  # the anchor's width, small enough for float64
 SMALL = gsb.SMALL
+# A LLaMA-style block (RMSNorm, SwiGLU, RoPE, GQA 4:1), for the gradient check.
+LLAMA = dict(SMALL, layers=2, hidden=1024, heads=16, kv_heads=4, seq=1024, ffn_hidden=2816,
+             norm="rmsnorm", mlp="swiglu", rope=True)
 FLAGS = ["--fuse-elementwise", "--fold-attention-layout"]
 WARMUP, STEPS = 5, 20
 ANCHORS = os.path.join(REPO, "..", "shared", "anchors")
@@ -63,7 +66,7 @@ def prepare(args):
     directory, build, tp = args.dir, args.build, args.tp
     os.makedirs(directory, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
-    for name, config in (("anchor", ANCHOR), ("mid", MID), ("small", SMALL)):
+    for name, config in (("anchor", ANCHOR), ("mid", MID), ("small", SMALL), ("llama", LLAMA)):
         ir = os.path.join(directory, name + ".mlir")
         gsb.generate(config, ir, env)
         for variant, grid in variants(tp):
@@ -160,9 +163,11 @@ def adam_losses(directory, env, tp):
     return losses
 
 
-def gradient_checks(directory, env, tp, quick):
+def gradient_checks(directory, env, tp, names):
     results = {}
-    for name, config in (("small", SMALL),) + (() if quick else (("mid", MID),)):
+    configs = {"small": SMALL, "llama": LLAMA, "mid": MID}
+    for name in names:
+        config = configs[name]
         for variant, _ in variants(tp):
             result = gsb.gradient_check(directory, env, config, f"{name}_{variant}.weftpkg",
                                         ranks=1 if variant == "one" else tp)
@@ -268,8 +273,10 @@ def run(args):
     results["gpus"] = torch.cuda.device_count()
     steps = (args.only.split(",") if args.only else
              ["grad", "adam", "time", "coll", "torch", "launch", "kill", "hang"])
-    if "grad" in steps:
-        results["gradient_checks"] = gradient_checks(directory, env, tp, args.quick)
+    if "grad" in steps or "llama" in steps:
+        names = ["llama"] if "grad" not in steps else ["small", "llama"] + ([] if args.quick
+                                                                           else ["mid"])
+        results["gradient_checks"] = gradient_checks(directory, env, tp, names)
     if "adam" in steps:
         results["adam_losses"] = adam_losses(directory, env, tp)
     if "time" in steps:
@@ -298,7 +305,8 @@ def options(parser):
     parser.add_argument("--tp", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only",
-                        help="comma-separated: grad,adam,time,coll,torch,launch,kill,hang")
+                        help="comma-separated: grad (or llama alone),adam,time,coll,torch,"
+                             "launch,kill,hang")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@
 // CHECK: grid 2 (2 ranks, one plan), {{[0-9]+}} collectives: {{[0-9]+}} all_reduce {{[1-9][0-9]*}} all_gather {{[1-9][0-9]*}} reduce_scatter
 // CHECK: ok
 
-// PLAN: weft_plan.step {{.*}} attributes {grid = array<i64: 2>}
+// PLAN: weft_plan.step {{.*}} attributes {grid = array<i64: 2>, split_axis = 0 : i64}
+// PLAN: weft_plan.buffer @arg2 {{.*}} : tensor<192x128xf32> {arg = 2 : i64, split_dim = 0 : i64}
 // PLAN: weft_plan.collective "all_gather" {{.*}} dtype "bf16" axes [0]
 // PLAN: weft_plan.collective "reduce_scatter" {{.*}} dtype "bf16" axes [0]
 // PLAN: weft_plan.collective "all_reduce" {{.*}} dtype "f32" axes [0] {{.*}}{reduction = "avg"}
