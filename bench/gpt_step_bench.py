@@ -273,7 +273,9 @@ def gradient_check(directory, env, config=SMALL, package="small.weftpkg", ranks=
         with torch.no_grad():
             for p, v in zip(model.parameters(), bf[:n]):
                 p.copy_(v.to(dtype))
-        loss = model(bf[n].to("cuda", dtype), None)
+        tables = {s.kind: v.to("cuda", dtype) for s, v in zip(specs, bf)
+                   if s.kind in ("rope_cos", "rope_sin")}
+        loss = model(bf[n].to("cuda", dtype), None, **tables)
         loss.backward()
         grads = [p.grad.double().cpu() for p in model.parameters()]
         result = loss.double().item()
