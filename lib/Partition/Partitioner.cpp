@@ -97,16 +97,16 @@ struct Nest {
   }
 };
 
-/// The collectives emitted for `op` (after `before`) carry its weft.layer,
+/// The collectives (and views) emitted for `op` (after `before`) carry its weft.layer,
 /// so reports can count communication per layer.
 void tagCollectives(Operation *op, Operation *before, Block &block) {
   Attribute layer = op->getAttr(WeftDialect::kLayerAttr);
   if (!layer)
     return;
   auto it = before ? std::next(before->getIterator()) : block.begin();
+  // Collectives and the views of gathered tensors the resharder made.
   for (; it != block.end(); ++it)
-    if (isa<shard::ShardDialect>(it->getDialect()) &&
-        !it->hasAttr(WeftDialect::kLayerAttr))
+    if (!it->hasAttr(WeftDialect::kLayerAttr) && it->getNumResults() > 0)
       it->setAttr(WeftDialect::kLayerAttr, layer);
 }
 

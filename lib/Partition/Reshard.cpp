@@ -1,6 +1,8 @@
 // Resharding between placements with the shard dialect's collectives.
 #include "Reshard.h"
 
+#include "weft/Dialect/WeftDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -19,9 +21,36 @@ Value Resharder::to(Value global, Value value, const Placement &from,
   auto it = cache.find({global, key, int64_t(backward)});
   if (it != cache.end())
     return it->second;
-  Value result = emit(global, value, from, target, builder, loc);
+  Value result = target.splitDim ? Value()
+                                 : gatheredThroughView(global, from, backward, builder, loc);
+  if (!result)
+    result = emit(global, value, from, target, builder, loc);
   cache[{global, key, int64_t(backward)}] = result;
   return result;
+}
+
+/// Whether every dimension of `shape` before `dim` is 1: a split along `dim`
+/// gives each rank one contiguous block of the row-major tensor.
+static bool leadingOnes(ArrayRef<int64_t> shape, int64_t dim) {
+  return llvm::all_of(shape.take_front(dim), [](int64_t d) { return d == 1; });
+}
+
+Value Resharder::gatheredThroughView(Value global, const Placement &from, bool backward,
+                                     OpBuilder &builder, Location loc) {
+  Operation *view = global.getDefiningOp();
+  auto type = dyn_cast<RankedTensorType>(global.getType());
+  if (!view || !type || !from.splitDim || view->getNumOperands() != 1 ||
+      view->getNumResults() != 1 || !isBufferView(view) ||
+      !leadingOnes(type.getShape(), *from.splitDim))
+    return Value();
+  auto it = cache.find({view->getOperand(0), int64_t(-1), int64_t(backward)});
+  if (it == cache.end())
+    return Value();
+  auto gather = it->second.getDefiningOp<shard::AllGatherOp>();
+  if (!gather ||
+      !leadingOnes(gather.getInput().getType().getShape(), gather.getGatherAxis().getSExtValue()))
+    return Value();
+  return ReshapeOp::create(builder, loc, type, gather.getResult());
 }
 
 Value Resharder::emit(Value global, Value value, const Placement &from,

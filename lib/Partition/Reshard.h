@@ -24,6 +24,12 @@ public:
                  mlir::Location loc);
 
 private:
+  /// The gathered form of a view's source, viewed as `global`'s type: one
+  /// all-gather serves a tensor and its row-major reshapes when both split
+  /// along a dimension with only 1s before it (the same contiguous block
+  /// per rank). Null when there is none.
+  mlir::Value gatheredThroughView(mlir::Value global, const Placement &from, bool backward,
+                                  mlir::OpBuilder &builder, mlir::Location loc);
   mlir::Value emit(mlir::Value global, mlir::Value value, const Placement &from,
                    const Placement &to, mlir::OpBuilder &builder,
                    mlir::Location loc);
