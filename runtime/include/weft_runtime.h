@@ -365,7 +365,7 @@ WEFT_API const char *weft_step_describe(weft_step *step);
  * libnccl is opened with dlopen at first use: $WEFT_LIBNCCL when set, else
  * libnccl.so.2, else libnccl.so. One process per GPU; every process loads the
  * same package (weft-compile --grid=...), whose grid must have as many ranks
- * as the run. Communicators are nonblocking: every wait polls
+ * as the run. Every wait (joining, splitting, a step's collectives) polls
  * ncclCommGetAsyncError, the peer-failure flag (weft_comm_peer_failed) and a
  * timeout, and on any of them aborts the communicators (ncclCommAbort) and
  * fails with a message naming this rank, the step, the collective in flight

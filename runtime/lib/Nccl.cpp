@@ -1,6 +1,7 @@
-// NCCL opened with dlopen, nonblocking communicators and the watched wait:
-// every wait on a communicator polls ncclCommGetAsyncError, the peer-failure
-// flag and a deadline, and aborts the communicators on any of them.
+// NCCL opened with dlopen, communicators whose peer-waiting calls run on a
+// thread of their own, and the watched wait: every wait on a communicator
+// polls ncclCommGetAsyncError, the peer-failure flag and a deadline, and
+// aborts the communicators on any of them.
 #include "Nccl.h"
 #include "Status.h"
 
@@ -10,6 +11,7 @@
 #include <dlfcn.h>
 #include <memory>
 #include <thread>
+#include <utility>
 
 namespace weft::runtime {
 
@@ -82,10 +84,47 @@ void abortAll(weft_comm &comm) {
     comm.nccl->ncclCommAbort(c);
 }
 
-ncclConfig_t nonblockingConfig() {
+// Blocking communicators: a nonblocking one hands every enqueue to a helper
+// thread (tens of microseconds a collective). The calls that wait for peers
+// (init, split, finalize) run on a thread of their own instead (bounded).
+ncclConfig_t blockingConfig() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = 1;
   return config;
+}
+
+// Runs `call` (init, split, finalize: NCCL calls that wait for every peer) on
+// a thread with `context` current, waited for with the watch: a peer that
+// never comes is a timeout or a peer failure, not a hang. On a failure the
+// thread is left behind (the process is failing; it owns its state).
+weft_status bounded(weft_comm &comm, std::function<ncclResult_t(ncclComm_t *)> call,
+                    ncclComm_t &out, const WaitSubject &subject) {
+  struct State {
+    std::atomic<bool> done{false};
+    ncclResult_t result = ncclSuccess;
+    ncclComm_t comm = nullptr;
+  };
+  auto state = std::make_shared<State>();
+  CUcontext context = nullptr;
+  comm.cuda->cuCtxGetCurrent(&context);
+  const DriverApi *cuda = comm.cuda;
+  std::thread([state, call, context, cuda]() {
+    cuda->cuCtxSetCurrent(context);
+    state->result = call(&state->comm);
+    state->done.store(true, std::memory_order_release);
+  }).detach();
+  if (weft_status status = waitWatched(
+          comm, [&]() { return state->done.load(std::memory_order_acquire) ? 1 : 0; },
+          subject))
+    return status;
+  if (state->result != ncclSuccess) {
+    std::string message = format("rank %d: %s: NCCL failed: %s", comm.rank, subject().c_str(),
+                                 resultText(*comm.nccl, state->result, state->comm).c_str());
+    abortAll(comm);
+    return fail(WEFT_ERROR_NCCL, message);
+  }
+  out = state->comm;
+  return WEFT_OK;
 }
 
 // Polls the communicator's state until its pending operation (init, split,
@@ -285,19 +324,20 @@ weft_status splitGrid(weft_comm &comm, const std::vector<int64_t> &grid,
     for (size_t axis = 0; axis < grid.size(); ++axis)
       if (!(mask >> axis & 1))
         color = color * int(grid[axis]) + int(coords[axis]);
-    ncclConfig_t config = nonblockingConfig();
     ncclComm_t sub = nullptr;
     auto subject = [&]() { return format("splitting the communicator of grid axes %u", mask); };
-    ncclResult_t result = comm.nccl->ncclCommSplit(comm.world, color, comm.rank, &sub, &config);
-    if (result != ncclSuccess && result != ncclInProgress) {
-      std::string message = format("rank %d: %s: %s", comm.rank, subject().c_str(),
-                                   resultText(*comm.nccl, result, comm.world).c_str());
-      abortAll(comm);
-      return fail(WEFT_ERROR_NCCL, message);
-    }
-    comm.axes[mask] = sub;
-    if (weft_status status = settle(comm, sub, subject))
+    const NcclApi *api = comm.nccl;
+    ncclComm_t world = comm.world;
+    int rank = comm.rank;
+    if (weft_status status = bounded(
+            comm,
+            [=](ncclComm_t *made) {
+              ncclConfig_t config = blockingConfig();
+              return api->ncclCommSplit(world, color, rank, made, &config);
+            },
+            sub, subject))
       return status;
+    comm.axes[mask] = sub;
   }
   return WEFT_OK;
 }
@@ -364,17 +404,18 @@ weft_status weft_comm_init(const weft_nccl_id *id, int world_size, int rank, dou
     comm->grid = {world_size};
     ncclUniqueId unique;
     std::memcpy(&unique, id->bytes, sizeof(unique));
-    ncclConfig_t config = nonblockingConfig();
-    ncclResult_t result =
-        comm->nccl->ncclCommInitRankConfig(&comm->world, world_size, unique, rank, &config);
-    if (result != ncclSuccess && result != ncclInProgress)
-      return fail(WEFT_ERROR_NCCL,
-                  format("rank %d: ncclCommInitRankConfig over %d ranks: %s", rank, world_size,
-                         resultText(*comm->nccl, result, comm->world).c_str()));
-    if (weft_status status = settle(*comm, comm->world, [&]() {
-          return format("joining the communicator of %d ranks", world_size);
-        }))
-      return status; // settle aborted it
+    const NcclApi *api = comm->nccl;
+    if (weft_status status = bounded(
+            *comm,
+            [=](ncclComm_t *made) {
+              ncclConfig_t config = blockingConfig();
+              return api->ncclCommInitRankConfig(made, world_size, unique, rank, &config);
+            },
+            comm->world, [&]() {
+              return format("joining the communicator of %d ranks (ncclCommInitRankConfig)",
+                            world_size);
+            }))
+      return status;
     *out = comm.release();
     return WEFT_OK;
   });
@@ -424,14 +465,11 @@ weft_status weft_comm_free(weft_comm *comm) {
     for (ncclComm_t c : allComms(*comm)) {
       if (comm->aborted)
         break;
-      if (ncclResult_t result = comm->nccl->ncclCommFinalize(c);
-          result != ncclSuccess && result != ncclInProgress) {
-        abortAll(*comm);
-        status = fail(WEFT_ERROR_NCCL, format("rank %d: ncclCommFinalize: %s", comm->rank,
-                                              resultText(*comm->nccl, result, c).c_str()));
-        break;
-      }
-      if ((status = settle(*comm, c, [] { return std::string("finalizing a communicator"); })))
+      const NcclApi *api = comm->nccl;
+      ncclComm_t unused = nullptr;
+      if ((status = bounded(
+               *comm, [=](ncclComm_t *) { return api->ncclCommFinalize(c); }, unused,
+               [] { return std::string("finalizing a communicator (ncclCommFinalize)"); })))
         break;
     }
     if (comm->aborted)
@@ -468,21 +506,37 @@ weft_status weft_comm_collective(weft_comm *comm, weft_collective_kind kind, con
 }
 
 weft_status weft_comm_barrier(weft_comm *comm) {
-  if (weft_status status = checkComm(comm, "weft_comm_barrier"))
-    return status;
-  const DriverApi &cuda = *comm->cuda;
-  if (!comm->barrierStream) {
-    if (CUresult result = cuda.cuStreamCreate(&comm->barrierStream, CU_STREAM_NON_BLOCKING))
-      return failCuda(result, "cuStreamCreate (barrier)");
-    if (CUresult result = cuda.cuMemAlloc_v2(&comm->barrierBuffer, 256))
-      return failCuda(result, "cuMemAlloc (barrier)");
-  }
-  void *buffer = reinterpret_cast<void *>(uintptr_t(comm->barrierBuffer));
-  if (weft_status status = weft_comm_collective(comm, WEFT_ALL_REDUCE, buffer, buffer, 1,
-                                                WEFT_DTYPE_F32, WEFT_REDUCE_SUM,
-                                                comm->barrierStream))
-    return status;
-  return weft_comm_synchronize(comm, comm->barrierStream);
+  return apiCall("weft_comm_barrier", [&]() -> weft_status {
+    if (weft_status status = checkComm(comm, "weft_comm_barrier"))
+      return status;
+    const DriverApi &cuda = *comm->cuda;
+    if (!comm->barrierStream) {
+      if (CUresult result = cuda.cuStreamCreate(&comm->barrierStream, CU_STREAM_NON_BLOCKING))
+        return failCuda(result, "cuStreamCreate (barrier)");
+      if (CUresult result = cuda.cuMemAlloc_v2(&comm->barrierBuffer, 256))
+        return failCuda(result, "cuMemAlloc (barrier)");
+    }
+    void *buffer = reinterpret_cast<void *>(uintptr_t(comm->barrierBuffer));
+    auto subject = [] { return std::string("the barrier (a one-element all-reduce)"); };
+    if (weft_status status =
+            enqueueCollective(*comm, comm->world, WEFT_ALL_REDUCE, buffer, buffer, 1, ncclFloat32,
+                              ncclSum, comm->worldSize, comm->barrierStream, subject))
+      return status;
+    CUstream stream = comm->barrierStream;
+    return waitWatched(
+        *comm,
+        [&]() {
+          CUresult result = cuda.cuStreamQuery(stream);
+          if (result == CUDA_ERROR_NOT_READY)
+            return 0;
+          if (result != CUDA_SUCCESS) {
+            failCuda(result, "cuStreamQuery");
+            return -1;
+          }
+          return 1;
+        },
+        subject);
+  });
 }
 
 weft_status weft_comm_synchronize(weft_comm *comm, CUstream stream) {

@@ -1,10 +1,12 @@
 // NCCL behind the runtime: libnccl is opened with dlopen at first use (as
 // libcuda is), so programs linking the runtime start without it. A weft_comm
-// is a nonblocking NCCL communicator over every rank of a run plus the
-// sub-communicators of grid axes (ncclCommSplit); every wait on it polls
-// ncclCommGetAsyncError, a peer-failure flag the host's rendezvous sets, and a
-// deadline, and aborts the communicators (ncclCommAbort) on any of them, so a
-// failed or dead peer is an error naming it, never a hang.
+// is an NCCL communicator over every rank of a run plus the sub-communicators
+// of grid axes (ncclCommSplit). The calls that wait for peers (init, split,
+// finalize) run on a thread of their own, and every wait (on those, on a
+// step's collectives) polls ncclCommGetAsyncError, a peer-failure flag the
+// host's rendezvous sets, and a deadline, and aborts the communicators
+// (ncclCommAbort) on any of them: a failed or dead peer is an error naming
+// it, never a hang.
 #ifndef WEFT_RUNTIME_NCCL_H
 #define WEFT_RUNTIME_NCCL_H
 
