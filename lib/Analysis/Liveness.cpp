@@ -3,6 +3,8 @@
 // then lifetimes and categories per buffer.
 #include "weft/Analysis/Liveness.h"
 
+#include "weft/Analysis/LinkModel.h"
+
 
 #include "weft/Dialect/WeftDialect.h"
 
@@ -45,6 +47,7 @@ private:
     int64_t size = 0;
     int64_t defStep = 0;
     int64_t lastUse = 0;
+    int64_t firstUse = -1; // the first step reading it, -1 when none
     int64_t lastNonReturnUse = -1;
     Operation *lastUser = nullptr;
     unsigned parent = 0; // union-find
@@ -52,6 +55,9 @@ private:
 
   LogicalResult registerValue(Value value, int64_t step, Location loc,
                               StringRef what);
+  /// A collective runs beside the compute stream until the first step that
+  /// reads its result: its operands stay live until then.
+  void extendCollectiveOperands();
   unsigned find(unsigned id) {
     while (states[id].parent != id) {
       states[id].parent = states[states[id].parent].parent;
@@ -159,6 +165,8 @@ LogicalResult LivenessBuilder::build() {
         if (it == ids.end())
           continue;
         ValueState &state = states[it->second];
+        if (state.firstUse < 0 || step < state.firstUse)
+          state.firstUse = step;
         if (step >= state.lastUse) {
           state.lastUse = step;
           state.lastUser = op;
@@ -180,6 +188,7 @@ LogicalResult LivenessBuilder::build() {
       unite(ids.lookup(root), ids.lookup(value));
   }
 
+  extendCollectiveOperands();
   for (BlockArgument arg : block.getArguments())
     if (func.getArgAttr(arg.getArgNumber(), WeftDialect::kParamAttr) &&
         ids.count(arg))
@@ -190,6 +199,26 @@ LogicalResult LivenessBuilder::build() {
   buildBuffers();
   classify();
   return success();
+}
+
+void LivenessBuilder::extendCollectiveOperands() {
+  for (auto [step, op] : llvm::enumerate(result.schedule)) {
+    if (!isCommunicating(op) || op->getNumResults() != 1)
+      continue;
+    auto resultIt = ids.find(op->getResult(0));
+    if (resultIt == ids.end())
+      continue;
+    // The first step reading the result's buffer (it or a view of it).
+    unsigned root = find(resultIt->second);
+    int64_t wait = lastStep;
+    for (unsigned id = 0; id < states.size(); ++id)
+      if (states[id].firstUse > int64_t(step) && find(id) == root)
+        wait = std::min(wait, states[id].firstUse);
+    result.collectiveWaits[op] = wait;
+    for (Value operand : op->getOperands())
+      if (auto it = ids.find(operand); it != ids.end())
+        states[it->second].lastUse = std::max(states[it->second].lastUse, wait);
+  }
 }
 
 LogicalResult LivenessBuilder::tieAliases() {

@@ -101,6 +101,7 @@ LogicalResult weft::buildTrainingPipeline(
     PartitionPassOptions partition;
     partition.sequenceParallel = options.sequenceParallel;
     pm.addPass(createPartitionPass(partition));
+    pm.addNestedPass<func::FuncOp>(createHoistCollectivesPass());
   } else if (options.sequenceParallel) {
     return emitError("sequence-parallel needs a grid (e.g. grid=tp=2)");
   }

@@ -12,7 +12,11 @@
 //    result nobody uses still lives during its own step;
 //  - the function's results live to the last step (the return uses them);
 //  - an op's workspace (MemoryOpInterface::getWorkspaceBytes) lives during
-//    its op's step only.
+//    its op's step only;
+//  - a collective (a shard dialect op that communicates) runs on the
+//    communication stream from its step until the first step that reads its
+//    result or a view of it, where the compute stream waits for it
+//    (getCollectiveWait): its operands live until that step.
 // `weft.reshape` results are views: they share their operand's buffer; so do
 // the pieces of a split and the result of a concat that seq-major attention
 // reads and writes packed (AttentionPacking.h), in a buffer of the whole. A
@@ -121,6 +125,13 @@ public:
   /// Size and lifetime of one tensor value of the body.
   std::optional<ValueLifetime> getValueLifetime(mlir::Value value) const;
 
+  /// The step where the compute stream waits for collective `op` (the first
+  /// step reading its result; the last step when none does); -1 for other ops.
+  int64_t getCollectiveWait(mlir::Operation *op) const {
+    auto it = collectiveWaits.find(op);
+    return it == collectiveWaits.end() ? -1 : it->second;
+  }
+
   /// Buffers live at `step`, in buffer order.
   llvm::SmallVector<unsigned> getLiveBuffers(int64_t step) const;
   /// Bytes live at every step, each buffer rounded up to `alignment`.
@@ -142,6 +153,7 @@ private:
   llvm::SmallVector<LiveBuffer> buffers;
   llvm::DenseMap<mlir::Value, ValueLifetime> values;
   llvm::DenseMap<mlir::Operation *, unsigned> workspaces;
+  llvm::DenseMap<mlir::Operation *, int64_t> collectiveWaits;
   int64_t backwardStart = 0;
 
   friend class LivenessBuilder;

@@ -60,6 +60,28 @@ def ExpandKvHeadsPass : Pass<"weft-expand-kv-heads", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def HoistCollectivesPass : Pass<"weft-hoist-collectives", "mlir::func::FuncOp"> {
+  let summary = "Issue all-gathers early enough to hide them behind compute";
+  let description = [{
+    On a partitioned step (weft-partition): each all-gather moves up, past
+    the ops before it that it does not depend on, until their roofline time
+    (CostOpInterface) covers its link time (LinkModel) or its operand's
+    definition is reached. weft-build-plan runs collectives on a
+    communication stream that stream 0 waits for only where their results
+    are first read, so a hoisted all-gather (the backward's re-gather of a
+    sequence shard for a weight gradient, issued before the data-gradient
+    GEMM) runs beside that compute, and the reduce-scatter or all-reduce of
+    the data gradient then runs beside the weight-gradient GEMM instead of
+    behind the gather (Megatron-LM's overlap of the backward's collectives).
+    The gathered tensor lives from its new position: the memory planner and
+    remat see it. Latency-bound collectives (link time below twice the
+    link's latency: a norm weight's gradient all-reduce) move down to just
+    before their first reader, so on the communication stream they queue
+    behind, not ahead of, the gathers the compute waits for. The function
+    computes the same values.
+  }];
+}
+
 def PartitionPass : Pass<"weft-partition", "mlir::ModuleOp"> {
   let summary = "Turn a step with placements into the per-rank SPMD step with shard collectives";
   let description = [{

@@ -186,6 +186,8 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
     failedAny |= failed(entries.addOp(op, liveness->getStep(op)));
   if (failedAny)
     return fail();
+  if (entries.usesCommunicationStream())
+    step.setNumStreams(2);
   return HostSchedule{step, std::move(entries.attentionImages),
                    std::move(entries.elementwiseImages)};
 }
@@ -202,6 +204,7 @@ struct BuildPlanPass : weft::impl::BuildPlanPassBase<BuildPlanPass> {
   void runOnOperation() override {
     BuildPlanOptions options;
     options.arch = arch;
+    options.overlapCollectives = overlapCollectives;
     options.chooseTiles = [&](gpu::AttentionKernelConfig &config, bool) {
       config.blockQ = blockQ;
       config.blockK = blockK;

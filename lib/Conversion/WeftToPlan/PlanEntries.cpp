@@ -570,17 +570,41 @@ LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
   if (failed(in) || failed(out))
     return failure();
   SmallVector<int64_t> axisList(axes.begin(), axes.end());
-  plan::CollectiveOp::create(builder, op->getLoc(), builder.getStringAttr(kind), *in,
-                             *out, builder.getI64IntegerAttr(whole.getNumElements()),
-                             builder.getStringAttr(dtypeName),
+  // On stream 1 after its producers (an event recorded on stream 0), with an
+  // event after it that stream 0 waits for where the result is first read.
+  int64_t stream = options.overlapCollectives ? 1 : 0;
+  Location loc = op->getLoc();
+  auto i64 = [&](int64_t v) { return builder.getI64IntegerAttr(v); };
+  if (stream) {
+    int64_t ready = nextEvent++;
+    plan::RecordEventOp::create(builder, loc, i64(0), i64(ready), i64(index));
+    plan::WaitEventOp::create(builder, loc, i64(1), i64(ready), i64(index));
+  }
+  plan::CollectiveOp::create(builder, loc, builder.getStringAttr(kind), *in, *out,
+                             i64(whole.getNumElements()), builder.getStringAttr(dtypeName),
                              builder.getDenseI64ArrayAttr(axisList),
-                             builder.getStringAttr(reductionName),
-                             builder.getI64IntegerAttr(0),
-                             builder.getI64IntegerAttr(index));
+                             builder.getStringAttr(reductionName), i64(stream), i64(index));
+  if (stream) {
+    int64_t done = nextEvent++;
+    plan::RecordEventOp::create(builder, loc, i64(1), i64(done), i64(index));
+    pendingWaits[liveness.getCollectiveWait(op)].push_back(done);
+  }
   return success();
 }
 
+void ScheduleBuilder::waitForCollectives(int64_t index) {
+  auto it = pendingWaits.find(index);
+  if (it == pendingWaits.end())
+    return;
+  for (int64_t event : it->second)
+    plan::WaitEventOp::create(builder, step.getLoc(), builder.getI64IntegerAttr(0),
+                              builder.getI64IntegerAttr(event),
+                              builder.getI64IntegerAttr(index));
+  pendingWaits.erase(it);
+}
+
 LogicalResult ScheduleBuilder::addOp(Operation *op, int64_t index) {
+  waitForCollectives(index);
   if (isa<arith::ConstantOp>(op))
     return addConstant(op, index);
   if (isCommunicating(op))

@@ -27,8 +27,13 @@ public:
 
   std::vector<AttentionImage> attentionImages;
   std::vector<ElementwiseImage> elementwiseImages;
+  /// Whether a collective went to stream 1 (the step then has two streams).
+  bool usesCommunicationStream() const { return nextEvent > 0; }
 
 private:
+  /// Stream 0 waits, before the entries of step `index`, for the collectives
+  /// whose results are first read there.
+  void waitForCollectives(int64_t index);
   mlir::FailureOr<mlir::FlatSymbolRefAttr> bufferOf(mlir::Operation *op,
                                                     mlir::Value value);
   void declareKernel(llvm::StringRef name, llvm::StringRef image,
@@ -84,6 +89,9 @@ private:
   /// Kernels are declared before the first schedule entry.
   mlir::Operation *firstEntry = nullptr;
   llvm::StringSet<> kernels, images;
+  /// Events recorded after collectives on stream 1, by the step that waits.
+  llvm::DenseMap<int64_t, llvm::SmallVector<int64_t>> pendingWaits;
+  int64_t nextEvent = 0;
 };
 
 } // namespace weft

@@ -19,7 +19,13 @@
 // RANK0: rank 0 of 2, 33 collectives
 // RANK0: buffer 2 'arg2' parameter tensor<192x128xf32> {{.*}} arg 2 split dim 0 along grid axis 0
 // RANK0: buffer 4 'arg4' parameter tensor<128x64xf32> {{.*}} arg 4 split dim 1 along grid axis 0
-// RANK0: collective 0 at {{[0-9]+}} stream 0: '{{.*}} = all_gather('{{.*}}) 8192 bf16 over grid axes 1
+// Collectives run on stream 1 after an event from stream 0; stream 0 waits
+// for the event after them where their result is first read.
+// RANK0: record event 0 on stream 0 at [[AT:[0-9]+]]
+// RANK0-NEXT: wait event 0 on stream 1 at [[AT]]
+// RANK0-NEXT: collective 0 at [[AT]] stream 1: '{{.*}} = all_gather('{{.*}}) 8192 bf16 over grid axes 1
+// RANK0-NEXT: record event 1 on stream 1 at [[AT]]
+// RANK0: wait event 1 on stream 0 at
 // RANK0: reduce_scatter({{.*}}) 8192 bf16 over grid axes 1 (sum)
 // RANK0: step 1: arg0 <- {{.*}}in.npz:arg0 arg1 <- {{.*}}in.npz:arg1 arg2 <- {{.*}}in.npz:arg2 block 0/2 of dim 0
 // RANK0-SAME: arg72 <- {{.*}}in.npz:arg72 block 0/2 of dim 1

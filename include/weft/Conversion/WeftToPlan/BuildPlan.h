@@ -27,6 +27,11 @@ struct BuildPlanOptions {
   /// whose dtype, head_dim and causal are filled in; default 64/64 mma.sync.
   std::function<void(gpu::AttentionKernelConfig &config, bool backward)>
       chooseTiles;
+  /// Collectives run on stream 1 beside the compute on stream 0: stream 1
+  /// waits for an event recorded after their producers, stream 0 for one
+  /// recorded after them, at the first entry that reads their result
+  /// (ScheduleLiveness::getCollectiveWait). Off: everything on stream 0.
+  bool overlapCollectives = true;
 };
 
 /// A module of attention kernels the step launches: the image to build.

@@ -35,6 +35,9 @@ def BuildPlanPass : Pass<"weft-build-plan", "mlir::ModuleOp"> {
     Option<"blockK", "block-k", "int64_t", "64", "Attention key rows per tile">,
     Option<"warpgroupMma", "wgmma", "bool", "false",
            "Attention forward with Hopper warpgroup MMA">,
+    Option<"overlapCollectives", "overlap-collectives", "bool", "true",
+           "Collectives on stream 1, joined by events where their results are "
+           "first read (off: every entry on stream 0)">,
   ];
   let dependentDialects = ["::weft::plan::WeftPlanDialect"];
 }
