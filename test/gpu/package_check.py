@@ -81,7 +81,7 @@ def prepare(directory, build):
     if bgrads != 4 * SMALL["layers"]:
         raise SystemExit(f"small_fused.weftpkg has {bgrads} bgrad_a GEMMs, expected "
                          f"{4 * SMALL['layers']}:\n{gemms}")
-    # A TP+SP package (tp = 2): the one-GPU runtime must refuse it by name.
+    # A TP+SP package (tp = 2): refused when started without ranks.
     subprocess.run([os.path.join(build, "bin", "weft-compile"),
                     os.path.join(REPO, "test", "Tools", "weft-run", "Inputs",
                                  "gpt_mean_square_bf16.mlir"),
@@ -252,13 +252,14 @@ def check(directory):
     c.results["memory_small"] = memory
     c.results["memory_large"] = large
 
-    # The partitioned package is refused, naming its grid, until the NCCL
-    # runtime runs one process per rank.
+    # The partitioned package started without ranks is refused, naming its
+    # grid and how to run it (weft-run --nproc-per-node, or torchrun).
     refused = subprocess.run([os.path.join(directory, "weft-run"),
                               os.path.join(directory, "tp_sp.weftpkg")],
                              capture_output=True, text=True, env=c.env)
-    c.check("tp_sp: the one-GPU runtime refuses a partitioned package",
-            refused.returncode != 0 and "partitioned step for grid 2" in refused.stderr,
+    c.check("tp_sp: a partitioned package without ranks is refused",
+            refused.returncode != 0 and "partitioned step for grid 2" in refused.stderr
+            and "--nproc-per-node 2" in refused.stderr,
             f"exit {refused.returncode}: {refused.stderr.strip()[-300:]}")
     return c.finish()
 
