@@ -330,3 +330,41 @@ TEST(Package, NotAPackage) {
 }
 
 } // namespace
+
+// The SPLITS section of a partitioned package: written only with a split
+// axis, read back exactly, and refused when it names a buffer twice, an axis
+// past the grid or a buffer that holds no argument or result.
+TEST(Package, SplitsRoundTripAndChecks) {
+  Package p = makePackage();
+  p.grid = {2};
+  p.splitAxis = 0;
+  p.buffers[0].arg = 0;
+  p.splits = {{0, 1}};
+  std::string bytes = writePackage(p), error;
+  Package q;
+  ASSERT_TRUE(readPackage(bytes.data(), bytes.size(), q, error)) << error;
+  EXPECT_EQ(q.splitAxis, 0);
+  ASSERT_EQ(q.splits.size(), 1u);
+  EXPECT_EQ(q.splits[0].buffer, 0u);
+  EXPECT_EQ(q.splits[0].dim, 1);
+  EXPECT_EQ(writePackage(q), bytes);
+
+  Package twice = p;
+  twice.splits.push_back({0, 0});
+  std::string twiceBytes = writePackage(twice);
+  EXPECT_FALSE(readPackage(twiceBytes.data(), twiceBytes.size(), q, error));
+  EXPECT_NE(error.find("buffer 'a' is split twice"), std::string::npos) << error;
+
+  Package axis = p;
+  axis.splitAxis = 1;
+  std::string axisBytes = writePackage(axis);
+  EXPECT_FALSE(readPackage(axisBytes.data(), axisBytes.size(), q, error));
+  EXPECT_NE(error.find("split axis 1 is outside the grid's 1 axes"), std::string::npos) << error;
+
+  Package notArg = p;
+  notArg.splits = {{2, 0}};
+  std::string all = messages(checkPackage(notArg));
+  EXPECT_NE(all.find("buffer 'd' is split along dimension 0 but holds no argument or result"),
+            std::string::npos)
+      << all;
+}
