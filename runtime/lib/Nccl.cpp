@@ -224,6 +224,20 @@ weft_status waitWatched(weft_comm &comm, const std::function<int()> &done,
   }
 }
 
+std::function<int()> queryDone(const DriverApi &cuda, CUstream stream, CUevent event,
+                               std::string what) {
+  return [&cuda, stream, event, what = std::move(what)]() {
+    CUresult result = event ? cuda.cuEventQuery(event) : cuda.cuStreamQuery(stream);
+    if (result == CUDA_ERROR_NOT_READY)
+      return 0;
+    if (result != CUDA_SUCCESS) {
+      failCuda(result, format("after %s (a kernel, GEMM or collective failed)", what.c_str()));
+      return -1;
+    }
+    return 1;
+  };
+}
+
 int ranksAlong(const std::vector<int64_t> &grid, uint32_t mask) {
   int64_t ranks = 1;
   for (size_t axis = 0; axis < grid.size(); ++axis)
@@ -522,20 +536,8 @@ weft_status weft_comm_barrier(weft_comm *comm) {
             enqueueCollective(*comm, comm->world, WEFT_ALL_REDUCE, buffer, buffer, 1, ncclFloat32,
                               ncclSum, comm->worldSize, comm->barrierStream, subject))
       return status;
-    CUstream stream = comm->barrierStream;
-    return waitWatched(
-        *comm,
-        [&]() {
-          CUresult result = cuda.cuStreamQuery(stream);
-          if (result == CUDA_ERROR_NOT_READY)
-            return 0;
-          if (result != CUDA_SUCCESS) {
-            failCuda(result, "cuStreamQuery");
-            return -1;
-          }
-          return 1;
-        },
-        subject);
+    return waitWatched(*comm, queryDone(cuda, comm->barrierStream, nullptr, "the barrier"),
+                       subject);
   });
 }
 
@@ -543,20 +545,8 @@ weft_status weft_comm_synchronize(weft_comm *comm, CUstream stream) {
   return apiCall("weft_comm_synchronize", [&]() -> weft_status {
     if (weft_status status = checkComm(comm, "weft_comm_synchronize"))
       return status;
-    const DriverApi &cuda = *comm->cuda;
-    return waitWatched(
-        *comm,
-        [&]() {
-          CUresult result = cuda.cuStreamQuery(stream);
-          if (result == CUDA_ERROR_NOT_READY)
-            return 0;
-          if (result != CUDA_SUCCESS) {
-            failCuda(result, "cuStreamQuery");
-            return -1;
-          }
-          return 1;
-        },
-        [] { return std::string("waiting for the stream's collectives"); });
+    return waitWatched(*comm, queryDone(*comm->cuda, stream, nullptr, "the stream"),
+                       [] { return std::string("waiting for the stream's collectives"); });
   });
 }
 

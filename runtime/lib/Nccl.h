@@ -87,6 +87,12 @@ using WaitSubject = std::function<std::string()>;
 weft_status waitWatched(weft_comm &comm, const std::function<int()> &done,
                         const WaitSubject &subject);
 
+// A waitWatched `done` for the work queued on `stream` (or up to `event`
+// when it is not null): 1 done, 0 not yet, -1 a driver error (recorded,
+// naming `what`).
+std::function<int()> queryDone(const DriverApi &cuda, CUstream stream, CUevent event,
+                               std::string what);
+
 // The communicator of grid axes `mask` (bit i: axis i); the world's when the
 // mask covers every axis of a one-communicator grid.
 weft_status commForAxes(weft_comm &comm, uint32_t mask, ncclComm_t &out);

@@ -121,17 +121,7 @@ weft_status waitForStep(weft_step &step, CUevent until, const char *what) {
     return WEFT_OK;
   }
   return waitWatched(
-      *step.comm,
-      [&]() {
-        CUresult result = until ? api.cuEventQuery(until) : api.cuStreamQuery(step.streams[0]);
-        if (result == CUDA_ERROR_NOT_READY)
-          return 0;
-        if (result != CUDA_SUCCESS) {
-          failCuda(result, format("after %s (a kernel, GEMM or collective failed)", what));
-          return -1;
-        }
-        return 1;
-      },
+      *step.comm, queryDone(api, step.streams[0], until, what),
       [&]() { return format("step %llu: %s%s", step.runs, what, inFlight(step).c_str()); });
 }
 
