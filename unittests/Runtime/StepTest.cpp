@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -233,6 +234,88 @@ TEST(StepApi, PreparedStepsAreInspectedNotRun) {
             std::string::npos);
   EXPECT_EQ(weft_step_free(step), WEFT_OK);
   EXPECT_EQ(weft_step_free(nullptr), WEFT_OK);
+}
+
+// A partitioned package runs on exactly its grid's ranks: without ranks, on
+// another number of them, and a one-GPU package on several are refused with
+// both sizes named; prepared for a rank, its grid and splits are readable.
+TEST(StepApi, PartitionedPackagesNeedTheirRanks) {
+  pkg::Package package = makePackage();
+  package.grid = {2};
+  package.splitAxis = 0;
+  package.buffers[0].arg = 0;
+  package.splits = {{0, 1}};
+  std::string bytes = pkg::writePackage(package);
+  weft_step *step = nullptr;
+  EXPECT_EQ(weft_step_prepare(bytes.data(), bytes.size(), 90, nullptr, &step),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("the package is a partitioned step for grid 2 (2 ranks) with 0 "
+                             "collectives; run it with one process per rank"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(weft_step_prepare_spmd(bytes.data(), bytes.size(), 90, nullptr, 4, 1, &step),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("the package was built for grid 2 of 2 ranks, but this run has 4 "
+                             "ranks"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(weft_step_prepare_spmd(bytes.data(), bytes.size(), 90, nullptr, 2, 2, &step),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  std::string plain = pkg::writePackage(makePackage());
+  EXPECT_EQ(weft_step_prepare_spmd(plain.data(), plain.size(), 90, nullptr, 2, 0, &step),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("the package is a one-GPU step but this run has 2 ranks"),
+            std::string::npos)
+      << lastError();
+
+  ASSERT_EQ(weft_step_prepare_spmd(bytes.data(), bytes.size(), 90, nullptr, 2, 1, &step),
+            WEFT_OK)
+      << lastError();
+  int axes = 0, splitAxis = -1, dim = -2;
+  long long dims[WEFT_STEP_MAX_RANK];
+  ASSERT_EQ(weft_step_grid(step, &axes, dims, &splitAxis), WEFT_OK);
+  EXPECT_EQ(axes, 1);
+  EXPECT_EQ(dims[0], 2);
+  EXPECT_EQ(splitAxis, 0);
+  ASSERT_EQ(weft_step_buffer_split(step, 0, &dim), WEFT_OK);
+  EXPECT_EQ(dim, 1);
+  ASSERT_EQ(weft_step_buffer_split(step, 1, &dim), WEFT_OK);
+  EXPECT_EQ(dim, -1);
+  EXPECT_EQ(weft_step_buffer_split(step, 9, &dim), WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(weft_step_describe(step)).find("rank 1 of 2, 0 collectives"),
+            std::string::npos);
+  EXPECT_EQ(weft_step_free(step), WEFT_OK);
+}
+
+// Without NCCL, the communicator calls say so; arguments are checked first.
+TEST(Comm, ArgumentsAndMissingLibrary) {
+  weft_comm *comm = nullptr;
+  weft_nccl_id id = {};
+  EXPECT_EQ(weft_comm_init(&id, 2, 2, 10.0, &comm), WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("rank 2 of 2 ranks"), std::string::npos) << lastError();
+  EXPECT_EQ(weft_comm_init(&id, 2, 0, 0.0, &comm), WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(weft_comm_init(nullptr, 2, 0, 1.0, &comm), WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(weft_comm_free(nullptr), WEFT_OK);
+  EXPECT_EQ(weft_comm_collective(nullptr, WEFT_ALL_REDUCE, nullptr, nullptr, 1,
+                                 WEFT_DTYPE_BF16, WEFT_REDUCE_SUM, nullptr),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(weft_status_name(WEFT_ERROR_PEER_FAILED), "WEFT_ERROR_PEER_FAILED");
+  EXPECT_STREQ(weft_status_name(WEFT_ERROR_TIMEOUT), "WEFT_ERROR_TIMEOUT");
+  EXPECT_STREQ(weft_status_name(WEFT_ERROR_NCCL), "WEFT_ERROR_NCCL");
+  weft_comm_peer_failed(nullptr, 1, "ignored");
+}
+
+// Run by ctest with WEFT_LIBNCCL naming no file, then a library that is no
+// NCCL: the calls that need NCCL name the paths tried or the missing entry.
+TEST(NoNccl, StatusNamesThePath) {
+  const char *override = std::getenv("WEFT_LIBNCCL");
+  if (!override)
+    GTEST_SKIP() << "needs WEFT_LIBNCCL";
+  int version = 0;
+  EXPECT_EQ(weft_nccl_version(&version), WEFT_ERROR_LIBRARY_MISSING);
+  EXPECT_NE(lastError().find(override), std::string::npos) << lastError();
+  weft_nccl_id id;
+  EXPECT_EQ(weft_nccl_unique_id(&id), WEFT_ERROR_LIBRARY_MISSING);
 }
 
 // Run by ctest with WEFT_LIBCUDA=libm.so.6 / the toolkit's stub: loading a
