@@ -97,6 +97,8 @@ struct LoadedStep {
   RankLayout layout;
   std::unique_ptr<Rendezvous> rendezvous;
   std::unique_ptr<weft_comm, CommFree> comm;
+  /// Device memory in use before and after the communicators were made.
+  size_t usedBeforeComm = 0, usedAfterComm = 0;
   std::unique_ptr<weft_step, StepFree> step;
   std::vector<BufferView> buffers;
   /// A training step's first result: the scalar loss (null for others).
@@ -180,10 +182,15 @@ int joinRun(const RunPackageOptions &options, llvm::StringRef bytes, LoadedStep 
   if (weft_context_ensure(stepOptions.device))
     return rankError(llvm::Twine("device ") + llvm::Twine(stepOptions.device) + ": " +
                      weft_last_error());
+  size_t free = 0, total = 0;
+  if (weft_device_memory(&free, &total) == WEFT_OK)
+    loaded.usedBeforeComm = total - free;
   weft_comm *comm = nullptr;
   if (weft_comm_init(&id, env.worldSize, env.rank, options.collectiveTimeout, &comm))
     return rankError(weft_last_error());
   loaded.comm.reset(comm);
+  if (weft_device_memory(&free, &total) == WEFT_OK)
+    loaded.usedAfterComm = total - free;
   loaded.rendezvous->watch(comm);
   return kExitOk;
 }
@@ -709,36 +716,6 @@ int writeState(const std::string &path, const LoadedStep &loaded, const StepBind
   return writeArchive(path, loaded, archive, splitDims);
 }
 
-/// --print-memory: the planned arena beside what cuMemGetInfo saw.
-int printMemory(const RunPackageOptions &options, const LoadedStep &loaded) {
-  weft_step_memory memory;
-  if (weft_step_memory_info(loaded.step.get(), &memory))
-    return error(kExitFailed, llvm::Twine("reading device memory: ") + weft_last_error());
-  std::string prefix =
-      loaded.env ? "[rank " + std::to_string(loaded.env->rank) + "] " : std::string();
-  auto mib = [](size_t bytes) { return double(bytes) / (1 << 20); };
-  size_t arena = memory.used_after_arena - memory.used_before_load;
-  llvm::outs() << prefix << llvm::format("memory: planned %zu bytes (%.2f MiB)%s\n",
-                               memory.planned_bytes, mib(memory.planned_bytes),
-                               options.debugBuffers ? ", one allocation per buffer" : "")
-               << prefix << llvm::format("memory: arena allocation used %zu bytes (%.2f MiB, %.3f%% "
-                               "of planned)\n",
-                               arena, mib(arena),
-                               memory.planned_bytes ? 100.0 * arena / memory.planned_bytes : 0.0)
-               << prefix << llvm::format("memory: after load +%zu bytes (modules, tensor maps, "
-                               "cuBLASLt), peak +%zu bytes over %zu before load (device %zu)\n",
-                               memory.used_after_load - memory.used_before_load,
-                               memory.used_peak - memory.used_before_load,
-                               memory.used_before_load, memory.total_bytes);
-  llvm::outs() << prefix << llvm::format("memory-json: {\"planned\": %zu, \"before\": %zu, "
-                               "\"after_arena\": %zu, \"after_load\": %zu, \"peak\": %zu, "
-                               "\"total\": %zu}\n",
-                               memory.planned_bytes, memory.used_before_load,
-                               memory.used_after_arena, memory.used_after_load,
-                               memory.used_peak, memory.total_bytes);
-  return kExitOk;
-}
-
 } // namespace
 
 bool isPackageFile(llvm::StringRef path) {
@@ -766,8 +743,12 @@ int runPackage(const RunPackageOptions &options) {
     if (!loaded.loss)
       return error(kExitUsage, "--time-segments needs a training step: the package has no "
                                "scalar loss result to divide forward from backward");
+    // Each rank writes its own timings.
+    std::string json = loaded.env && !options.timingJson.empty()
+                           ? options.timingJson + ".rank" + std::to_string(loaded.env->rank)
+                           : options.timingJson;
     if (int code = timeSegments(loaded.step.get(), loaded.loss->info.first,
-                                options.timeSegments, options.timingJson))
+                                options.timeSegments, json, loaded.comm.get()))
       return code;
   }
   if (!options.outputs.empty())
@@ -777,7 +758,11 @@ int runPackage(const RunPackageOptions &options) {
     if (int code = writeState(options.saveState, loaded, bound, transfer))
       return code;
   if (options.printMemory)
-    if (int code = printMemory(options, loaded))
+    if (int code = printStepMemory(
+            loaded.step.get(), options.debugBuffers,
+            loaded.env ? "[rank " + std::to_string(loaded.env->rank) + "] " : std::string(),
+            loaded.comm ? std::optional(std::pair(loaded.usedBeforeComm, loaded.usedAfterComm))
+                        : std::nullopt))
       return code;
   // Every rank finished: rank 0 waits for the others' word before its store
   // and the communicators go away.

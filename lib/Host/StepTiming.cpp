@@ -1,4 +1,4 @@
-// weft-run --init-state and --time-segments (see StepTiming.h).
+// weft-run --init-state, --time-segments and --print-memory (see StepTiming.h).
 #include "weft/Host/StepTiming.h"
 
 #include "weft/Support/ExitCode.h"
@@ -117,7 +117,8 @@ bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &by
   return true;
 }
 
-int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath) {
+int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath,
+                 weft_comm *comm) {
   auto error = [](const llvm::Twine &message) {
     llvm::outs().flush();
     llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
@@ -139,6 +140,8 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
   std::vector<float> ms(n);
   for (int64_t r = 0; r < runs; ++r) {
     float total = 0;
+    if (comm && weft_comm_barrier(comm))
+      return error("--time-segments run " + llvm::Twine(r + 1) + ": " + weft_last_error());
     if (weft_step_run_timed(step, ms.data(), n, &total))
       return error("--time-segments run " + llvm::Twine(r + 1) + ": " + weft_last_error());
     double sums[3] = {0, 0, 0};
@@ -183,5 +186,50 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
   file << os.str();
   return file.good() ? kExitOk : error("--timing-json: writing '" + jsonPath + "' failed");
 }
+
+/// --print-memory: the planned arena beside what cuMemGetInfo saw.
+int printStepMemory(weft_step *step, bool debugBuffers, const std::string &prefix,
+                    std::optional<std::pair<size_t, size_t>> commMemory) {
+  auto error = [](const llvm::Twine &message) {
+    llvm::outs().flush();
+    llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+    return kExitFailed;
+  };
+  weft_step_memory memory;
+  if (weft_step_memory_info(step, &memory))
+    return error(llvm::Twine("reading device memory: ") + weft_last_error());
+  auto mib = [](size_t bytes) { return double(bytes) / (1 << 20); };
+  size_t arena = memory.used_after_arena - memory.used_before_load;
+  llvm::outs() << prefix << llvm::format("memory: planned %zu bytes (%.2f MiB)%s\n",
+                               memory.planned_bytes, mib(memory.planned_bytes),
+                               debugBuffers ? ", one allocation per buffer" : "")
+               << prefix << llvm::format("memory: arena allocation used %zu bytes (%.2f MiB, %.3f%% "
+                               "of planned)\n",
+                               arena, mib(arena),
+                               memory.planned_bytes ? 100.0 * arena / memory.planned_bytes : 0.0)
+               << prefix << llvm::format("memory: after load +%zu bytes (modules, tensor maps, "
+                               "cuBLASLt), peak +%zu bytes over %zu before load (device %zu)\n",
+                               memory.used_after_load - memory.used_before_load,
+                               memory.used_peak - memory.used_before_load,
+                               memory.used_before_load, memory.total_bytes);
+  if (commMemory)
+    llvm::outs() << prefix
+                 << llvm::format("memory: %zu bytes in use before the communicators (the CUDA "
+                                 "context), NCCL's communicators +%zu bytes; its buffers come "
+                                 "at the first collectives (in the peak)\n",
+                                 commMemory->first, commMemory->second - commMemory->first);
+  llvm::outs() << prefix << llvm::format("memory-json: {\"planned\": %zu, \"before\": %zu, "
+                               "\"after_arena\": %zu, \"after_load\": %zu, \"peak\": %zu, "
+                               "\"total\": %zu",
+                               memory.planned_bytes, memory.used_before_load,
+                               memory.used_after_arena, memory.used_after_load,
+                               memory.used_peak, memory.total_bytes);
+  if (commMemory)
+    llvm::outs() << llvm::format(", \"context\": %zu, \"nccl_init\": %zu", commMemory->first,
+                                 commMemory->second - commMemory->first);
+  llvm::outs() << "}\n";
+  return kExitOk;
+}
+
 
 } // namespace weft

@@ -1,13 +1,16 @@
-// weft-run --init-state and --time-segments: drawing a step's state on the
-// host, and timing each schedule entry with the runtime's events, summed into
-// forward / backward / optimizer segments.
+// weft-run --init-state, --time-segments and --print-memory: drawing a
+// step's state on the host, timing each schedule entry with the runtime's
+// events (summed into forward / backward / optimizer segments), and the
+// device memory beside the plan.
 #ifndef WEFT_HOST_STEPTIMING_H
 #define WEFT_HOST_STEPTIMING_H
 
 #include "weft_runtime.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft {
@@ -41,7 +44,16 @@ bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &by
 /// Runs the step `runs` times with weft_step_run_timed and prints one
 /// "segments:" line and, when `jsonPath` is set, writes per-entry medians and
 /// per-segment medians there. Returns 0, or 1 with the error printed.
-int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath);
+/// --print-memory: the planned arena beside what cuMemGetInfo saw, each line
+/// after `prefix` (a multi-GPU rank's "[rank r] "), and for such a rank the
+/// memory in use before and after its communicators were made.
+int printStepMemory(weft_step *step, bool debugBuffers, const std::string &prefix,
+                    std::optional<std::pair<size_t, size_t>> commMemory);
+
+/// `comm` (a multi-GPU rank's communicators, or null): the ranks meet at a
+/// barrier before each timed run, so one rank's lag is not another's wait.
+int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath,
+                 weft_comm *comm = nullptr);
 
 } // namespace weft
 
