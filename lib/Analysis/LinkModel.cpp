@@ -1,5 +1,8 @@
-// Bus bytes and time of the shard collectives (LinkModel.h).
+// Bus bytes and time of the shard collectives, and the roofline time of the
+// compute they are weighed against (LinkModel.h).
 #include "weft/Analysis/LinkModel.h"
+
+#include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -30,6 +33,11 @@ double ringBytes(CollectiveOp op, SymbolTableCollection &symbols, double whole) 
 }
 
 } // namespace
+
+double getComputeSeconds(Operation *op, const ComputeModel &model) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  return cost ? cost.getRooflineSeconds(model.flopsPerSecond, model.bytesPerSecond) : 0.0;
+}
 
 bool isCommunicating(Operation *op) {
   return isa<shard::AllGatherOp, shard::ReduceScatterOp, shard::AllReduceOp,

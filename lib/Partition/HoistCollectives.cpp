@@ -18,14 +18,6 @@ using namespace weft;
 
 namespace {
 
-/// H100 dense bf16 and HBM3 ceilings, as the partitioner prices compute.
-constexpr double kPeakFlops = 989e12, kPeakBytesPerSecond = 3.35e12;
-
-double computeSeconds(Operation *op) {
-  auto cost = dyn_cast<CostOpInterface>(op);
-  return cost ? cost.getRooflineSeconds(kPeakFlops, kPeakBytesPerSecond) : 0.0;
-}
-
 /// The views (reshapes) `gather` reads its operand through, nearest first:
 /// they move with it.
 SmallVector<Operation *> viewChain(Operation *gather) {
@@ -63,7 +55,7 @@ Operation *hoistPoint(Operation *gather, ArrayRef<Operation *> chain, double nee
       continue;
     if (inBackward && op->getNextNode() == backward)
       break; // the gather stays in the backward (the peak is at its start)
-    double seconds = computeSeconds(op);
+    double seconds = getComputeSeconds(op);
     covered += seconds;
     kernels += seconds > 0;
     point = op;

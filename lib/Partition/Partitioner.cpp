@@ -320,10 +320,7 @@ double Partitioner::reshardCost(Value global, const Placement &from,
 /// Seconds of `op` on one rank: its roofline time, split `parts` ways when
 /// its loop is.
 static double computeSeconds(Operation *op, double parts) {
-  auto cost = dyn_cast<CostOpInterface>(op);
-  if (!cost)
-    return 0;
-  return cost.getRooflineSeconds(989e12, 3.35e12) / parts;
+  return getComputeSeconds(op) / parts;
 }
 
 /// Where a partial sum goes: a sequence shard under sequence parallelism

@@ -127,28 +127,6 @@ weft_status bounded(weft_comm &comm, std::function<ncclResult_t(ncclComm_t *)> c
   return WEFT_OK;
 }
 
-// Polls the communicator's state until its pending operation (init, split,
-// an enqueue) finished.
-weft_status settle(weft_comm &comm, ncclComm_t nccl, const WaitSubject &subject) {
-  ncclResult_t state = ncclSuccess;
-  weft_status status = waitWatched(
-      comm,
-      [&]() {
-        comm.nccl->ncclCommGetAsyncError(nccl, &state);
-        return state == ncclInProgress ? 0 : 1;
-      },
-      subject);
-  if (status)
-    return status;
-  if (state != ncclSuccess) {
-    std::string message = format("rank %d: %s: NCCL failed: %s", comm.rank, subject().c_str(),
-                                 resultText(*comm.nccl, state, nccl).c_str());
-    abortAll(comm);
-    return fail(WEFT_ERROR_NCCL, message);
-  }
-  return WEFT_OK;
-}
-
 weft_status checkComm(weft_comm *comm, const char *caller) {
   if (!comm)
     return fail(WEFT_ERROR_INVALID_ARGUMENT, format("%s: comm is NULL", caller));
@@ -307,9 +285,7 @@ weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, int kind, const 
   else
     result = api.ncclReduceScatter(send, recv, count / size_t(ranks), type, op, nccl,
                                    cudaStream);
-  if (result == ncclInProgress)
-    return settle(comm, nccl, subject);
-  if (result != ncclSuccess) {
+  if (result != ncclSuccess) { // blocking communicators: never ncclInProgress
     std::string message = format("rank %d: %s: enqueueing it failed: %s", comm.rank,
                                  subject().c_str(), resultText(api, result, nccl).c_str());
     abortAll(comm);

@@ -102,7 +102,7 @@ bool ncclTypeOf(int dtype, ncclDataType_t &type); // weft_dtype or -1 for f64
 ncclRedOp_t ncclOpOf(int reduction);              // 0 sum, 1 max, 2 min, 3 avg
 
 // Enqueues one collective (count: elements of the whole tensor, as in the
-// package) on `stream`, waiting out ncclInProgress of a nonblocking enqueue.
+// package) on `stream`.
 weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, int kind, const void *send,
                               void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                               int ranks, CUstream stream, const WaitSubject &subject);

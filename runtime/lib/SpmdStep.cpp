@@ -70,14 +70,14 @@ weft_status prepareCollectives(weft_step &step) {
     return status;
   step.collectiveComms.assign(package.collectives.size(), nullptr);
   step.collectiveRanks.assign(package.collectives.size(), 0);
+  step.collectiveTypes.assign(package.collectives.size(), ncclBfloat16);
   step.collectiveDone.assign(package.collectives.size(), nullptr);
   for (size_t i = 0; i < package.collectives.size(); ++i) {
     const pkg::Collective &c = package.collectives[i];
     if (weft_status status = commForAxes(comm, c.axes, step.collectiveComms[i]))
       return status;
     step.collectiveRanks[i] = ranksAlong(package.grid, c.axes);
-    ncclDataType_t type;
-    if (!ncclTypeOf(weftDTypeOf(c.dtype), type))
+    if (!ncclTypeOf(weftDTypeOf(c.dtype), step.collectiveTypes[i]))
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("collective %zu: dtype %s has no NCCL type", i, pkg::dtypeName(c.dtype)));
     if (CUresult result = step.api->cuEventCreate(&step.collectiveDone[i], CU_EVENT_DISABLE_TIMING))
@@ -94,15 +94,14 @@ weft_status issueCollective(weft_step &step, uint32_t item, CUstream stream) {
                        item));
   const pkg::Package &package = step.prepared.package;
   const pkg::Collective &c = package.collectives[item];
-  ncclDataType_t type = ncclBfloat16;
-  ncclTypeOf(weftDTypeOf(c.dtype), type);
   auto subject = [&]() {
     return format("step %llu: %s", step.runs, describeCollective(step, item).c_str());
   };
   const void *send = reinterpret_cast<const void *>(uintptr_t(step.address[c.input]));
   void *recv = reinterpret_cast<void *>(uintptr_t(step.address[c.output]));
   if (weft_status status = enqueueCollective(
-          *step.comm, step.collectiveComms[item], int(c.kind), send, recv, size_t(c.count), type,
+          *step.comm, step.collectiveComms[item], int(c.kind), send, recv, size_t(c.count),
+          step.collectiveTypes[item],
           ncclOpOf(int(c.reduction)), step.collectiveRanks[item], stream, subject))
     return status;
   if (CUresult result = step.api->cuEventRecord(step.collectiveDone[item], stream))

@@ -44,6 +44,7 @@ struct weft_step {
   // after it (which one was in flight when a wait fails), and the runs so far.
   weft_comm *comm = nullptr;
   std::vector<ncclComm_t> collectiveComms;
+  std::vector<ncclDataType_t> collectiveTypes;
   std::vector<int> collectiveRanks;
   std::vector<CUevent> collectiveDone;
   unsigned long long runs = 0;

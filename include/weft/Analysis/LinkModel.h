@@ -16,6 +16,17 @@ struct LinkModel {
   double latencySeconds = 45e-6;
 };
 
+/// The compute side the collectives are weighed against: an H100 SXM's dense
+/// bf16 peak and HBM3 bandwidth.
+struct ComputeModel {
+  double flopsPerSecond = 989e12;
+  double bytesPerSecond = 3.35e12;
+};
+
+/// `op`'s roofline seconds under `model` (CostOpInterface); 0 for ops
+/// without a cost.
+double getComputeSeconds(mlir::Operation *op, const ComputeModel &model = {});
+
 /// Whether `op` is a shard collective that moves data between ranks.
 bool isCommunicating(mlir::Operation *op);
 
