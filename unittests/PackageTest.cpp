@@ -368,3 +368,41 @@ TEST(Package, SplitsRoundTripAndChecks) {
             std::string::npos)
       << all;
 }
+
+TEST(Package, OperandOffsetsRoundTripAndChecks) {
+  Package p = makePackage();
+  // Without offsets the package has no OFFSETS section (as before it existed).
+  std::string plain = writePackage(p);
+  p.buffers[0].offset = 1024;
+  p.buffers[0].size = 512;
+  p.gemms[0].offsets[0] = 128; // 256 bytes into a: rows 16..23 of a [24, 8]
+  std::string bytes = writePackage(p), error;
+  EXPECT_GT(bytes.size(), plain.size());
+  Package q;
+  ASSERT_TRUE(readPackage(bytes.data(), bytes.size(), q, error)) << error;
+  EXPECT_EQ(q.gemms[0].offsets[0], 128);
+  EXPECT_EQ(q.gemms[0].offsets[3], 0);
+  EXPECT_EQ(writePackage(q), bytes);
+  EXPECT_EQ(messages(checkPackage(q)), "");
+
+  Package misaligned = p;
+  misaligned.gemms[0].offsets[0] = 8;
+  std::string all = messages(checkPackage(misaligned));
+  EXPECT_NE(all.find("operand a: offset 8 elements is not a multiple of 256 bytes"),
+            std::string::npos)
+      << all;
+
+  Package past = p;
+  past.gemms[0].offsets[0] = 256;
+  all = messages(checkPackage(past));
+  EXPECT_NE(all.find("buffer 'a' has 512 bytes, the GEMM reads or writes 128 from byte 512"),
+            std::string::npos)
+      << all;
+
+  Package none = p;
+  none.gemms[0].offsets[4] = 128; // aux, which this GEMM does not have
+  all = messages(checkPackage(none));
+  EXPECT_NE(all.find("has offset 128 for operand aux, which it does not have"),
+            std::string::npos)
+      << all;
+}

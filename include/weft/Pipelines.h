@@ -119,6 +119,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("With grid: Megatron-LM sequence parallelism "
                      "(weft-place / weft-partition sequence-parallel)"),
       llvm::cl::init(false)};
+  Option<int64_t> collectiveChunks{
+      *this, "collective-chunks",
+      llvm::cl::desc("With grid: chunks of each collective matmul "
+                     "(weft-collective-matmul): -1 chooses by the cost model, "
+                     "0 turns it off"),
+      llvm::cl::init(-1)};
   Option<std::string> gemmWorkspace{
       *this, "gemm-workspace",
       llvm::cl::desc("cuBLASLt workspace cap (e.g. 32MiB): every linear / "

@@ -201,6 +201,16 @@ LogicalResult LivenessBuilder::build() {
   return success();
 }
 
+/// The op whose result `value` views (through reshapes), or null.
+static Operation *chunkedGemmOf(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isBufferView(def) || def->getNumOperands() != 1)
+      return def;
+    value = def->getOperand(0);
+  }
+  return nullptr;
+}
+
 void LivenessBuilder::extendCollectiveOperands() {
   for (auto [step, op] : llvm::enumerate(result.schedule)) {
     if (!isCommunicating(op) || op->getNumResults() != 1)
@@ -218,6 +228,12 @@ void LivenessBuilder::extendCollectiveOperands() {
     for (Value operand : op->getOperands())
       if (auto it = ids.find(operand); it != ids.end())
         states[it->second].lastUse = std::max(states[it->second].lastUse, wait);
+    // A chunked reduce-scatter (weft-collective-matmul) writes its first
+    // chunks while its GEMM still runs: its result lives from the GEMM on.
+    if (op->hasAttr(WeftDialect::kChunksAttr) && op->getNumOperands() == 1)
+      if (Operation *gemm = chunkedGemmOf(op->getOperand(0)))
+        states[resultIt->second].defStep =
+            std::min(states[resultIt->second].defStep, result.stepOf.lookup(gemm));
   }
 }
 

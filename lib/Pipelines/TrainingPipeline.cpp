@@ -129,6 +129,12 @@ LogicalResult weft::buildTrainingPipeline(
   if (*policy == RematPolicy::Budget)
     remat.budget = std::to_string(*budget);
   pm.addPass(createRematPass(remat));
+  // On the final schedule: what remat recomputes is what the GEMMs read.
+  if (!options.grid.empty()) {
+    CollectiveMatmulPassOptions matmul;
+    matmul.chunks = options.collectiveChunks;
+    pm.addNestedPass<func::FuncOp>(createCollectiveMatmulPass(matmul));
+  }
 
   PlanMemoryPassOptions plan;
   plan.entry = step;

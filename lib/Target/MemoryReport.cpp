@@ -130,6 +130,8 @@ void addCommunication(func::FuncOp step, const ScheduleLiveness &liveness,
     double bytes = getCollectiveBusBytes(op, symbols);
     double seconds = getCollectiveSeconds(op, symbols, report.link);
     ++report.collectives;
+    if (auto chunks = op->getAttrOfType<IntegerAttr>(WeftDialect::kChunksAttr))
+      ++report.collectiveMatmulChunks[chunks.getInt()];
     report.communicationBytes += bytes;
     report.communicationSeconds += seconds;
     if (std::optional<int64_t> layer = layerOf(op)) {
@@ -293,6 +295,12 @@ void weft::writeTrainingStepReport(const TrainingStepReport &report,
         json.attribute("collectives", report.collectives);
         json.attribute("communication_bytes", report.communicationBytes);
         json.attribute("communication_time_estimate_s", report.communicationSeconds);
+        // weft-collective-matmul: collectives pipelined with partial GEMMs,
+        // by their chunk count.
+        json.attributeObject("collective_matmul_chunks", [&] {
+          for (auto [chunks, count] : report.collectiveMatmulChunks)
+            json.attribute(std::to_string(chunks), count);
+        });
       });
   });
   os << "\n";

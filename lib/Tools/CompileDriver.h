@@ -162,6 +162,12 @@ struct CompileOptions {
                "dropout and residual adds on sequence shards; reduce-scatter "
                "+ all-gather in place of all-reduce)"),
       cl::init(false), cl::cat(category)};
+  cl::opt<int64_t> collectiveChunks{
+      "collective-chunks",
+      cl::desc("With --grid: chunks of each collective matmul (the all-gather "
+               "before a GEMM or the reduce-scatter after one, pipelined with "
+               "partial GEMMs): -1 chooses by the cost model, 0 turns it off"),
+      cl::init(-1), cl::cat(category)};
   cl::opt<std::string> memoryReport{
       "memory-report", cl::desc("Write the memory and FLOP report as JSON"),
       cl::value_desc("file.json"), cl::cat(category)};

@@ -129,6 +129,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.memoryReport = cli.memoryReport.getValue();
   options.grid = cli.grid.getValue();
   options.sequenceParallel = cli.sequenceParallel.getValue();
+  options.collectiveChunks = cli.collectiveChunks.getValue();
   // auto: tried from carried (CompileModes.cpp); nothing to carry without AdamW.
   std::optional<weft::WeightCopies> copies =
       llvm::StringSwitch<std::optional<weft::WeightCopies>>(cli.weightCopies)

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <set>
@@ -381,18 +382,20 @@ private:
       const char *name;
       uint32_t buffer;
       long double bytes;
+      int64_t offset = 0; // elements (a, b, c, d, aux only)
     } operands[] = {
-        {"a", g.a, need(0, g.m, g.k)},
-        {"b", g.b, need(1, g.k, g.n)},
-        {"c", g.c, need(2, g.m, g.n)},
-        {"d", g.d, need(3, g.m, g.n)},
+        {"a", g.a, need(0, g.m, g.k), g.offsets[0]},
+        {"b", g.b, need(1, g.k, g.n), g.offsets[1]},
+        {"c", g.c, need(2, g.m, g.n), g.offsets[2]},
+        {"d", g.d, need(3, g.m, g.n), g.offsets[3]},
         {"bias", g.bias,
          (long double)epilogueBiasElements(g.epilogue, g.m, g.n) * esize},
         {"workspace", g.workspace, 0},
         // Rows 0..m-2 at their full pitch, the last one n elements.
         {"aux", g.aux,
          ((long double)(g.m - 1) * std::max<int64_t>(g.auxLd, 0) + (long double)g.n) *
-             esize},
+             esize,
+         g.offsets[4]},
     };
     if (g.batch > 1)
       for (int s = 0; s < 4; ++s)
@@ -401,17 +404,26 @@ private:
                                        " is negative (" +
                                        std::to_string(g.strides[s]) + ")");
     for (const Operand &op : operands) {
-      if (op.buffer == kNone)
+      int64_t offset = op.offset;
+      if (op.buffer == kNone) {
+        if (offset != 0)
+          report(Subject::Gemm, i,
+                 where + " has offset " + std::to_string(offset) + " for operand " + op.name +
+                     ", which it does not have");
         continue;
+      }
       if (!checkOperand(Subject::Gemm, i, g.index, op.buffer,
                         std::string("operand ") + op.name))
         continue;
+      if (!checkOffset(Subject::Gemm, i, where + " operand " + op.name, offset, g.dtype))
+        continue;
       const Buffer &b = package.buffers[op.buffer];
-      if ((long double)b.size < op.bytes)
+      long double start = (long double)offset * esize;
+      if ((long double)b.size < start + op.bytes)
         report(Subject::Gemm, i,
                where + " operand " + op.name + ": buffer '" + b.name + "' has " +
                    str(b.size) + " bytes, the GEMM reads or writes " +
-                   bytesText(op.bytes));
+                   bytesText(op.bytes) + (offset ? " from byte " + bytesText(start) : ""));
     }
   }
 
@@ -437,6 +449,21 @@ private:
   /// A collective: its grid axes in the grid, its buffers live at its index
   /// and sized as its kind says (the whole tensor's count on one side, the
   /// count over the ranks of its group on the other), its stream.
+  /// An operand's element offset: not negative, its bytes a multiple of
+  /// kOperandAlignment.
+  bool checkOffset(Subject subject, uint32_t i, const std::string &what, int64_t offset,
+                   DType dtype) {
+    long double bytes = (long double)offset * dtypeBytes(dtype);
+    if (offset >= 0 && std::fmod(bytes, (long double)kOperandAlignment) == 0)
+      return true;
+    report(subject, i,
+           what + ": offset " + std::to_string(offset) + " elements is " +
+               (offset < 0 ? std::string("negative")
+                           : "not a multiple of " + std::to_string(kOperandAlignment) +
+                                 " bytes (cuBLASLt's and NCCL's alignment)"));
+    return false;
+  }
+
   void checkCollective(uint32_t i) {
     const Collective &c = package.collectives[i];
     std::string where = "collective " + str(i) + " (" + collectiveKindName(c.kind) + ")";
@@ -464,15 +491,20 @@ private:
     uint64_t whole = uint64_t(c.count) * dtypeBytes(c.dtype), part = whole / ranks;
     uint64_t inBytes = c.kind == CollectiveKind::AllGather ? part : whole;
     uint64_t outBytes = c.kind == CollectiveKind::ReduceScatter ? part : whole;
-    for (auto [buffer, bytes, what] : {std::tuple(c.input, inBytes, "input"),
-                                       std::tuple(c.output, outBytes, "output")}) {
+    for (auto [buffer, bytes, offset, what] :
+         {std::tuple(c.input, inBytes, c.inputOffset, "input"),
+          std::tuple(c.output, outBytes, c.outputOffset, "output")}) {
       if (!checkOperand(Subject::Collective, i, c.index, buffer, what))
         continue;
       const Buffer &b = package.buffers[buffer];
-      if (b.size < bytes)
+      long double start = (long double)offset * dtypeBytes(c.dtype);
+      if (!checkOffset(Subject::Collective, i, where + " " + what, offset, c.dtype))
+        continue;
+      if ((long double)b.size < start + bytes)
         report(Subject::Collective, i,
                where + " " + what + ": buffer '" + b.name + "' has " + str(b.size) +
-                   " bytes, the collective moves " + str(bytes));
+                   " bytes, the collective moves " + str(bytes) +
+                   (offset ? " from byte " + bytesText(start) : std::string()));
     }
   }
 

@@ -70,8 +70,12 @@ enum SectionKind : uint32_t {
   kSplits = 18,      // optional, at most once, needs kGrid; u32 split axis,
                      //   u32 0, then 8: u32 buffer, u32 dimension of the
                      //   whole tensor this rank holds a block of
+  kOffsets = 19,     // optional, at most once; 48: u32 entry kind (1: gemm,
+                     //   3: collective), u32 item; i64 element offsets[5]
+                     //   (gemm: a, b, c, d, aux; collective: input, output,
+                     //   0, 0, 0), one record per entry with one not 0
 };
-inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kSplits;
+inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kOffsets;
 inline constexpr uint32_t kLastRequiredKind = kImages;
 
 inline constexpr size_t kStepBytes = 32;
@@ -85,6 +89,7 @@ inline constexpr size_t kEntryBytes = 8;
 inline constexpr size_t kImageBytes = 8;
 inline constexpr size_t kTensorMapBytes = 112;
 inline constexpr size_t kCollectiveBytes = 40;
+inline constexpr size_t kOffsetsBytes = 48;
 
 const char *sectionName(uint32_t kind);
 

@@ -5,7 +5,9 @@
 
 #include "PackageFormat.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <cstring>
 #include <string>
 
@@ -84,6 +86,7 @@ private:
   bool readGrid(Package &package);
   bool readCollectives(Package &package);
   bool readSplits(Package &package);
+  bool readOffsets(Package &package);
   bool readKernels(Package &package);
   bool readLaunches(Package &package);
   bool readArg(const Package &package, const uint8_t *record,
@@ -412,6 +415,52 @@ bool PackageReader::readSplits(Package &package) {
   return true;
 }
 
+/// OFFSETS (kind 19): element offsets of existing GEMMs' and collectives'
+/// operands, each entry at most once, none negative.
+bool PackageReader::readOffsets(Package &package) {
+  const SectionRef *found;
+  if (!optionalSection(kOffsets, found))
+    return false;
+  if (!found)
+    return true;
+  if (found->length % kOffsetsBytes != 0)
+    return fail("section OFFSETS has " + str(found->length) +
+                " bytes, not a multiple of its " + str(kOffsetsBytes) + "-byte records");
+  std::vector<bool> gemmSeen(package.gemms.size()), collectiveSeen(package.collectives.size());
+  for (uint64_t i = 0; i < found->length / kOffsetsBytes; ++i) {
+    Cursor c(found->data + i * kOffsetsBytes, kOffsetsBytes);
+    uint32_t kind = c.u32(), item = c.u32();
+    int64_t values[5];
+    for (int64_t &v : values)
+      v = int64_t(c.u64());
+    std::string where = "section OFFSETS: record " + str(i);
+    bool gemm = kind == uint32_t(EntryKind::Gemm);
+    if (!gemm && kind != uint32_t(EntryKind::Collective))
+      return fail(where + ": entry kind " + str(kind) + " is not gemm (1) or collective (3)");
+    size_t limit = gemm ? package.gemms.size() : package.collectives.size();
+    std::vector<bool> &seen = gemm ? gemmSeen : collectiveSeen;
+    const char *name = gemm ? "gemm " : "collective ";
+    if (item >= limit)
+      return fail(where + " names " + name + str(item) + ", but the package has " +
+                  str(limit));
+    if (seen[item])
+      return fail(where + ": " + name + str(item) + " has two records");
+    seen[item] = true;
+    for (int v = 0; v < 5; ++v)
+      if (values[v] < 0 || (!gemm && v >= 2 && values[v] != 0))
+        return fail(where + ": offset " + str(v) + " of " + name + str(item) + " is " +
+                    std::to_string(values[v]) +
+                    (values[v] < 0 ? ", negative" : ", but a collective has 2"));
+    if (gemm) {
+      std::copy(std::begin(values), std::end(values), package.gemms[item].offsets);
+    } else {
+      package.collectives[item].inputOffset = values[0];
+      package.collectives[item].outputOffset = values[1];
+    }
+  }
+  return true;
+}
+
 bool PackageReader::readStep(Package &package) {
   uint64_t n;
   const uint8_t *data;
@@ -690,7 +739,8 @@ bool PackageReader::readSchedule(Package &package) {
 bool PackageReader::readBlobs(Package &package) {
   for (const SectionRef &section : sections) {
     if (section.kind <= kLastRequiredKind || section.kind == kTensorMaps ||
-        section.kind == kGrid || section.kind == kCollectives || section.kind == kSplits)
+        section.kind == kGrid || section.kind == kCollectives || section.kind == kSplits ||
+        section.kind == kOffsets)
       continue;
     const char *name = sectionName(section.kind);
     const char *text = reinterpret_cast<const char *>(section.data);
@@ -733,7 +783,7 @@ bool PackageReader::read(Package &package) {
          readBuffers(package) && readTensorMaps(package) &&
          readKernels(package) && readLaunches(package) && readGemms(package) &&
          readEvents(package) && readGrid(package) && readCollectives(package) &&
-         readSplits(package) &&
+         readSplits(package) && readOffsets(package) &&
          readSchedule(package) && readBlobs(package);
 }
 

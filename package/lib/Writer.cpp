@@ -4,6 +4,7 @@
 
 #include "PackageFormat.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -225,6 +226,27 @@ std::string collectivesSection(const Package &package) {
   return std::move(collectives.bytes);
 }
 
+/// OFFSETS: a record for each GEMM and collective with an operand that
+/// does not start at its buffer's start; empty when there is none.
+std::string offsetsSection(const Package &package) {
+  ByteWriter offsets;
+  auto record = [&](EntryKind kind, size_t item, const int64_t (&values)[5]) {
+    if (std::all_of(std::begin(values), std::end(values), [](int64_t v) { return v == 0; }))
+      return;
+    offsets.u32(uint32_t(kind));
+    offsets.u32(uint32_t(item));
+    for (int64_t v : values)
+      offsets.i64(v);
+  };
+  for (size_t i = 0; i < package.gemms.size(); ++i)
+    record(EntryKind::Gemm, i, package.gemms[i].offsets);
+  for (size_t i = 0; i < package.collectives.size(); ++i) {
+    const Collective &c = package.collectives[i];
+    record(EntryKind::Collective, i, {c.inputOffset, c.outputOffset, 0, 0, 0});
+  }
+  return std::move(offsets.bytes);
+}
+
 std::string scheduleSection(const Package &package) {
   ByteWriter schedule;
   for (const Entry &entry : package.schedule) {
@@ -284,6 +306,9 @@ std::vector<Section> packageSections(const Package &package) {
     sections.push_back({kCollectives, 0, collectivesSection(package)});
   if (package.splitAxis >= 0)
     sections.push_back({kSplits, 0, splitsSection(package)});
+  // Optional: only the partial GEMMs and chunks of a collective matmul.
+  if (std::string offsets = offsetsSection(package); !offsets.empty())
+    sections.push_back({kOffsets, 0, std::move(offsets)});
   return sections;
 }
 

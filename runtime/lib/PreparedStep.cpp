@@ -192,6 +192,8 @@ weft_status resolveGemm(const pkg::Package &package, uint32_t i, ResolvedGemm &o
   out.bias = g.bias;
   out.aux = g.aux;
   out.auxLd = g.auxLd;
+  for (int o = 0; o < 5; ++o)
+    out.offsets[o] = (unsigned long long)g.offsets[o] * pkg::dtypeBytes(g.dtype);
   out.workspace = g.workspace;
   out.stream = g.stream;
   out.index = g.index;

@@ -53,6 +53,9 @@ struct ResolvedGemm {
   // The GELU epilogues' aux matrix (written or read) and its row pitch.
   uint32_t aux = pkg::kNone;
   long long auxLd = 0;
+  // Bytes from the start of a, b, c, d and aux's buffers (a collective
+  // matmul's partial GEMMs on row blocks).
+  unsigned long long offsets[5] = {0, 0, 0, 0, 0};
   weft_gemm_algo algo = {}; // valid when the package chose it
   uint32_t stream = 0, index = 0;
 };

@@ -97,8 +97,11 @@ weft_status issueCollective(weft_step &step, uint32_t item, CUstream stream) {
   auto subject = [&]() {
     return format("step %llu: %s", step.runs, describeCollective(step, item).c_str());
   };
-  const void *send = reinterpret_cast<const void *>(uintptr_t(step.address[c.input]));
-  void *recv = reinterpret_cast<void *>(uintptr_t(step.address[c.output]));
+  uint64_t size = pkg::dtypeBytes(c.dtype);
+  const void *send = reinterpret_cast<const void *>(
+      uintptr_t(step.address[c.input] + uint64_t(c.inputOffset) * size));
+  void *recv = reinterpret_cast<void *>(
+      uintptr_t(step.address[c.output] + uint64_t(c.outputOffset) * size));
   if (weft_status status = enqueueCollective(
           *step.comm, step.collectiveComms[item], int(c.kind), send, recv, size_t(c.count),
           step.collectiveTypes[item],

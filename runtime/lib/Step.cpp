@@ -269,17 +269,20 @@ weft_status issue(weft_step &step,
     }
     case pkg::EntryKind::Gemm: {
       const ResolvedGemm &g = prepared.gemms[entry.item];
-      auto at = [&](uint32_t buffer) -> void * {
-        return buffer == pkg::kNone ? nullptr
-                                    : reinterpret_cast<void *>(uintptr_t(step.address[buffer]));
+      auto at = [&](uint32_t buffer, unsigned long long offset = 0) -> void * {
+        return buffer == pkg::kNone
+                   ? nullptr
+                   : reinterpret_cast<void *>(uintptr_t(step.address[buffer] + offset));
       };
+      void *a = at(g.a, g.offsets[0]), *b = at(g.b, g.offsets[1]), *c = at(g.c, g.offsets[2]),
+           *d = at(g.d, g.offsets[3]);
       CUstream stream = step.streams[debug ? 0 : g.stream];
       weft_status status =
           g.aux == pkg::kNone
-              ? weft_gemm_run(&g.desc, &g.algo, at(g.a), at(g.b), at(g.c), at(g.d), at(g.bias),
-                              at(g.workspace), step.gemmWorkspace[entry.item], stream)
-              : weft_gemm_run_aux(&g.desc, &g.algo, at(g.a), at(g.b), at(g.c), at(g.d),
-                                  at(g.bias), at(g.aux), g.auxLd, at(g.workspace),
+              ? weft_gemm_run(&g.desc, &g.algo, a, b, c, d, at(g.bias), at(g.workspace),
+                              step.gemmWorkspace[entry.item], stream)
+              : weft_gemm_run_aux(&g.desc, &g.algo, a, b, c, d, at(g.bias),
+                                  at(g.aux, g.offsets[4]), g.auxLd, at(g.workspace),
                                   step.gemmWorkspace[entry.item], stream);
       if (status)
         return fail(status, format("gemm %u (schedule index %u): %s", entry.item, g.index,

@@ -125,6 +125,16 @@ int64_t LinearOp::getWorkspaceBytes() {
   return gemmWorkspaceBytes(*this, getY());
 }
 
+// GemmRowsOpInterface: x's rows are y's; a's rows are c's when a is not
+// transposed and b is one 2-d matrix (every batch of a one GEMM's rows).
+std::optional<unsigned> LinearOp::getGemmRowOperand() { return 0; }
+
+std::optional<unsigned> MatmulOp::getGemmRowOperand() {
+  if (getTransposeA() || getB().getType().getRank() != 2)
+    return std::nullopt;
+  return 0;
+}
+
 int64_t MatmulOp::getWorkspaceBytes() {
   if ((*this)->getNumResults() != 1)
     return 0;

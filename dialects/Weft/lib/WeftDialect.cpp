@@ -244,6 +244,16 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
     return verifyMemoryPlanAttribute(op, attr);
   if (name == kGridAttr || name == kGridAxisAttr || name == kAxisNamesAttr)
     return verifyGridAttribute(op, attr);
+  if (name == kChunksAttr) {
+    // weft-collective-matmul's chunk count, on an all-gather or reduce-scatter.
+    auto chunks = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!chunks || !chunks.getType().isInteger(64) || chunks.getInt() < 2 ||
+        op->getNumOperands() != 1 || op->getNumResults() != 1)
+      return op->emitOpError("expects '")
+             << name << "' to be an i64 chunk count of at least 2 on a one-operand "
+             << "collective, got " << attr.getValue();
+    return success();
+  }
   return op->emitOpError("has unknown weft attribute '") << name << "'";
 }
 

@@ -63,6 +63,11 @@ const FusedGroupRulesInterface *weft::getFusedGroupRules(FusedOp op) {
   return op->getDialect()->getRegisteredInterface<FusedGroupRulesInterface>();
 }
 
+std::optional<unsigned> FusedOp::getGemmRowOperand() {
+  const FusedGroupRulesInterface *rules = getFusedGroupRules(*this);
+  return rules ? rules->getGemmRowOperand(*this) : std::nullopt;
+}
+
 int64_t FusedOp::getWorkspaceBytes() {
   const FusedGroupRulesInterface *rules = getFusedGroupRules(*this);
   return rules ? rules->getWorkspaceBytes(*this) : 0;

@@ -188,6 +188,9 @@ LogicalResult GemmOp::verify() {
   if (getStrides() && getStrides()->size() != 4)
     return emitOpError("expects 4 strides (a, b, c, d), got ")
            << getStrides()->size();
+  if (getOffsets() && getOffsets()->size() != 5)
+    return emitOpError("expects 5 offsets (a, b, c, d, aux), got ")
+           << getOffsets()->size();
   if (getAlgo() && getAlgo()->size() != 64)
     return emitOpError("expects algo to hold the 64 bytes of a "
                        "cublasLtMatmulAlgo_t, got ")

@@ -173,6 +173,14 @@ LogicalResult StepExporter::addCollective(CollectiveOp collective,
   entry.output = *output;
   entry.count = collective.getCount();
   entry.axes = axes;
+  if (std::optional<ArrayRef<int64_t>> offsets = collective.getOffsets()) {
+    if (offsets->size() != 2) {
+      error(collective) << "expects 2 offsets (input, output), got " << offsets->size();
+      return failure();
+    }
+    entry.inputOffset = (*offsets)[0];
+    entry.outputOffset = (*offsets)[1];
+  }
   entry.stream = uint32_t(stream);
   entry.index = uint32_t(index);
   package.schedule.push_back(
@@ -215,6 +223,9 @@ LogicalResult StepExporter::addGemm(GemmOp gemm, pkg::Package &package) {
   if (gemm.getStrides())
     for (int s = 0; s < 4; ++s)
       entry.strides[s] = (*gemm.getStrides())[s];
+  if (gemm.getOffsets())
+    for (int o = 0; o < 5; ++o)
+      entry.offsets[o] = (*gemm.getOffsets())[o];
   entry.auxLd = gemm.getAuxLd() ? int64_t(*gemm.getAuxLd()) : 0;
   entry.transA = gemm.getTransA();
   entry.transB = gemm.getTransB();

@@ -82,6 +82,37 @@ def HoistCollectivesPass : Pass<"weft-hoist-collectives", "mlir::func::FuncOp"> 
   }];
 }
 
+def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> {
+  let summary = "Split the collectives around GEMMs into chunks that pipeline with partial GEMMs";
+  let description = [{
+    Collective matmul (Wang et al., ASPLOS 2023) on a partitioned step, run
+    after remat on the final schedule: an all-gather whose result only a
+    GEMM reads, as its A (the sequence-parallel gather before a
+    column-parallel GEMM), and a reduce-scatter whose operand only a GEMM
+    writes (after a row-parallel GEMM, or a column-parallel GEMM's input
+    gradient) get `weft.chunks = k`. weft-build-plan then issues k
+    collectives of one chunk of rows of every rank block each, on the
+    communication stream, and the GEMM as k x ranks partial GEMMs on those
+    row blocks (GemmRowsOpInterface): the partial GEMMs of chunk c run while
+    chunk c + 1 is gathered, or while chunk c - 1 is reduce-scattered. The
+    gathered (or reduced) whole tensor is laid out chunk by chunk, which
+    only that GEMM sees. A reduce-scatter moves to right after its GEMM,
+    and its result's buffer lives from the GEMM on (Liveness).
+
+    `chunks` = -1 chooses k in {1, 2, 4, 8} by the cost model: the link time
+    (LinkModel, one latency per chunk) against the GEMM's roofline time
+    (CostOpInterface) plus a fixed cost per partial GEMM, each partial GEMM
+    at least 128 rows; k = 1 leaves the pair as it was. `chunks` = 0 turns
+    the pass off, a positive value asks for that many wherever the rows
+    divide and every chunk's offset is a multiple of 256 bytes. The
+    function computes the same values.
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", "-1",
+           "Chunks per collective: -1 chooses by the cost model, 0 turns the pass off">,
+  ];
+}
+
 def PartitionPass : Pass<"weft-partition", "mlir::ModuleOp"> {
   let summary = "Turn a step with placements into the per-rank SPMD step with shard collectives";
   let description = [{

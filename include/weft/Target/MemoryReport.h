@@ -14,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -85,6 +86,9 @@ struct TrainingStepReport {
   int64_t collectives = 0;
   double communicationBytes = 0;
   double communicationSeconds = 0;
+  /// Collective matmuls (weft.chunks): how many collectives pipeline with
+  /// partial GEMMs, by chunk count.
+  std::map<int64_t, int64_t> collectiveMatmulChunks;
 };
 
 /// Builds the report of `step`, which must carry `weft.memory_plan`. Fails

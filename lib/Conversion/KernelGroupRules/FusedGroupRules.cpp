@@ -72,6 +72,21 @@ struct CudaFusedGroupRules : FusedGroupRulesInterface {
     std::optional<ColumnSumScratch> scratch = getColumnSumScratch(group);
     return scratch ? scratch->workspaceBytes : 0;
   }
+
+  std::optional<unsigned> getGemmRowOperand(FusedOp group) const override {
+    // A GELU GEMM group's rows are its GEMM's A rows (a dgelu's aux has
+    // them too); a bias-gradient group's A is transposed.
+    std::optional<GeluGemm> gemm = getGeluGemm(group);
+    if (!gemm)
+      return std::nullopt;
+    auto rows = cast<GemmRowsOpInterface>(gemm->gemm).getGemmRowOperand();
+    if (!rows)
+      return std::nullopt;
+    auto argument = dyn_cast<BlockArgument>(gemm->gemm->getOperand(*rows));
+    if (!argument)
+      return std::nullopt;
+    return argument.getArgNumber();
+  }
 };
 
 } // namespace

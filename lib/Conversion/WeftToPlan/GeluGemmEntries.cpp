@@ -82,8 +82,7 @@ LogicalResult ScheduleBuilder::addGeluGemm(Operation *op, int64_t index) {
     call.aux = *aux;
     call.auxLd = call.n;
   }
-  addGemm(op, call, index);
-  return success();
+  return addGemm(op, call, index);
 }
 
 } // namespace weft

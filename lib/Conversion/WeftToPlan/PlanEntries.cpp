@@ -97,7 +97,8 @@ FlatSymbolRefAttr ScheduleBuilder::workspaceOf(Operation *op) {
   return workspace ? bufferSymbols.lookup(*workspace) : FlatSymbolRefAttr();
 }
 
-void ScheduleBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
+void ScheduleBuilder::emitGemm(Operation *op, const GemmCall &call, int64_t index,
+                               ArrayRef<int64_t> offsets) {
   auto gemm = plan::GemmOp::create(
       builder, op->getLoc(), call.d, call.a, call.b, nullptr, call.bias, workspaceOf(op),
       call.aux, call.aux ? builder.getI64IntegerAttr(call.auxLd) : IntegerAttr(),
@@ -106,8 +107,9 @@ void ScheduleBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index
       call.transA ? builder.getUnitAttr() : nullptr,
       call.transB ? builder.getUnitAttr() : nullptr, builder.getStringAttr(call.dtype),
       builder.getStringAttr(call.epilogue), builder.getF32FloatAttr(1.0f),
-      builder.getF32FloatAttr(0.0f), nullptr, builder.getI64IntegerAttr(0),
-      builder.getI64IntegerAttr(index));
+      builder.getF32FloatAttr(0.0f), nullptr,
+      offsets.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(offsets),
+      builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(index));
   if (!firstEntry)
     firstEntry = gemm;
 }
@@ -135,8 +137,7 @@ LogicalResult ScheduleBuilder::addLinear(Operation *op, int64_t index) {
   call.transB = true;
   call.dtype = *dtype;
   call.epilogue = *bias ? "bias" : "none";
-  addGemm(op, call, index);
-  return success();
+  return addGemm(op, call, index);
 }
 
 LogicalResult ScheduleBuilder::addMatmul(Operation *op, int64_t index) {
@@ -172,8 +173,7 @@ LogicalResult ScheduleBuilder::addMatmul(Operation *op, int64_t index) {
     strides = builder.getDenseI64ArrayAttr({m * k, k * n, m * n, m * n});
   GemmCall call{*d, *a, *b, nullptr, m, n, k, batch, strides, transA, transB};
   call.dtype = *dtype;
-  addGemm(op, call, index);
-  return success();
+  return addGemm(op, call, index);
 }
 
 LogicalResult ScheduleBuilder::addBiasGradGemm(Operation *op, int64_t index) {
@@ -201,8 +201,7 @@ LogicalResult ScheduleBuilder::addBiasGradGemm(Operation *op, int64_t index) {
   call.transA = true;
   call.dtype = *dtype;
   call.epilogue = "bgrad_a";
-  addGemm(op, call, index);
-  return success();
+  return addGemm(op, call, index);
 }
 
 namespace {
@@ -524,23 +523,23 @@ static LogicalResult checkContiguousAlong(Operation *op, RankedTensorType type,
             "not all 1 (a [seq, batch, hidden] layout is not built yet)";
 }
 
-LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
+FailureOr<ScheduleBuilder::CollectiveCall> ScheduleBuilder::collectiveCallOf(Operation *op) {
   Value input = op->getOperand(0), output = op->getResult(0);
-  std::string kind;
+  CollectiveCall call;
   auto whole = cast<RankedTensorType>(output.getType());
   std::optional<shard::ReductionKind> reduction;
   ArrayRef<shard::GridAxis> axes;
   if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
-    kind = "all_reduce";
+    call.kind = "all_reduce";
     reduction = reduce.getReduction();
     axes = reduce.getGridAxes();
   } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
-    kind = "all_gather";
+    call.kind = "all_gather";
     axes = gather.getGridAxes();
     if (failed(checkContiguousAlong(op, whole, gather.getGatherAxis().getSExtValue())))
       return failure();
   } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
-    kind = "reduce_scatter";
+    call.kind = "reduce_scatter";
     whole = cast<RankedTensorType>(input.getType());
     reduction = scatter.getReduction();
     axes = scatter.getGridAxes();
@@ -551,44 +550,72 @@ LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
            << op->getName() << ": the host schedule has all-reduce, all-gather "
            << "and reduce-scatter collectives (no rank-dependent slices yet)";
   }
-  std::string reductionName = "sum";
+  call.reduction = "sum";
   if (reduction) {
     if (*reduction == shard::ReductionKind::Max)
-      reductionName = "max";
+      call.reduction = "max";
     else if (*reduction == shard::ReductionKind::Min)
-      reductionName = "min";
+      call.reduction = "min";
     else if (*reduction == shard::ReductionKind::Average)
-      reductionName = "avg";
+      call.reduction = "avg";
     else if (*reduction != shard::ReductionKind::Sum)
       return op->emitError("cannot plan ")
              << op->getName() << " with reduction "
              << shard::stringifyReductionKind(*reduction)
              << ": NCCL runs sum, max, min and avg";
   }
-  std::string dtypeName = elementTypeName(whole).str();
+  call.dtype = elementTypeName(whole).str();
+  call.count = whole.getNumElements();
   FailureOr<FlatSymbolRefAttr> in = bufferOf(op, input), out = bufferOf(op, output);
   if (failed(in) || failed(out))
     return failure();
-  SmallVector<int64_t> axisList(axes.begin(), axes.end());
+  call.input = *in;
+  call.output = *out;
+  call.axes.assign(axes.begin(), axes.end());
+  return call;
+}
+
+int64_t ScheduleBuilder::recordEvent(Location loc, int64_t stream, int64_t index) {
+  int64_t event = nextEvent++;
+  plan::RecordEventOp::create(builder, loc, builder.getI64IntegerAttr(stream),
+                              builder.getI64IntegerAttr(event),
+                              builder.getI64IntegerAttr(index));
+  return event;
+}
+
+void ScheduleBuilder::waitEvent(Location loc, int64_t stream, int64_t event, int64_t index) {
+  plan::WaitEventOp::create(builder, loc, builder.getI64IntegerAttr(stream),
+                            builder.getI64IntegerAttr(event), builder.getI64IntegerAttr(index));
+}
+
+void ScheduleBuilder::emitCollective(Location loc, const CollectiveCall &call, int64_t stream,
+                                     int64_t index, ArrayRef<int64_t> offsets) {
+  auto i64 = [&](int64_t v) { return builder.getI64IntegerAttr(v); };
+  auto collective = plan::CollectiveOp::create(
+      builder, loc, builder.getStringAttr(call.kind), call.input, call.output,
+      i64(call.count), builder.getStringAttr(call.dtype),
+      builder.getDenseI64ArrayAttr(call.axes), builder.getStringAttr(call.reduction),
+      offsets.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(offsets),
+      i64(stream), i64(index));
+  if (!firstEntry)
+    firstEntry = collective;
+}
+
+LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
+  FailureOr<CollectiveCall> call = collectiveCallOf(op);
+  if (failed(call))
+    return failure();
+  if (op->hasAttr(WeftDialect::kChunksAttr))
+    return addChunkedCollective(op, *call, index);
   // On stream 1 after its producers (an event recorded on stream 0), with an
   // event after it that stream 0 waits for where the result is first read.
   int64_t stream = options.overlapCollectives ? 1 : 0;
   Location loc = op->getLoc();
-  auto i64 = [&](int64_t v) { return builder.getI64IntegerAttr(v); };
-  if (stream) {
-    int64_t ready = nextEvent++;
-    plan::RecordEventOp::create(builder, loc, i64(0), i64(ready), i64(index));
-    plan::WaitEventOp::create(builder, loc, i64(1), i64(ready), i64(index));
-  }
-  plan::CollectiveOp::create(builder, loc, builder.getStringAttr(kind), *in, *out,
-                             i64(whole.getNumElements()), builder.getStringAttr(dtypeName),
-                             builder.getDenseI64ArrayAttr(axisList),
-                             builder.getStringAttr(reductionName), i64(stream), i64(index));
-  if (stream) {
-    int64_t done = nextEvent++;
-    plan::RecordEventOp::create(builder, loc, i64(1), i64(done), i64(index));
-    pendingWaits[liveness.getCollectiveWait(op)].push_back(done);
-  }
+  if (stream)
+    waitEvent(loc, 1, recordEvent(loc, 0, index), index);
+  emitCollective(loc, *call, stream, index);
+  if (stream)
+    pendingWaits[liveness.getCollectiveWait(op)].push_back(recordEvent(loc, 1, index));
   return success();
 }
 

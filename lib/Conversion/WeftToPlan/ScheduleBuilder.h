@@ -8,6 +8,7 @@
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace weft {
@@ -58,8 +59,13 @@ private:
     mlir::FlatSymbolRefAttr aux = {};
     int64_t auxLd = 0;
   };
-  /// Emits `call` at schedule `index` with the op's planned workspace.
-  void addGemm(mlir::Operation *op, const GemmCall &call, int64_t index);
+  /// Emits `call` at schedule `index` with the op's planned workspace: as
+  /// partial GEMMs when it is one side of a collective matmul
+  /// (CollectiveMatmulEntries.cpp). A failure has a diagnostic at `op`.
+  mlir::LogicalResult addGemm(mlir::Operation *op, const GemmCall &call, int64_t index);
+  /// One plan.gemm; `offsets` (elements of a, b, c, d, aux) may be empty.
+  void emitGemm(mlir::Operation *op, const GemmCall &call, int64_t index,
+                llvm::ArrayRef<int64_t> offsets = {});
   mlir::LogicalResult addLinear(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addMatmul(mlir::Operation *op, int64_t index);
   /// A weft.fused bias-gradient group: one GEMM, epilogue bgrad_a.
@@ -77,8 +83,31 @@ private:
   attentionArg(mlir::Operation *op, const gpu::KernelSpec &spec,
                const gpu::KernelParam &param, const AttentionCall &call);
   mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
-  /// A shard all-reduce, all-gather or reduce-scatter: one plan.collective.
+  /// A shard all-reduce, all-gather or reduce-scatter: one plan.collective
+  /// (the chunks of a collective matmul: CollectiveMatmulEntries.cpp).
   mlir::LogicalResult addCollective(mlir::Operation *op, int64_t index);
+  struct CollectiveCall {
+    std::string kind, dtype, reduction;
+    mlir::FlatSymbolRefAttr input, output;
+    /// Elements of the whole tensor (NCCL's layout: PackageFormat.h).
+    int64_t count = 0;
+    llvm::SmallVector<int64_t> axes;
+  };
+  mlir::FailureOr<CollectiveCall> collectiveCallOf(mlir::Operation *op);
+  void emitCollective(mlir::Location loc, const CollectiveCall &call, int64_t stream,
+                      int64_t index, llvm::ArrayRef<int64_t> offsets = {});
+  /// An event recorded on `stream` (its id), and a wait for one.
+  int64_t recordEvent(mlir::Location loc, int64_t stream, int64_t index);
+  void waitEvent(mlir::Location loc, int64_t stream, int64_t event, int64_t index);
+  /// A `weft.chunks` all-gather: its chunks on stream 1, each followed by an
+  /// event its GEMM's partial GEMMs wait for. A reduce-scatter's chunks go
+  /// out with its GEMM (addGemm), so here it only checks that they did.
+  mlir::LogicalResult addChunkedCollective(mlir::Operation *op, const CollectiveCall &call,
+                                           int64_t index);
+  /// The partial GEMMs of `call` on row blocks, with the chunked all-gather
+  /// they read or the reduce-scatter chunks that read them.
+  mlir::LogicalResult addPartialGemms(mlir::Operation *op, const GemmCall &call,
+                                      int64_t index);
   mlir::LogicalResult addKernelPerOp(mlir::Operation *op, int64_t index);
 
   const ScheduleLiveness &liveness;
@@ -91,6 +120,16 @@ private:
   llvm::StringSet<> kernels, images;
   /// Events recorded after collectives on stream 1, by the step that waits.
   llvm::DenseMap<int64_t, llvm::SmallVector<int64_t>> pendingWaits;
+  /// Chunked all-gathers by the GEMM that reads them: the gathered buffer
+  /// and the event after each chunk.
+  struct ChunkedGather {
+    mlir::FlatSymbolRefAttr gathered;
+    llvm::SmallVector<int64_t> events;
+    int64_t ranks = 1;
+  };
+  llvm::DenseMap<mlir::Operation *, ChunkedGather> chunkedGathers;
+  /// Chunked reduce-scatters already issued with their GEMM.
+  llvm::DenseSet<mlir::Operation *> issuedScatters;
   int64_t nextEvent = 0;
 };
 

@@ -152,6 +152,10 @@ struct Gemm {
   int64_t m = 1, n = 1, k = 1, batch = 1;
   /// Elements between batches of A, B, C, D (used when batch > 1).
   int64_t strides[4] = {0, 0, 0, 0};
+  /// Where A, B, C, D and aux start in their buffers, in elements (a
+  /// collective matmul's partial GEMMs read and write row blocks); byte
+  /// offsets are multiples of kOperandAlignment.
+  int64_t offsets[5] = {0, 0, 0, 0, 0};
   bool transA = false, transB = false;
   DType dtype = DType::BF16;
   Epilogue epilogue = Epilogue::None;
@@ -190,7 +194,14 @@ struct Collective {
   Reduction reduction = Reduction::Sum;
   uint32_t axes = 0;
   uint32_t stream = 0, index = 0;
+  /// Where the input and output start in their buffers, in elements (the
+  /// chunks of a collective matmul); byte offsets are multiples of
+  /// kOperandAlignment.
+  int64_t inputOffset = 0, outputOffset = 0;
 };
+/// The byte alignment of an operand offset inside its buffer: what
+/// cuBLASLt's algorithms and NCCL assume of the arena's buffers.
+inline constexpr int64_t kOperandAlignment = 256;
 /// A buffer holding this rank's block of dimension `dim` of the whole
 /// tensor, blocks in rank order along the package's split axis.
 struct Split {

@@ -10,6 +10,8 @@
 #include "mlir/IR/DialectInterface.h"
 #include "mlir/Support/TypeID.h"
 
+#include <optional>
+
 namespace weft {
 
 class FusedOp;
@@ -26,6 +28,9 @@ public:
   virtual mlir::LogicalResult verifyLibraryGroup(FusedOp group) const = 0;
   /// Bytes of scratch memory the group's kernels use while it runs.
   virtual int64_t getWorkspaceBytes(FusedOp group) const = 0;
+  /// The operand whose rows are the rows of every result, when the group
+  /// runs as one GEMM on them (GemmRowsOpInterface); none otherwise.
+  virtual std::optional<unsigned> getGemmRowOperand(FusedOp group) const = 0;
 };
 
 /// The rules registered on `group`'s dialect; null when no target

@@ -68,6 +68,9 @@ def Weft_Dialect : Dialect {
     static constexpr llvm::StringLiteral kGridAxisAttr = "weft.grid_axis";
     static constexpr llvm::StringLiteral kSplitDimAttr = "weft.split_dim";
     static constexpr llvm::StringLiteral kAxisNamesAttr = "weft.axis_names";
+    // A collective matmul (weft-collective-matmul): the chunk count of an
+    // all-gather before a GEMM or a reduce-scatter after one.
+    static constexpr llvm::StringLiteral kChunksAttr = "weft.chunks";
   }];
 }
 

@@ -127,4 +127,23 @@ def Weft_BufferViewOpInterface : OpInterface<"BufferViewOpInterface"> {
   ];
 }
 
+def Weft_GemmRowsOpInterface : OpInterface<"GemmRowsOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    An op that runs as one GEMM `D[m, n] = A[m, k] B` (with an epilogue)
+    whose result rows (for every result: its dims but the last, flattened
+    row-major) are the rows of one operand, A: run on a block of A's rows
+    (and the same rows of any other operand with A's rows, a dgelu's aux),
+    it gives that block of its results' rows. weft-collective-matmul splits
+    such a GEMM into partial GEMMs on row blocks that pipeline with the
+    chunks of an all-gather of A or of a reduce-scatter of D.
+  }];
+  let methods = [
+    InterfaceMethod<[{The index of A among the operands; none when this
+      instance is not such a GEMM (a transposed A, or a batch of A against a
+      batch of B).}],
+      "std::optional<unsigned>", "getGemmRowOperand", (ins)>,
+  ];
+}
+
 #endif // WEFT_INTERFACES_TD

@@ -32,7 +32,8 @@ defvar Weft_FormulaTraits = [
 // GEMMs
 //===----------------------------------------------------------------------===//
 
-def Weft_LinearOp : Weft_Op<"linear", [], ["getWorkspaceBytes"]> {
+def Weft_LinearOp : Weft_Op<"linear",
+    [DeclareOpInterfaceMethods<Weft_GemmRowsOpInterface>], ["getWorkspaceBytes"]> {
   let summary = "y = x W^T + b over the last dimension of x";
   let description = [{
     `x` is `[..., in]`, `w` is `[out, in]`, the optional `bias` is `[out]`;
@@ -46,7 +47,8 @@ def Weft_LinearOp : Weft_Op<"linear", [], ["getWorkspaceBytes"]> {
   let results = (outs Weft_FloatTensor:$y);
 }
 
-def Weft_MatmulOp : Weft_Op<"matmul", [], ["getWorkspaceBytes"]> {
+def Weft_MatmulOp : Weft_Op<"matmul",
+    [DeclareOpInterfaceMethods<Weft_GemmRowsOpInterface>], ["getWorkspaceBytes"]> {
   let summary = "batched matrix product with optional transposes";
   let description = [{
     `a` is `[..., m, k]` (`[..., k, m]` with `transpose_a`), `b` is
@@ -653,7 +655,8 @@ def Weft_AdamWOp : Weft_Op<"adamw",
 def Weft_FusedOp : Op<Weft_Dialect, "fused", [IsolatedFromAbove,
     RecursiveMemoryEffects, SingleBlock,
     DeclareOpInterfaceMethods<Weft_CostOpInterface, ["getFlops"]>,
-    DeclareOpInterfaceMethods<Weft_MemoryOpInterface, ["getWorkspaceBytes"]>]> {
+    DeclareOpInterfaceMethods<Weft_MemoryOpInterface, ["getWorkspaceBytes"]>,
+    DeclareOpInterfaceMethods<Weft_GemmRowsOpInterface>]> {
   let summary = "a group of pointwise, normalization and row-reduction ops run as one kernel";
   let description = [{
     The body's block arguments are the group's inputs (the operands, in

@@ -145,7 +145,9 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
     (D = acc * gelu'(aux), `aux` read). `aux` is `[m, n]` with row pitch
     `ld` elements (at least n, a multiple of 8: cuBLASLt's
     EPILOGUE_AUX_LD), batch 1. `algo` holds the 64 bytes of a chosen
-    cublasLtMatmulAlgo_t when one is stored.
+    cublasLtMatmulAlgo_t when one is stored. `offsets` (elements; a, b, c,
+    d, aux) start operands inside their buffers: a collective matmul's
+    partial GEMMs on row blocks. Each is a multiple of 256 bytes.
     ```mlir
     weft_plan.gemm @d = @a, @b bias @bias m 32 n 768 k 256 dtype "bf16" stream 0 at 3 {trans_b, epilogue = "bias"}
     weft_plan.gemm @g = @x, @w bias @b aux @u ld 1024 m 32 n 1024 k 256 dtype "bf16" stream 0 at 4 {trans_b, epilogue = "gelu_aux_bias"}
@@ -165,6 +167,7 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F32Attr, "0.0">:$beta,
                        OptionalAttr<DenseI8ArrayAttr>:$algo,
+                       OptionalAttr<DenseI64ArrayAttr>:$offsets,
                        I64Attr:$stream, I64Attr:$index);
   let assemblyFormat = [{
     $d `=` $a `,` $b (`c` $c^)? (`bias` $bias^)? (`workspace` $workspace^)?
@@ -182,7 +185,8 @@ def WeftPlan_CollectiveOp : WeftPlan_Op<"collective", [HasParent<"StepOp">]> {
     whole tensor (an all-gather's output, a reduce-scatter's input, both
     buffers of an all-reduce; the other side holds count / ranks, one
     contiguous block per rank in rank order), `reduction` sum, max, min or
-    avg.
+    avg. `offsets` (elements; input, output) start the operands inside their
+    buffers: one chunk of a collective matmul.
     ```mlir
     weft_plan.collective "reduce_scatter" @partial -> @shard count 4096 dtype "bf16" axes [0] stream 0 at 7
     ```
@@ -191,6 +195,7 @@ def WeftPlan_CollectiveOp : WeftPlan_Op<"collective", [HasParent<"StepOp">]> {
                        FlatSymbolRefAttr:$output, I64Attr:$count, StrAttr:$dtype,
                        DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction,
+                       OptionalAttr<DenseI64ArrayAttr>:$offsets,
                        I64Attr:$stream, I64Attr:$index);
   let assemblyFormat = [{
     $kind $input `->` $output `count` $count `dtype` $dtype `axes` $axes
