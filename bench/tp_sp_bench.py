@@ -1,312 +1,454 @@
 """Tensor and sequence parallelism on several GPUs: the anchor GPT blocks of
 ../shared/anchors (hidden 4096, 32 heads, bf16, causal, loss mean(x^2)) at
 seq 8192 as Weft packages for one GPU, tp = T (TP only) and tp = T with
-sequence parallelism, run by the NCCL runtime (weft-run --nproc-per-node),
-beside PyTorch's own TP / TP+SP (tp_sp_anchors.py) in the same call.
+sequence parallelism, for each T of a list, run by the NCCL runtime
+(weft-run --nproc-per-node T on GPUs 0..T-1), beside PyTorch's own TP /
+TP+SP (tp_sp_anchors.py) and, where it runs, Megatron-core, in one call.
 From the checkout's root, with PYTHONPATH=python:
 
-  prepare (here, with the build):  tp_sp_bench.py prepare DIR [--tp T]
-      generates the model (python -m weft.models), compiles the gradient
-      step (no optimizer, as the anchor times it) and the AdamW step for one
-      GPU, tp = T and tp = T + SP; the gradient-check instances (the anchor's
-      architecture, small and at hidden 4096 / seq 2048); ships weft-run,
-      libweft_runtime.so and the anchor scripts.
-  run (on T GPUs):                 tp_sp_bench.py run DIR [--quick]
-      1. gradient checks: loss and every parameter gradient, gathered from
-         the ranks, vs float64 within 2x torch bf16's error, one GPU and
-         tp = T with and without SP;
-      2. the anchor's AdamW step, 3 steps from the same drawn state: the
-         losses of tp = T (+SP) against one GPU;
-      3. step time (median wall of 20 steps after 5, CUDA graphs) and
-         per-GPU memory (cuMemGetInfo against the plan) of the gradient
-         step on one GPU, tp = T and tp = T + SP;
-      4. Weft's collectives alone vs torch.distributed (collective_bench.py);
-      5. PyTorch TP / TP+SP (tp_sp_anchors.py, torchrun) and on one GPU;
-      6. a rank killed mid-step: the others' exit time and message.
-      Writes DIR/results.json and prints the table for bench/RESULTS.md.
+  prepare (here, with the build):  tp_sp_bench.py prepare DIR [--tp 2,4] [--mid] [--simulate]
+      generates the models (python -m weft.models) and compiles, for one GPU
+      and for tp = T and tp = T + SP of each T (default 2): the anchor's
+      gradient step (no optimizer, as the anchor times it) and AdamW step,
+      and the gradient-check instances: the anchor's architecture small
+      (2 blocks, heads of 128, seq 256: 2 heads, or T heads where 2 does not
+      divide T) and a LLaMA block (RMSNorm, SwiGLU, RoPE, GQA 16:4) at each
+      T its heads allow; --mid adds the anchor at seq 2048 (float64 fits).
+      weft-run --check reads every package; they are kept xz-compressed in
+      DIR/packages.tar.xz (0.3 MB for --tp 2,4; DIR ~41 MiB, within the
+      64 MiB a device call carries). --simulate also runs the small
+      instances in float64 through the same partitioning and fusion passes
+      on the reference interpreter's simulated ranks (weft-opt
+      --weft-diff-each-pass, 1e-10; 10-65 s each). Ships weft-run,
+      libweft_runtime.so, tp_sp_anchors.py and PyTorch's stored one-GPU
+      anchor, collective_bench.py, and bench/megatron_tp_sp.py with the
+      megatron-core wheel of .whl/ where they exist. ~4 min for --tp 2,4
+      on 2 cores (+4 min with --simulate).
+  run (on max(T) GPUs):  tp_sp_bench.py run DIR [--tp 4,2] [--only P,..] [--with P,..]
+                                        [--budget 540] [--out OUT] [--dry-run]
+      phase by phase, each at every T, largest first (tp = 2 has earlier
+      results), each phase's one-GPU part once. The default phases, in
+      order, with the seconds expected (one-GPU part + each T; estimates,
+      from the 2-GPU calls of 2026-11-26, whose whole run took ~12 min
+      with mid, launch and hang; results.json's "phases" has the measured
+      ones):
+        grad   gradient checks of the small and LLaMA instances: loss and
+               every gradient, gathered from the ranks, vs float64 within
+               2x torch bf16's error (the reference made once per model)
+                                                                 25 + 25 / T
+        time   step time (median wall of 20 graph replays after 5, max over
+               ranks) and the memory equation per rank (below)  15 + 25 / T
+        torch  PyTorch TP / TP+SP, eager and compiled, and async TP
+               (torchrun tp_sp_anchors.py)                          120 / T
+        adam   the AdamW step, 3 steps from the same drawn state: the losses
+               of tp = T (+SP) against one GPU                  15 + 30 / T
+        coll   Weft's collectives alone vs torch.distributed
+               (collective_bench.py at world size T)                 25 / T
+        kill   a rank killed mid-step at the largest T: the others' exit
+                                                                         20
+        megatron  torchrun megatron_tp_sp.py --out at world size T where
+               prepare shipped it and megatron.core imports (from the shipped
+               wheel, installed into DIR/site); else 'not run' and why
+                                                                     45 / T
+      Sum for --tp 2,4: ~535 s with setup and without Megatron, which
+      runs last: unless the others take less than their estimates, it is
+      skipped (run DIR --only megatron, ~100 s, in another call). --budget
+      (540 s) guards the call: a phase at a T is skipped, and recorded so,
+      when its estimate (its measured time at the larger T once there is
+      one) exceeds the time left, and every command is cut at the budget
+      + 30 s. Opt-in (--with, or --only): mid (the gradient check at seq
+      2048, prepared with --mid: 90 + 60 / T), llama (alone), torch1
+      (PyTorch on one GPU, else the stored anchor gives its one-GPU times:
+      100), launch (torchrun --no-python starts weft-run: the same outputs
+      byte for byte: 15), hang (a rank stopped: the collective timeout: 65).
+      Writes DIR/results.json after every phase (and copies it with the
+      commands' logs, DIR/logs/, to --out) and prints a summary and the rows
+      for bench/RESULTS.md; --dry-run prints each command and runs none.
+
+The memory equation per rank (tp_sp_phases.memory_equation): device memory
+in use at the peak (cuMemGetInfo, counted from nvidia-smi's free bytes of
+that GPU just before the launch) against the CUDA context + NCCL's
+communicators + the planned arena + what load added + NCCL's buffers, each
+measured by weft-run --print-memory. NCCL allocates its buffers at the first
+collectives, after load, so that term is all the growth after load (the
+one-GPU step, without NCCL, is the control); the gap is then what the arena
+allocation took over the plan plus anything unlisted before the arena.
 """
+import concurrent.futures
+import glob
 import json
 import os
-import re
 import shutil
-import signal
-import statistics
 import subprocess
 import sys
+import tarfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_step_bench as gsb  # noqa: E402
+import tp_sp_phases as ph  # noqa: E402
 from weft.gpu.device import ship_weft_run, unpack_weft_run  # noqa: E402
 from weft.gpu.phases import REPO, run_phases  # noqa: E402
 
 ANCHOR = dict(gsb.ANCHOR, seq=8192)
 MID = dict(ANCHOR, seq=2048)  # the anchor's width, small enough for float64
-SMALL = gsb.SMALL
+SMALL = gsb.SMALL  # 2 heads of 128
 # A LLaMA-style block (RMSNorm, SwiGLU, RoPE, GQA 4:1), for the gradient check.
 LLAMA = dict(SMALL, layers=2, hidden=1024, heads=16, kv_heads=4, seq=1024, ffn_hidden=2816,
              norm="rmsnorm", mlp="swiglu", rope=True)
 FLAGS = ["--fuse-elementwise", "--fold-attention-layout"]
-WARMUP, STEPS = 5, 20
 ANCHORS = os.path.join(REPO, "..", "shared", "anchors")
+TORCH_ONE = "h100x1_tp_sp_anchors_2026-11-26.json"  # PyTorch on one GPU, for efficiency
+CARRY_LIMIT = 64 * 2**20
+PACKAGES = "packages.tar.xz"
+DEFAULT_PHASES = ["grad", "time", "torch", "adam", "coll", "kill", "megatron"]
+OPTIONAL_PHASES = ["mid", "llama", "torch1", "launch", "hang"]
+# Expected seconds: (the one-GPU part, each T).
+ESTIMATE = {"grad": (25, 25), "llama": (15, 15), "mid": (90, 60), "time": (15, 25),
+            "adam": (15, 30), "torch": (0, 120), "torch1": (100, 0), "coll": (0, 25),
+            "megatron": (0, 45), "kill": (0, 20), "hang": (0, 65), "launch": (0, 15)}
 
 
-def variants(tp):
-    return [("one", []), (f"tp{tp}", [f"--grid=tp={tp}"]),
-            (f"tp{tp}sp", [f"--grid=tp={tp}", "--sequence-parallel"])]
+def fits(config, tp):
+    """tp divides the query heads and is a multiple of the kv heads or
+    divides them (weft-expand-kv-heads replicates them)."""
+    heads, kv = config["heads"], config["kv_heads"]
+    return heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
 
 
-def compile_or_fail(build, ir, out, extra, env):
-    ok, _, message = gsb.compile_package(build, ir, out, extra, env, try_fused=False)
-    if not ok:
-        raise SystemExit(f"{out}: {message}")
+def small_model(tp):
+    """The anchor's architecture small: 2 heads of 128, or tp heads where 2
+    does not divide tp."""
+    if fits(SMALL, tp):
+        return "small", SMALL
+    return f"small_h{tp}", dict(SMALL, hidden=128 * tp, heads=tp, kv_heads=tp,
+                                ffn_hidden=512 * tp)
 
 
-def prepare(args):
-    directory, build, tp = args.dir, args.build, args.tp
-    os.makedirs(directory, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
-    for name, config in (("anchor", ANCHOR), ("mid", MID), ("small", SMALL), ("llama", LLAMA)):
-        ir = os.path.join(directory, name + ".mlir")
-        gsb.generate(config, ir, env)
-        for variant, grid in variants(tp):
-            compile_or_fail(build, ir, os.path.join(directory, f"{name}_{variant}.weftpkg"),
-                            FLAGS + grid, env)
-            if name == "anchor":
-                compile_or_fail(build, ir, os.path.join(directory, f"adam_{variant}.weftpkg"),
-                                FLAGS + grid + ["--optimizer=adamw", "--weight-copies=auto"], env)
-        os.remove(ir)
-    ship_weft_run(directory, build)
-    shutil.copy(os.path.join(build, "lib", "libweft_runtime.so"), directory)
-    for script in ("tp_sp_anchors.py",):
-        shutil.copy(os.path.join(ANCHORS, script), directory)
-    shutil.copy(os.path.join(REPO, "bench", "collective_bench.py"), directory)
-    with open(os.path.join(directory, "config.json"), "w") as f:
-        json.dump({"tp": tp}, f)
+def models_at(tp, mid):
+    """The gradient-check instances a tp can split: (name, config)."""
+    out = [small_model(tp)] + ([("llama", LLAMA)] if fits(LLAMA, tp) else [])
+    return out + ([("mid", MID)] if mid and fits(MID, tp) else [])
 
 
-def weft_run(directory, env, package, *args, ranks=1, timeout=600):
-    command = [os.path.join(directory, "weft-run"), os.path.join(directory, package)]
-    if ranks > 1:
-        command += ["--nproc-per-node", str(ranks)]
-    done = subprocess.run(command + list(args), capture_output=True, text=True, env=env,
-                          timeout=timeout)
-    sys.stdout.write(done.stdout[-3000:])
-    sys.stderr.write(done.stderr[-3000:])
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(command + list(args))} exited {done.returncode}")
-    return done.stdout
+def parse_tps(text):
+    return sorted({int(t) for t in str(text).split(",") if t.strip()})
 
 
-def rank_steps(stdout, rank=0):
-    """(loss, ms) per step of rank `rank` (or of a one-GPU run)."""
-    pattern = r"^(?:\[rank (\d+)\] )?step \d+/\d+(?: loss (\S+))? \((\S+) ms\)"
-    return [(float(m.group(2)) if m.group(2) else None, float(m.group(3)))
-            for m in re.finditer(pattern, stdout, re.M) if int(m.group(1) or 0) == rank]
+def simulate(build, directory, tps, env):
+    """The small instances in float64 through the package's passes
+    (expand-kv-heads, autodiff, place, partition, hoist-collectives, the
+    attention layout, GELU epilogues, elementwise fusion) with the reference
+    interpreter before and after each, on tp simulated ranks, at 1e-10."""
+    jobs = []
+    for tp in tps:
+        for name, config in models_at(tp, False):
+            sim = dict(config, dtype="f64", seq=64 if name == "llama" else config["seq"])
+            ir = os.path.join(directory, f"sim_{name}.mlir")
+            if not os.path.exists(ir):
+                gsb.generate(sim, ir, env)
+            for sp in ("false", "true"):
+                jobs.append((f"{name}_tp{tp}{'sp' if sp == 'true' else ''}", [
+                    os.path.join(build, "bin", "weft-opt"), ir, f"--weft-expand-kv-heads=tp={tp}",
+                    "--weft-autodiff", f"--weft-place=grid=tp={tp} sequence-parallel={sp} "
+                    "func=forward_step", f"--weft-partition=sequence-parallel={sp}",
+                    "--weft-hoist-collectives", "--weft-fold-attention-layout",
+                    "--weft-fuse-gemm-epilogue", "--weft-fuse-elementwise",
+                    "--weft-diff-each-pass", "--weft-diff-entry=forward_step",
+                    "--weft-diff-rtol=1e-10", "--weft-diff-seed=7", "-o", "/dev/null"]))
 
-
-def rank_memory(stdout):
-    return {int(m.group(1) or 0): json.loads(m.group(2)) for m in
-            re.finditer(r"^(?:\[rank (\d+)\] )?memory-json: (.*)$", stdout, re.M)}
-
-
-def data_file(directory, config, steps, name, adam=False):
-    """x of the model's shape, [steps, batch, seq, hidden], standard normal
-    rounded to bf16 (as f32), then the seed (and AdamW's step counter, 1 to
-    steps); one file for every grid (split inputs are sliced by the ranks)."""
-    import numpy as np
-    import torch
-    from weft import npz
-    from weft.models.arguments import argument_specs
-    from weft.models.config import ModelConfig
-    n = sum(s.is_param for s in argument_specs(ModelConfig(**config)))
-    first = 3 * n if adam else n
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal((steps, config["batch"], config["seq"], config["hidden"]),
-                            dtype=np.float32)
-    values = {f"arg{first}": torch.from_numpy(x).to(torch.bfloat16).float(),
-              f"arg{first + 1}": torch.tensor(5, dtype=torch.int64)}
-    if adam:
-        values[f"arg{first + 2}"] = torch.arange(1, steps + 1, dtype=torch.int64)
-    path = os.path.join(directory, name)
-    npz.save(path, values)
-    return path
-
-
-def timing(directory, env, tp, quick):
-    data = data_file(directory, ANCHOR, 1, "anchor_x.npz")
-    rows = {}
-    for variant, _ in variants(tp):
-        ranks = 1 if variant == "one" else tp
-        out = weft_run(directory, env, f"anchor_{variant}.weftpkg", "--steps",
-                       str(WARMUP + (5 if quick else STEPS)), "--graph", "--init-state", "0",
-                       "--data", data, "--print-memory", ranks=ranks)
-        per_rank = [rank_steps(out, r) for r in range(ranks)]
-        ms = [statistics.median(t for _, t in steps[WARMUP:]) for steps in per_rank]
-        memory = rank_memory(out)
-        rows[variant] = {"ms": max(ms), "ms_per_rank": ms, "loss": per_rank[0][-1][0],
-                         "memory": memory,
-                         "peak_gib": max((m["peak"] - m["before"]) / 2**30 for m in memory.values()),
-                         "planned_gib": memory[0]["planned"] / 2**30}
-        print("TIMING", variant, json.dumps(rows[variant]), flush=True)
-    return rows
-
-
-def adam_losses(directory, env, tp):
-    data = data_file(directory, ANCHOR, 3, "anchor_x3.npz", adam=True)
-    losses = {}
-    for variant, _ in variants(tp):
-        out = weft_run(directory, env, f"adam_{variant}.weftpkg", "--steps", "3", "--init-state",
-                       "0", "--data", data, ranks=1 if variant == "one" else tp)
-        losses[variant] = [loss for loss, _ in rank_steps(out)]
-        print("ADAM", variant, losses[variant], flush=True)
-    return losses
-
-
-def gradient_checks(directory, env, tp, names):
-    results = {}
-    configs = {"small": SMALL, "llama": LLAMA, "mid": MID}
-    for name in names:
-        config = configs[name]
-        for variant, _ in variants(tp):
-            result = gsb.gradient_check(directory, env, config, f"{name}_{variant}.weftpkg",
-                                        ranks=1 if variant == "one" else tp)
-            worst = max(r["weft_rel_err"] / max(r["torch_bf16_rel_err"], 1e-30)
-                        for r in result["gradients"])
-            results[f"{name}_{variant}"] = result
-            print("GRADCHECK", name, variant, "ok" if result["ok"] else "FAILED",
-                  "loss", result["loss"], "worst weft/torch-bf16 error ratio", round(worst, 3),
-                  flush=True)
+    def one(job):
+        start = time.time()
+        done = subprocess.run(job[1], capture_output=True, text=True, timeout=1800)
+        result = {"ok": done.returncode == 0, "seconds": round(time.time() - start, 1),
+                  "detail": done.stderr[-600:]}
+        print("SIMULATE", job[0], "ok" if result["ok"] else "FAILED", result["seconds"], "s",
+              flush=True)
+        return job[0], result
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        results = dict(pool.map(one, jobs))
+    for f in os.listdir(directory):
+        if f.startswith("sim_") and f.endswith(".mlir"):
+            os.remove(os.path.join(directory, f))
     return results
 
 
-def torchrun(directory, script, tp, *args, timeout=540):
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(tp),
-               os.path.join(directory, script)] + list(args)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, OMP_NUM_THREADS="4"))
-    sys.stdout.write(done.stdout[-4000:])
-    sys.stderr.write(done.stderr[-2000:])
-    return done.returncode
+def prepare(args):
+    directory, build, tps = args.dir, args.build, parse_tps(args.tp or "2")
+    os.makedirs(directory, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    configs = {"anchor": ANCHOR}
+    jobs = [("anchor", "anchor_one", []), ("anchor", "adam_one", ["--optimizer=adamw",
+                                                                  "--weight-copies=auto"])]
+    models = {}
+    for tp in tps:
+        models[str(tp)] = [name for name, _ in models_at(tp, args.mid)]
+        for name, config in models_at(tp, args.mid):
+            if name not in configs:
+                configs[name] = config
+                jobs.append((name, f"{name}_one", []))
+        for variant, grid in ph.variants(tp):
+            jobs.append(("anchor", f"anchor_{variant}", grid))
+            jobs.append(("anchor", f"adam_{variant}", grid + ["--optimizer=adamw",
+                                                               "--weight-copies=auto"]))
+            jobs += [(name, f"{name}_{variant}", grid) for name in models[str(tp)]]
+    for name, config in configs.items():
+        gsb.generate(config, os.path.join(directory, name + ".mlir"), env)
 
-
-def torchrun_launch(directory, env, tp):
-    """torchrun itself starts weft-run (torchrun --no-python): the TP+SP
-    gradient step of the small instance gives the same gathered outputs, byte
-    for byte, as under weft-run --nproc-per-node."""
-    stem = os.path.join(directory, f"small_tp{tp}sp")
-    command = [sys.executable, "-m", "torch.distributed.run", "--no-python", "--nproc-per-node",
-               str(tp), os.path.join(directory, "weft-run"), stem + ".weftpkg", "--data",
-               stem + "_data.npz", "--outputs", stem + "_torchrun.npz.json"]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    sys.stdout.write(done.stdout[-2000:] + done.stderr[-2000:])
-    if done.returncode:
-        return {"ok": False, "detail": f"torchrun exited {done.returncode}"}
-    subprocess.run([os.path.join(directory, "weft-run"), "--gather-state",
-                    stem + "_torchrun.npz.json", "--to", stem + "_torchrun.npz"], check=True,
-                   env=env)
-    same = open(stem + "_torchrun.npz", "rb").read() == open(stem + "_out.npz", "rb").read()
-    print("TORCHRUN outputs identical to --nproc-per-node:", same, flush=True)
-    return {"ok": same}
-
-
-def hang_test(directory, env, tp, timeout_s=15):
-    """A rank that stops (SIGSTOP: its process and connection stay, it never
-    joins the next collective): the others fail when the collective timeout
-    runs out, naming the collective; the launcher then kills the stopped one."""
-    return kill_test(directory, env, tp, timeout_s, signal.SIGSTOP, "hang_test.log")
-
-
-def kill_test(directory, env, tp, timeout_s=60, how=signal.SIGKILL, log_name="kill_test.log"):
-    """Starts the TP+SP step for many steps, kills the last rank with SIGKILL
-    once steps run, and times how long the others take to exit."""
-    data = os.path.join(directory, "anchor_x.npz")
-    command = [os.path.join(directory, "weft-run"), os.path.join(directory, f"anchor_tp{tp}sp.weftpkg"),
-               "--nproc-per-node", str(tp), "--steps", "100000", "--init-state", "0", "--data",
-               data, "--collective-timeout", str(timeout_s)]
-    log = open(os.path.join(directory, log_name), "w+")
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.time() + 120
-    victim = None
-    while time.time() < deadline and victim is None:
-        time.sleep(0.5)
-        log.flush()
-        text = open(log.name).read()
-        if text.count("step 3/") >= tp:
-            out = subprocess.run(["pgrep", "-f", f"anchor_tp{tp}sp.weftpkg"], capture_output=True,
-                                 text=True).stdout.split()
-            pids = sorted(int(p) for p in out if int(p) != proc.pid)
-            if pids:
-                victim = pids[-1]
-    if victim is None:
-        proc.kill()
-        return {"ok": False, "detail": "the run did not reach step 3"}
-    killed_at = time.time()
-    os.kill(victim, how)
-    # When the surviving ranks report: the first "error:" line in the log.
-    first_error, error_seconds = None, None
-    while proc.poll() is None or first_error is None:
-        errors = [l for l in open(log.name).read().splitlines() if "error:" in l]
-        if errors and first_error is None:
-            first_error, error_seconds = errors[0], time.time() - killed_at
-        if proc.poll() is not None or time.time() - killed_at > timeout_s + 90:
-            break
-        time.sleep(0.1)
-    code = proc.wait(timeout=timeout_s + 90)
-    elapsed = time.time() - killed_at
-    log.flush()
-    text = open(log.name).read()
-    tail = "\n".join(l for l in text.splitlines() if "step" not in l or "error" in l)[-3000:]
-    print(log_name, "exit", code, "after", round(elapsed, 2), "s\n" + tail, flush=True)
-    return {"ok": code != 0 and first_error is not None and error_seconds < timeout_s + 5,
-            "exit": code, "error_seconds": error_seconds, "launcher_seconds": elapsed, "victim_pid": victim, "signal": int(how),
-            "messages": tail}
+    def compile_one(job):
+        ir, out, extra = job
+        out = os.path.join(directory, out + ".weftpkg")
+        ok, _, message = gsb.compile_package(build, os.path.join(directory, ir + ".mlir"), out,
+                                             FLAGS + extra, env, try_fused=False)
+        if not ok:
+            return out, None, message
+        check = subprocess.run([os.path.join(build, "bin", "weft-run"), "--check", out],
+                               capture_output=True, text=True)
+        lines = [l.strip() for l in (check.stdout + check.stderr).splitlines()
+                 if "grid" in l or "split" in l or "error" in l]
+        return out, check.returncode == 0, " / ".join(lines)
+    packages = {}
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        for out, ok, detail in pool.map(compile_one, jobs):
+            name = os.path.basename(out)
+            print("COMPILE", name, {None: "FAILED", False: "check FAILED", True: "ok"}[ok],
+                  detail, flush=True)
+            packages[name] = {"ok": ok, "check": detail,
+                              "bytes": os.path.getsize(out) if ok is not None else None}
+    for name in configs:
+        os.remove(os.path.join(directory, name + ".mlir"))
+    failed = [n for n, p in packages.items() if not p["ok"]]
+    if failed:
+        raise SystemExit("packages that do not compile or check: " + ", ".join(failed))
+    # The packages xz-compress 15-30x (one archive: ~0.3 MB against ~28 MB),
+    # which keeps DIR within a device call's carry; run unpacks them.
+    with tarfile.open(os.path.join(directory, PACKAGES), "w:xz") as tar:
+        for name in sorted(packages):
+            tar.add(os.path.join(directory, name), arcname=name)
+            os.remove(os.path.join(directory, name))
+    ship_weft_run(directory, build)
+    shutil.copy(os.path.join(build, "lib", "libweft_runtime.so"), directory)
+    shutil.copy(os.path.join(ANCHORS, "tp_sp_anchors.py"), directory)
+    shutil.copy(os.path.join(ANCHORS, TORCH_ONE), os.path.join(directory, "torch_one_anchor.json"))
+    shutil.copy(os.path.join(REPO, "bench", "collective_bench.py"), directory)
+    megatron = os.path.join(REPO, "bench", "megatron_tp_sp.py")
+    if os.path.exists(megatron):
+        shutil.copy(megatron, directory)
+        for wheel in glob.glob(os.path.join(REPO, ".whl", "megatron_core-*.whl")):
+            shutil.copy(wheel, directory)
+    commit = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip()
+    config = {"tps": tps, "tp": max(tps), "models": models, "configs": configs, "mid": args.mid,
+              "megatron_script": os.path.exists(megatron), "commit": commit,
+              "packages": packages,
+              "simulate": simulate(build, directory, tps, env) if args.simulate else None}
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    total = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory)
+                if os.path.isfile(os.path.join(directory, f)))
+    print(f"prepared {directory}: {len(packages)} packages, {total / 2**20:.1f} MiB, commit "
+          f"{commit}", flush=True)
+    if config["simulate"] and not all(r["ok"] for r in config["simulate"].values()):
+        raise SystemExit("a simulated-rank check failed: see config.json's simulate")
+    if total > CARRY_LIMIT:
+        raise SystemExit(f"{directory} holds {total / 2**20:.1f} MiB, more than the 64 MiB a "
+                         "device call carries")
 
 
 def run(args):
     directory = args.dir
-    tp = json.load(open(os.path.join(directory, "config.json")))["tp"]
-    env = unpack_weft_run(directory)
-    results = {"date": time.strftime("%Y-%m-%d"), "tp": tp}
-    import torch
-    results["device"] = torch.cuda.get_device_name()
-    results["gpus"] = torch.cuda.device_count()
-    steps = (args.only.split(",") if args.only else
-             ["grad", "adam", "time", "coll", "torch", "launch", "kill", "hang"])
-    if "grad" in steps or "llama" in steps:
-        names = ["llama"] if "grad" not in steps else ["small", "llama"] + ([] if args.quick
-                                                                           else ["mid"])
-        results["gradient_checks"] = gradient_checks(directory, env, tp, names)
-    if "adam" in steps:
-        results["adam_losses"] = adam_losses(directory, env, tp)
-    if "time" in steps:
-        results["weft"] = timing(directory, env, tp, args.quick)
-    if "coll" in steps:
-        coll = os.path.join(directory, "collectives.json")
-        torchrun(directory, "collective_bench.py", tp, os.path.join(directory, "libweft_runtime.so"),
-                 "--json", coll)
-        results["collectives"] = json.load(open(coll)) if os.path.exists(coll) else None
-    if "torch" in steps:
-        out = os.path.join(directory, "torch_tp.json")
-        torchrun(directory, "tp_sp_anchors.py", tp, "--seq", "8192", "--json", out)
-        results["torch"] = json.load(open(out)) if os.path.exists(out) else None
-    if "launch" in steps:
-        results["torchrun"] = torchrun_launch(directory, env, tp)
-    if "kill" in steps:
-        results["kill"] = kill_test(directory, env, tp)
-    if "hang" in steps:
-        results["hang"] = hang_test(directory, env, tp)
-    with open(os.path.join(directory, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    print("RESULTS", json.dumps({k: v for k, v in results.items() if k != "gradient_checks"}))
+    config = json.load(open(os.path.join(directory, "config.json")))
+    budget = ph.Budget(args.budget)
+    os.environ.update(ph.NO_MULTICAST, CUDA_DEVICE_ORDER="PCI_BUS_ID")  # this process too
+    phases = args.only.split(",") if args.only else \
+        DEFAULT_PHASES + (args.with_phases.split(",") if args.with_phases else [])
+    unknown = set(phases) - set(DEFAULT_PHASES + OPTIONAL_PHASES)
+    if unknown:
+        raise SystemExit(f"unknown phases {sorted(unknown)}: the phases are "
+                         f"{DEFAULT_PHASES + OPTIONAL_PHASES}")
+    tps = sorted(parse_tps(args.tp) if args.tp else config["tps"], reverse=True)
+    missing = [t for t in tps if t not in config["tps"]]
+    if missing:
+        raise SystemExit(f"tp {missing} not prepared (prepared: {config['tps']})")
+    results = {"date": time.strftime("%Y-%m-%d"), "tp": max(tps), "tps": sorted(tps),
+               "commit": config.get("commit"), "simulate": config.get("simulate"),
+               "phases": [], "weft": {}}
+    if args.dry_run:  # DIR stays as prepare left it
+        weft_env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(directory, "lib"))
+    else:
+        with tarfile.open(os.path.join(directory, PACKAGES), "r:xz") as tar:
+            tar.extractall(directory, members=[m for m in tar.getmembers() if not os.path.exists(
+                os.path.join(directory, m.name))],
+                **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        weft_env = unpack_weft_run(directory)
+    sh = ph.Shell(directory, weft_env, budget, args.dry_run)
+    if not args.dry_run:
+        import torch
+        results["device"], results["gpus"] = torch.cuda.get_device_name(), torch.cuda.device_count()
+        if results["gpus"] < max(tps):
+            budget.log(f"only {results['gpus']} GPUs: tp > {results['gpus']} dropped")
+            tps = [t for t in tps if t <= results["gpus"]]
+    budget.log("phases", phases, "at tp", tps, "budget", args.budget, "s")
+    grad = ph.GradientCheck(sh)
+    torch_one = json.load(open(sh.path("torch_one_anchor.json")))["runs"]
+
+    def save():
+        if args.dry_run:
+            return
+        with open(sh.path("results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            shutil.copy(sh.path("results.json"), args.out)
+            shutil.copytree(sh.path("logs"), os.path.join(args.out, "logs"), dirs_exist_ok=True)
+
+    measured = {}
+
+    def unit(phase, tp, fn):
+        """One phase at one tp (0: its one-GPU part), unless the budget left
+        is below its estimate (its measured time at a larger tp, else
+        ESTIMATE); recorded in results["phases"]."""
+        estimate = measured.get(phase, ESTIMATE[phase][1]) if tp else ESTIMATE[phase][0]
+        where = f"tp{tp}" if tp else "one GPU"
+        entry = {"phase": phase, "tp": tp, "estimate_s": estimate}
+        if not args.dry_run and budget.left() < estimate:
+            entry["status"] = f"skipped: {budget.left():.0f} s left, ~{estimate} s needed"
+            budget.log(phase, where, entry["status"])
+        else:
+            budget.log(phase, where, "...")
+            start = time.time()
+            try:
+                fn()
+                entry["status"] = "done"
+            except Exception as e:  # a failed phase is a result; the others go on
+                entry["status"] = f"failed: {str(e)[-800:]}"
+            entry["seconds"] = round(time.time() - start, 1)
+            if tp and not args.dry_run:
+                measured[phase] = entry["seconds"]
+            budget.log(phase, where, entry["status"][:300], f"({entry['seconds']} s)")
+        results["phases"].append(entry)
+        save()
+
+    def gradient(names, tp):
+        def fn():
+            found = results.setdefault("gradient_checks", {})
+            for name in names:
+                model = config["configs"][name]
+                for variant in (["one"] if tp == 0 else [v for v, _ in ph.variants(tp)]):
+                    r = grad.check(name, model, f"{name}_{variant}.weftpkg", 1 if tp == 0 else tp)
+                    if r:
+                        found[f"{name}_{variant}"] = r
+                        budget.log("GRADCHECK", name, variant, "ok" if r["ok"] else "FAILED",
+                                   "loss", json.dumps(r["loss"]), "worst weft/torch-bf16 "
+                                   "error ratio", round(r["worst_ratio"], 3))
+        return fn
+
+    def grad_names(tp, which):
+        names = [n for n, _ in models_at(tp, True) if n in config["models"][str(tp)]]
+        return [n for n in names if (n == "mid") == (which == "mid") and
+                (which != "llama" or n == "llama")]
+
+    def weft_unit(key, fn, name, ranks, label):
+        def go():
+            r = fn(sh, ANCHOR, name, ranks)
+            if r is not None:
+                results.setdefault(key, {})[name] = r
+                budget.log(label, name, json.dumps(r if key != "weft" else {
+                    k: r[k] for k in ("ms", "ms_per_rank", "loss", "in_use_gib", "planned_gib",
+                                      "max_abs_gap")}))
+        return go
+
+    def per_tp(key, fn):
+        def go(tp):
+            def inner():
+                r = fn(sh, tp)
+                if r is not None:
+                    results.setdefault(key, {})[str(tp)] = r
+                    budget.log(key, f"tp{tp}", json.dumps(r)[:1500])
+            return inner
+        return go
+
+    for phase in phases:
+        if phase in ("grad", "llama", "mid"):
+            one = sorted({n for tp in tps for n in grad_names(tp, phase)})
+            if one:
+                unit(phase, 0, gradient(one, 0))
+            for tp in tps:
+                if grad_names(tp, phase):
+                    unit(phase, tp, gradient(grad_names(tp, phase), tp))
+        elif phase in ("time", "adam"):
+            key, fn = ("weft", ph.timing) if phase == "time" else ("adam_losses", ph.adam_losses)
+            unit(phase, 0, weft_unit(key, fn, "one", 1, phase.upper()))
+            for tp in tps:
+                unit(phase, tp, lambda tp=tp: [weft_unit(key, fn, v, tp, phase.upper())()
+                                               for v, _ in ph.variants(tp)])
+        elif phase == "torch1":
+            unit(phase, 0, lambda: results.setdefault("torch", {}).update(
+                {"1": ph.torch_anchor(sh, 1, ANCHOR["seq"])}))
+        elif phase in ("torch", "coll", "megatron"):
+            key, fn = {"torch": ("torch", lambda s, t: ph.torch_anchor(s, t, ANCHOR["seq"])),
+                       "coll": ("collectives", ph.collectives),
+                       "megatron": ("megatron", ph.megatron)}[phase]
+            for tp in tps:
+                unit(phase, tp, per_tp(key, fn)(tp))
+        elif phase in ("kill", "hang"):
+            unit(phase, max(tps), per_tp(phase, lambda s, t: ph.fault_test(
+                s, t, ph.data_file(s.dir, ANCHOR, 1, "anchor_x.npz", dry=s.dry),
+                *((60,) if phase == "kill" else (15, ph.signal.SIGSTOP, "hang_test"))))(
+                max(tps)))
+        elif phase == "launch":
+            unit(phase, max(tps), per_tp("torchrun", lambda s, t: ph.torchrun_launch(
+                s, small_model(t)[0], t))(max(tps)))
+    weft = results["weft"]
+    results["memory_equation"] = {k: {"max_abs_gap": w["max_abs_gap"],
+                                      "within_1_percent": w["max_abs_gap"] <= 0.01}
+                                  for k, w in weft.items()}
+    if "adam_losses" in results and "one" in results["adam_losses"]:
+        one = results["adam_losses"]["one"]
+        results["adam_max_rel_diff"] = {k: max(abs(a - b) / abs(b) for a, b in zip(v, one))
+                                        for k, v in results["adam_losses"].items() if v}
+    torch1 = (results.get("torch", {}).get("1") or {}).get("runs", {})
+    results["torch_one"] = torch1 if "ms" in torch1.get("tp_compiled", {}) else torch_one
+    results["torch_one_source"] = "measured (torch1)" if results["torch_one"] is torch1 else \
+        f"../shared/anchors/{TORCH_ONE}"
+    results["summary"] = {
+        "gradient_checks_ok": {k: r["ok"] for k, r in results.get("gradient_checks", {}).items()},
+        "adam_max_rel_diff": results.get("adam_max_rel_diff"),
+        "memory_max_abs_gap": {k: round(v["max_abs_gap"], 5)
+                               for k, v in results["memory_equation"].items()},
+        "faults_ok": {k: {t: r.get("ok") for t, r in results[k].items()}
+                      for k in ("kill", "hang", "torchrun") if k in results}}
+    save()
+    budget.log("done;", sum(1 for p in results["phases"] if p["status"] == "done"), "of",
+               len(results["phases"]), "units ran; their estimates add up to",
+               round(sum(p["estimate_s"] for p in results["phases"])), "s")
+    if not args.dry_run:
+        print("\nPHASES", json.dumps([(p["phase"], p["tp"], p.get("seconds"), p["status"][:60])
+                                      for p in results["phases"]]))
+        print("\nSUMMARY", json.dumps(results["summary"]))
+        print("\n" + ph.markdown(results, results["torch_one"], results["torch_one_source"]),
+              flush=True)
+    failed = [p for p in results["phases"] if p["status"].startswith("failed")]
+    return 1 if failed else 0
 
 
 def options(parser):
-    parser.add_argument("--tp", type=int, default=2)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only",
-                        help="comma-separated: grad (or llama alone),adam,time,coll,torch,"
-                             "launch,kill,hang")
+    parser.add_argument("--tp", help="prepare: the comma list of tp (default 2); run: the "
+                        "prepared tps to run (default all)")
+    parser.add_argument("--mid", action="store_true",
+                        help="prepare: the gradient check at the anchor's width, seq 2048")
+    parser.add_argument("--simulate", action="store_true",
+                        help="prepare: check the small instances on simulated ranks")
+    parser.add_argument("--only", help="run: these phases only, comma-separated, of " +
+                        ",".join(DEFAULT_PHASES + OPTIONAL_PHASES))
+    parser.add_argument("--with", dest="with_phases",
+                        help="run: phases added to the default ones (" +
+                        ",".join(OPTIONAL_PHASES) + ")")
+    parser.add_argument("--budget", type=float, default=540,
+                        help="run: seconds for everything (phases beyond it are skipped)")
+    parser.add_argument("--out", help="run: copy results.json and logs/ here after each phase")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="run: print the commands, run nothing")
 
 
 if __name__ == "__main__":

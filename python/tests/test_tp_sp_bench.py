@@ -1,0 +1,100 @@
+"""Host-side parts of bench/tp_sp_bench.py (and bench/tp_sp_phases.py): which
+gradient-check instances a tp splits, weft-run's per-rank lines, the memory
+equation, the markdown rows, and run --dry-run's commands for tp 2 and 4."""
+import json
+import types
+
+from script_modules import load_script
+
+b = load_script("bench/tp_sp_bench.py")
+ph = b.ph
+MIB = 2**20
+
+
+def test_instances_follow_the_head_counts():
+    assert b.small_model(2) == ("small", b.SMALL)
+    name, config = b.small_model(4)
+    assert name == "small_h4" and config["heads"] == config["kv_heads"] == 4
+    assert config["hidden"] // config["heads"] == b.SMALL["hidden"] // b.SMALL["heads"]
+    # LLaMA's 16 query / 4 kv heads split at 4; at 8 its kv heads are replicated.
+    assert [n for n, _ in b.models_at(4, False)] == ["small_h4", "llama"]
+    assert b.fits(b.LLAMA, 8) and not b.fits(b.LLAMA, 32)
+    assert [n for n, _ in b.models_at(2, True)] == ["small", "llama", "mid"]
+
+
+def test_rank_lines():
+    out = ("[rank 1] step 1/2 loss 21.5 (40.0 ms)\n[rank 0] step 1/2 loss 21.5 (41.0 ms)\n"
+           "[rank 0] step 2/2 loss 21.4 (39.0 ms)\n"
+           '[rank 0] memory-json: {"planned": 1, "before": 2}\n')
+    assert ph.rank_steps(out, 0) == [(21.5, 41.0), (21.4, 39.0)]
+    assert ph.rank_steps(out, 1) == [(21.5, 40.0)]
+    assert ph.rank_memory(out) == {0: {"planned": 1, "before": 2}}
+    assert ph.rank_steps("step 1/1 (7.5 ms)\n") == [(None, 7.5)]
+
+
+def rank(context=1000, nccl=300, planned=3000, extra_arena=2, load=4, buffers=480):
+    """--print-memory's record of a rank (MiB), the GPU's total 80000 MiB."""
+    before = context + nccl
+    after_arena = before + planned + extra_arena
+    return {k: v * MIB for k, v in dict(
+        planned=planned, before=before, after_arena=after_arena, after_load=after_arena + load,
+        peak=after_arena + load + buffers, total=80000, context=context, nccl_init=nccl).items()}
+
+
+def test_memory_equation_terms_and_gap():
+    # 400 MiB of the GPU in use before the launch (another process): not this run's.
+    rows = ph.memory_equation({0: rank()}, [(80000 - 400) * MIB])
+    r = rows[0]
+    assert (r["context"], r["nccl_init"], r["planned"], r["load"], r["nccl_buffers"]) == \
+        (600 * MIB, 300 * MIB, 3000 * MIB, 4 * MIB, 480 * MIB)
+    assert r["in_use"] == (600 + 300 + 3002 + 4 + 480) * MIB
+    # The gap is the arena's allocation over the plan: the baseline cancels.
+    assert abs(r["gap"] - 2 / 4386) < 1e-12
+    assert ph.memory_equation({0: rank()}, [80000 * MIB])[0]["in_use"] == 4786 * MIB
+    # A one-GPU record has no communicators: the context is all before the arena.
+    one = {k: v for k, v in rank(nccl=0, buffers=0).items() if k not in ("context", "nccl_init")}
+    r = ph.memory_equation({0: one}, None)[0]
+    assert r["context"] == 1000 * MIB and r["nccl_init"] == 0 and r["baseline_used"] is None
+    assert ph.equation_rows("tp2", {0: rows[0]})[0].startswith("| tp2 | 0 | 600.0 | 300.0 |")
+
+
+def test_markdown_ratios_and_efficiency():
+    eq = ph.memory_equation({0: rank()}, None)
+    weft = {k: {"ms": ms, "planned_gib": 1.0, "in_use_gib": 1.5, "equation": eq}
+            for k, ms in (("one", 80.0), ("tp2", 44.0), ("tp2sp", 45.0))}
+    torch = {"runs": {"tp_compiled": {"ms": 50.0, "peak_gib": 4.0},
+                      "tp_sp_compiled_async": {"ms": 48.0, "peak_gib": 3.4},
+                      "tp_sp": {"error": "x"}}}
+    md = ph.markdown({"tps": [2], "weft": weft, "torch": {"2": torch},
+                      "megatron": {"2": {"runs": {"tp": {"ms": 70.0, "peak_gib": 5.0}}}}},
+                     {"tp_compiled": {"ms": 90.0}}, "stored")
+    assert "| Weft TP, tp = 2 | 2 | 44.00 | 1.00 | 1.50 | 0.880 | 90.9 % |" in md
+    assert "| Weft TP+SP, tp = 2 | 2 | 45.00 | 1.00 | 1.50 | 0.938 | 88.9 % |" in md
+    assert ("| PyTorch TP compiled, tp = 2 | 2 | 50.00 | – | 4.00 (max allocated) | – | "
+            "90.0 % |") in md
+    assert "Megatron-core tp, tp = 2 | 2 | 70.00" in md and "error" not in md
+
+
+def test_dry_run_prints_every_phase_at_tp_4_then_2(tmp_path, capsys):
+    models = {"2": ["small", "llama"], "4": ["small_h4", "llama"]}
+    configs = {"anchor": b.ANCHOR, "small": b.SMALL, "small_h4": b.small_model(4)[1],
+               "llama": b.LLAMA}
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"tps": [2, 4], "tp": 4, "models": models, "configs": configs}))
+    (tmp_path / "torch_one_anchor.json").write_text(json.dumps(
+        {"runs": {"tp_compiled": {"ms": 78.9}}}))
+    args = types.SimpleNamespace(dir=str(tmp_path), budget=540, only=None, with_phases="launch",
+                                 tp=None, out=None, dry_run=True)
+    assert b.run(args) == 0
+    out = capsys.readouterr().out
+    runs = [l for l in out.splitlines() if l.startswith("DRY")]
+    assert any("CUDA_VISIBLE_DEVICES=0,1,2,3" in l and "anchor_tp4sp.weftpkg --nproc-per-node 4"
+               in l and "--print-memory" in l for l in runs)
+    assert any("small_h4_tp4sp.weftpkg --nproc-per-node 4" in l for l in runs)
+    assert any("tp_sp_anchors.py --seq 8192" in l and "--nproc-per-node 2" in l for l in runs)
+    assert any("collective_bench.py" in l and "--nproc-per-node 4" in l for l in runs)
+    assert "megatron tp4" in out and "launch tp4" in out
+    assert out.index("time tp4") < out.index("time tp2") < out.index("torch tp4")
+    # One-GPU timing once; nothing written to DIR.
+    assert sum("anchor_one.weftpkg" in l for l in runs) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "torch_one_anchor.json"]
