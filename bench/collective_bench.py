@@ -1,9 +1,12 @@
 """Weft's collectives alone against torch.distributed + NCCL on the same
-buffers in the same processes: all-reduce, reduce-scatter and all-gather of
-bf16, 1 MB to 1 GB, nccl-tests' bus bandwidth (as ../shared/anchors/
-nccl_anchors.py reports it). Weft's side is the runtime's C API
-(weft_comm_init / weft_comm_collective, libweft_runtime.so via ctypes) on
-torch's current stream; its communicator's NCCL id is broadcast by torch.
+buffers in the same processes: all-reduce, reduce-scatter, all-gather,
+all-to-all (torch's all_to_all_single) and a ring shift by one rank with
+rotation (send/recv; torch's batch_isend_irecv) of bf16, 1 MB to 1 GB,
+nccl-tests' bus bandwidth (as ../shared/anchors/nccl_anchors.py reports it;
+alltoall: algbw (n - 1) / n, sendrecv: algbw). Weft's side is the runtime's
+C API (weft_comm_init / weft_comm_collective / weft_comm_shift,
+libweft_runtime.so via ctypes) on torch's current stream; its communicator's
+NCCL id is broadcast by torch.
 
   torchrun --nproc-per-node N collective_bench.py LIBWEFT_RUNTIME.so [--json OUT]
 """
@@ -17,7 +20,7 @@ import torch.distributed as dist
 
 SIZES_MB = [1, 4, 16, 64, 256, 1024]
 ITERS, WARMUP = 20, 5
-ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = 0, 1, 2
+ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 0, 1, 2, 3
 WEFT_DTYPE_BF16, WEFT_REDUCE_SUM = 2, 0
 
 
@@ -29,6 +32,10 @@ def load_runtime(path):
     lib.weft_comm_collective.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
                                          ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                                          ctypes.c_int, ctypes.c_void_p]
+    # weft_comm_shift(comm, send, recv, count, dtype, shift, rotate, stream)
+    lib.weft_comm_shift.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                    ctypes.c_void_p]
     lib.weft_comm_synchronize.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.weft_comm_free.argtypes = [ctypes.c_void_p]
     lib.weft_context_ensure.argtypes = [ctypes.c_int]
@@ -82,6 +89,22 @@ def main():
                   "weft_comm_collective")
         return run
 
+    def weft_shift(send, recv, count):
+        """The ring shift: send to rank + 1, receive from rank - 1, wrapping."""
+        def run():
+            check(lib, lib.weft_comm_shift(comm, send.data_ptr(), recv.data_ptr(), count,
+                                           WEFT_DTYPE_BF16, 1, 1, stream),
+                  "weft_comm_shift")
+        return run
+
+    def torch_shift(send, recv):
+        def run():
+            ops = [dist.P2POp(dist.isend, send, (rank + 1) % n),
+                   dist.P2POp(dist.irecv, recv, (rank - 1) % n)]
+            for request in dist.batch_isend_irecv(ops):
+                request.wait()
+        return run
+
     results = []
     for mb in SIZES_MB:
         numel = mb * (1 << 20) // 2
@@ -104,6 +127,20 @@ def main():
         check(lib, lib.weft_comm_synchronize(comm, stream), "weft_comm_synchronize")
         same = {"all_reduce": torch.equal(y, ref_ar), "reduce_scatter": torch.equal(out_rs, ref_rs),
                 "all_gather": torch.equal(out_ag, ref_ag)}
+        del ref_ar, ref_rs, out_rs, ref_ag, out_ag
+        # All-to-all: block j of x to rank j; the shift: x to rank + 1.
+        ref_a2a = torch.empty_like(x)
+        dist.all_to_all_single(ref_a2a, x)
+        out_a2a = torch.empty_like(x)
+        weft(ALL_TO_ALL, x, out_a2a, numel)()
+        ref_sr, out_sr = torch.empty_like(x), torch.empty_like(x)
+        if n > 1:  # a shift needs another rank
+            torch_shift(x, ref_sr)()
+            weft_shift(x, out_sr, numel)()
+        check(lib, lib.weft_comm_synchronize(comm, stream), "weft_comm_synchronize")
+        same["all_to_all"] = torch.equal(out_a2a, ref_a2a)
+        same["send_recv"] = n > 1 and torch.equal(out_sr, ref_sr)
+        del ref_a2a, out_a2a, ref_sr, out_sr
         ops = {
             "all_reduce": (lambda: dist.all_reduce(y), weft(ALL_REDUCE, x, y, numel),
                            2 * (n - 1) / n),
@@ -111,7 +148,12 @@ def main():
                                weft(REDUCE_SCATTER, x, part, numel), (n - 1) / n),
             "all_gather": (lambda: dist.all_gather_into_tensor(y, shard),
                            weft(ALL_GATHER, shard, y, numel), (n - 1) / n),
+            "all_to_all": (lambda: dist.all_to_all_single(y, x),
+                           weft(ALL_TO_ALL, x, y, numel), (n - 1) / n),
+            "send_recv": (torch_shift(x, y), weft_shift(x, y, numel), 1.0),
         }
+        if n == 1:
+            del ops["send_recv"]
         for name, (torch_fn, weft_fn, factor) in ops.items():
             t_torch, t_weft = timed(torch_fn), timed(weft_fn)
             size = numel * 2

@@ -406,3 +406,190 @@ TEST(Package, OperandOffsetsRoundTripAndChecks) {
             std::string::npos)
       << all;
 }
+
+// The COLLECTIVES section's all_to_all and send_recv records on a 2 x 4 grid
+// (axis 1: 4 ranks): both buffers hold the whole count; send_recv's shift
+// and rotate travel in the reduction slot (PackageFormat.h), a negative
+// shift as 24-bit two's complement. An all-reduce's record keeps its
+// layout, byte for byte.
+namespace {
+
+Package withCollectives() {
+  Package p = makePackage();
+  p.grid = {2, 4};
+  Collective allToAll;
+  allToAll.kind = CollectiveKind::AllToAll;
+  allToAll.input = 0; // a, 128 bytes: 64 bf16, 16 per rank
+  allToAll.output = 1;
+  allToAll.count = 64;
+  allToAll.axes = 0b10;
+  allToAll.index = 2;
+  Collective shift = allToAll;
+  shift.kind = CollectiveKind::SendRecv;
+  shift.output = 3;
+  shift.count = 63; // whole buffers: no multiple of the ranks needed
+  shift.shift = -3;
+  shift.rotate = true;
+  Collective reduce = allToAll;
+  reduce.kind = CollectiveKind::AllReduce;
+  reduce.output = 0;
+  reduce.reduction = Reduction::Avg;
+  p.collectives = {allToAll, shift, reduce};
+  p.schedule.push_back({EntryKind::Collective, 0});
+  p.schedule.push_back({EntryKind::Collective, 1});
+  p.schedule.push_back({EntryKind::Collective, 2});
+  return p;
+}
+
+/// Where the COLLECTIVES section (kind 17) starts in `bytes`.
+size_t collectivesAt(const std::string &bytes) {
+  uint32_t count;
+  uint64_t table;
+  std::memcpy(&count, &bytes[24], 4);
+  std::memcpy(&table, &bytes[32], 8);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t kind;
+    uint64_t offset;
+    std::memcpy(&kind, &bytes[table + i * 32], 4);
+    std::memcpy(&offset, &bytes[table + i * 32 + 8], 8);
+    if (kind == 17)
+      return offset;
+  }
+  return 0;
+}
+
+/// Sets u32 `field` of collective `record` and re-signs the section and the
+/// header (their FNV-1a checksums), as a writer with that value would.
+void patchCollective(std::string &bytes, size_t record, size_t field, uint32_t value) {
+  size_t at = collectivesAt(bytes);
+  std::memcpy(&bytes[at + record * 40 + field * 4], &value, 4);
+  uint32_t count;
+  uint64_t table;
+  std::memcpy(&count, &bytes[24], 4);
+  std::memcpy(&table, &bytes[32], 8);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint64_t offset, length;
+    std::memcpy(&offset, &bytes[table + i * 32 + 8], 8);
+    std::memcpy(&length, &bytes[table + i * 32 + 16], 8);
+    uint64_t sum = fnv1a64(bytes.data() + offset, length);
+    std::memcpy(&bytes[table + i * 32 + 24], &sum, 8);
+  }
+  uint64_t header = fnv1a64(bytes.data() + table, count * 32, fnv1a64(bytes.data(), 72));
+  std::memcpy(&bytes[72], &header, 8);
+}
+
+uint32_t collectiveField(const std::string &bytes, size_t record, size_t field) {
+  uint32_t value;
+  std::memcpy(&value, &bytes[collectivesAt(bytes) + record * 40 + field * 4], 4);
+  return value;
+}
+
+} // namespace
+
+TEST(Package, AllToAllAndSendRecvRoundTrip) {
+  Package p = withCollectives();
+  EXPECT_EQ(messages(checkPackage(p)), "");
+  std::string bytes = writePackage(p), error;
+  ASSERT_NE(collectivesAt(bytes), 0u);
+  // Kinds 3 and 4; the reduction slot: 0, then -3 (0xFFFFFD) with bit 24.
+  EXPECT_EQ(collectiveField(bytes, 0, 0), 3u);
+  EXPECT_EQ(collectiveField(bytes, 0, 4), 0u);
+  EXPECT_EQ(collectiveField(bytes, 1, 0), 4u);
+  EXPECT_EQ(collectiveField(bytes, 1, 4), 0x01FFFFFDu);
+  // The all-reduce: kind 0, input, output, dtype bf16 (0), avg (3), axes,
+  // stream, index, then the count.
+  uint32_t words[8];
+  for (size_t f = 0; f < 8; ++f)
+    words[f] = collectiveField(bytes, 2, f);
+  EXPECT_EQ(std::vector<uint32_t>(words, words + 8),
+            (std::vector<uint32_t>{0, 0, 0, 0, 3, 0b10, 0, 2}));
+  Package q;
+  ASSERT_TRUE(readPackage(bytes.data(), bytes.size(), q, error)) << error;
+  ASSERT_EQ(q.collectives.size(), 3u);
+  EXPECT_EQ(q.collectives[0].kind, CollectiveKind::AllToAll);
+  EXPECT_EQ(q.collectives[0].shift, 0);
+  EXPECT_EQ(q.collectives[1].kind, CollectiveKind::SendRecv);
+  EXPECT_EQ(q.collectives[1].shift, -3);
+  EXPECT_TRUE(q.collectives[1].rotate);
+  EXPECT_EQ(q.collectives[1].count, 63);
+  EXPECT_EQ(q.collectives[2].reduction, Reduction::Avg);
+  EXPECT_STREQ(collectiveKindName(q.collectives[0].kind), "all_to_all");
+  EXPECT_STREQ(collectiveKindName(q.collectives[1].kind), "send_recv");
+  EXPECT_EQ(parseCollectiveKind("send_recv"), CollectiveKind::SendRecv);
+  EXPECT_EQ(messages(checkPackage(q)), "");
+  EXPECT_EQ(writePackage(q), bytes);
+}
+
+TEST(Package, AllToAllAndSendRecvRefusals) {
+  std::string bytes = writePackage(withCollectives()), error;
+  Package q;
+  // The reader: a reduction on an all-to-all, a reserved bit or no shift in
+  // a send/recv's slot, a kind past send_recv.
+  std::string reduced = bytes;
+  patchCollective(reduced, 0, 4, 1);
+  EXPECT_FALSE(readPackage(reduced.data(), reduced.size(), q, error));
+  EXPECT_EQ(error, "collective 0 (all_to_all): reduction field 1 is not 0 (an all-to-all "
+                   "reduces nothing)");
+  std::string reserved = bytes;
+  patchCollective(reserved, 1, 4, 0x03000001);
+  EXPECT_FALSE(readPackage(reserved.data(), reserved.size(), q, error));
+  EXPECT_EQ(error, "collective 1 (send_recv): shift field 0x03000001 is not a shift: bits 0-23 "
+                   "a nonzero signed shift, bit 24 rotate, bits 25-31 0");
+  std::string still = bytes;
+  patchCollective(still, 1, 4, 0x01000000);
+  EXPECT_FALSE(readPackage(still.data(), still.size(), q, error));
+  EXPECT_NE(error.find("shift field 0x01000000 is not a shift"), std::string::npos) << error;
+  std::string kind = bytes;
+  patchCollective(kind, 1, 0, 5);
+  EXPECT_FALSE(readPackage(kind.data(), kind.size(), q, error));
+  EXPECT_NE(error.find("kind 5 is not all_reduce (0), all_gather (1), reduce_scatter (2), "
+                       "all_to_all (3) or send_recv (4)"),
+            std::string::npos)
+      << error;
+
+  // The checker: a shift outside the group of 4, an all-to-all's count not
+  // split in 4, buffers too small, an all-to-all in place.
+  Package far = withCollectives();
+  far.collectives[1].shift = 4;
+  std::string all = messages(checkPackage(far));
+  EXPECT_NE(all.find("collective 1 (send_recv) shifts by 4 positions, not a nonzero shift of "
+                     "magnitude below its 4 ranks"),
+            std::string::npos)
+      << all;
+  Package zero = withCollectives();
+  zero.collectives[1].shift = 0;
+  all = messages(checkPackage(zero));
+  EXPECT_NE(all.find("shifts by 0 positions"), std::string::npos) << all;
+  Package odd = withCollectives();
+  odd.collectives[0].count = 62;
+  all = messages(checkPackage(odd));
+  EXPECT_NE(all.find("collective 0 (all_to_all) has count 62, not a positive multiple of its 4 "
+                     "ranks"),
+            std::string::npos)
+      << all;
+  Package large = withCollectives();
+  large.collectives[1].count = 65;
+  all = messages(checkPackage(large));
+  EXPECT_NE(all.find("collective 1 (send_recv) input: buffer 'a' has 128 bytes, the collective "
+                     "moves 130"),
+            std::string::npos)
+      << all;
+  Package inPlace = withCollectives();
+  inPlace.collectives[0].output = 0;
+  all = messages(checkPackage(inPlace));
+  EXPECT_NE(all.find("collective 0 (all_to_all) cannot run in place: its input and output (128 "
+                     "bytes each, from arena bytes 0 and 0) overlap"),
+            std::string::npos)
+      << all;
+  // The overlap test counts operand offsets: the output 256 bytes into 'a'
+  // does not overlap the input at its start (it runs past 'a' instead).
+  Package shifted = withCollectives();
+  shifted.collectives[1].output = 0;
+  shifted.collectives[1].outputOffset = 128; // 256 bytes: past 'a'
+  all = messages(checkPackage(shifted));
+  EXPECT_NE(all.find("collective 1 (send_recv) output: buffer 'a' has 128 bytes, the collective "
+                     "moves 126 from byte 256"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("in place"), std::string::npos) << all;
+}

@@ -446,9 +446,6 @@ private:
     }
   }
 
-  /// A collective: its grid axes in the grid, its buffers live at its index
-  /// and sized as its kind says (the whole tensor's count on one side, the
-  /// count over the ranks of its group on the other), its stream.
   /// An operand's element offset: not negative, its bytes a multiple of
   /// kOperandAlignment.
   bool checkOffset(Subject subject, uint32_t i, const std::string &what, int64_t offset,
@@ -464,6 +461,11 @@ private:
     return false;
   }
 
+  /// A collective: its grid axes in the grid, its buffers live at its index
+  /// and sized as its kind says (the whole tensor's count on one side, the
+  /// count over the ranks of its group on the other; both whole for an
+  /// all-to-all and a send/recv), its stream; a send/recv's shift inside the
+  /// group; an all-to-all's and a send/recv's buffers apart.
   void checkCollective(uint32_t i) {
     const Collective &c = package.collectives[i];
     std::string where = "collective " + str(i) + " (" + collectiveKindName(c.kind) + ")";
@@ -477,8 +479,9 @@ private:
     for (size_t axis = 0; axis < package.grid.size(); ++axis)
       if (c.axes >> axis & 1)
         ranks *= uint64_t(package.grid[axis]);
-    if (c.count <= 0 ||
-        (c.kind != CollectiveKind::AllReduce && uint64_t(c.count) % ranks != 0)) {
+    // Blocks per rank: all but all_reduce and send_recv (whole buffers).
+    bool blocks = c.kind != CollectiveKind::AllReduce && c.kind != CollectiveKind::SendRecv;
+    if (c.count <= 0 || (blocks && uint64_t(c.count) % ranks != 0)) {
       report(Subject::Collective, i,
              where + " has count " + str(uint64_t(c.count)) +
                  ", not a positive multiple of its " + str(ranks) + " ranks");
@@ -488,9 +491,17 @@ private:
       report(Subject::Collective, i,
              where + " on stream " + str(c.stream) + " but the step has " +
                  str(package.numStreams) + " streams");
+    uint64_t magnitude = uint64_t(c.shift < 0 ? -int64_t(c.shift) : int64_t(c.shift));
+    if (c.kind == CollectiveKind::SendRecv &&
+        (c.shift == 0 || magnitude >= ranks || magnitude > uint64_t(kMaxShift)))
+      report(Subject::Collective, i,
+             where + " shifts by " + std::to_string(c.shift) + " positions, not a nonzero " +
+                 "shift of magnitude below its " + str(ranks) + " ranks (at most " +
+                 std::to_string(kMaxShift) + ")");
     uint64_t whole = uint64_t(c.count) * dtypeBytes(c.dtype), part = whole / ranks;
     uint64_t inBytes = c.kind == CollectiveKind::AllGather ? part : whole;
     uint64_t outBytes = c.kind == CollectiveKind::ReduceScatter ? part : whole;
+    int fitting = 0; // operands defined, live and large enough
     for (auto [buffer, bytes, offset, what] :
          {std::tuple(c.input, inBytes, c.inputOffset, "input"),
           std::tuple(c.output, outBytes, c.outputOffset, "output")}) {
@@ -505,6 +516,20 @@ private:
                where + " " + what + ": buffer '" + b.name + "' has " + str(b.size) +
                    " bytes, the collective moves " + str(bytes) +
                    (offset ? " from byte " + bytesText(start) : std::string()));
+      else
+        ++fitting;
+    }
+    // NCCL's send/recv read the input while peers write the output.
+    bool sendRecv = c.kind == CollectiveKind::AllToAll || c.kind == CollectiveKind::SendRecv;
+    if (fitting == 2 && sendRecv) {
+      long double size = dtypeBytes(c.dtype);
+      long double in = package.buffers[c.input].offset + c.inputOffset * size;
+      long double out = package.buffers[c.output].offset + c.outputOffset * size;
+      if (in < out + whole && out < in + whole)
+        report(Subject::Collective, i,
+               where + " cannot run in place: its input and output (" + str(whole) +
+                   " bytes each, from arena bytes " + bytesText(in) + " and " +
+                   bytesText(out) + ") overlap");
     }
   }
 

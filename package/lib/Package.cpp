@@ -25,7 +25,8 @@ const char *const kEpilogueNames[] = {"none",     "bias",          "gelu",
                                       "bias_gelu", "bgrad_a",      "gelu_aux",
                                       "gelu_aux_bias", "dgelu"};
 static_assert(std::size(kEpilogueNames) == kNumEpilogues);
-const char *const kCollectiveKindNames[] = {"all_reduce", "all_gather", "reduce_scatter"};
+const char *const kCollectiveKindNames[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                            "all_to_all", "send_recv"};
 static_assert(std::size(kCollectiveKindNames) == kNumCollectiveKinds);
 const char *const kReductionNames[] = {"sum", "max", "min", "avg"};
 static_assert(std::size(kReductionNames) == kNumReductions);

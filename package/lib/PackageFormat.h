@@ -63,10 +63,12 @@ enum SectionKind : uint32_t {
   kGrid = 16,        // optional, at most once: the device grid of a
                      //   partitioned step, one i64 per axis (1 to 8 axes)
   kCollectives = 17, // optional, at most once, needs kGrid; 40: u32 kind
-                     //   (0-2: all_reduce, all_gather, reduce_scatter),
-                     //   input, output, dtype, reduction (0-3: sum, max,
-                     //   min, avg), axes (bit per grid axis), stream, index;
-                     //   i64 count
+                     //   (0-4: all_reduce, all_gather, reduce_scatter,
+                     //   all_to_all, send_recv), input, output, dtype,
+                     //   reduction, axes (bit per grid axis), stream, index;
+                     //   i64 count. reduction: all_reduce and reduce_scatter
+                     //   0-3 (sum, max, min, avg); all_gather and all_to_all
+                     //   0; send_recv the shift (encodeShift below)
   kSplits = 18,      // optional, at most once, needs kGrid; u32 split axis,
                      //   u32 0, then 8: u32 buffer, u32 dimension of the
                      //   whole tensor this rank holds a block of
@@ -92,6 +94,23 @@ inline constexpr size_t kCollectiveBytes = 40;
 inline constexpr size_t kOffsetsBytes = 48;
 
 const char *sectionName(uint32_t kind);
+
+// send_recv's shift in the collective record's reduction slot, which no
+// reduction uses for it: bits 0-23 the shift in positions along the group
+// (24-bit two's complement, not 0), bit 24 rotate, bits 25-31 0.
+inline constexpr uint32_t kShiftBits = 0x00FFFFFFu, kRotateBit = 0x01000000u;
+inline uint32_t encodeShift(int32_t shift, bool rotate) {
+  return (uint32_t(shift) & kShiftBits) | (rotate ? kRotateBit : 0u);
+}
+// False when a reserved bit is set or the shift is 0.
+inline bool decodeShift(uint32_t field, int32_t &shift, bool &rotate) {
+  if (field & ~(kShiftBits | kRotateBit))
+    return false;
+  uint32_t bits = field & kShiftBits;
+  shift = int32_t(bits) - ((bits & 0x00800000u) ? int32_t(1 << 24) : 0);
+  rotate = field & kRotateBit;
+  return shift != 0;
+}
 
 } // namespace weft::pkg::format
 

@@ -218,8 +218,14 @@ std::string splitsSection(const Package &package) {
 std::string collectivesSection(const Package &package) {
   ByteWriter collectives;
   for (const Collective &c : package.collectives) {
-    for (uint32_t v : {uint32_t(c.kind), c.input, c.output, uint32_t(c.dtype),
-                       uint32_t(c.reduction), c.axes, c.stream, c.index})
+    // The reduction slot: send_recv's shift; an all-to-all reduces nothing.
+    uint32_t reduction = uint32_t(c.reduction);
+    if (c.kind == CollectiveKind::SendRecv)
+      reduction = encodeShift(c.shift, c.rotate);
+    else if (c.kind == CollectiveKind::AllToAll)
+      reduction = 0;
+    for (uint32_t v : {uint32_t(c.kind), c.input, c.output, uint32_t(c.dtype), reduction,
+                       c.axes, c.stream, c.index})
       collectives.u32(v);
     collectives.u64(uint64_t(c.count));
   }

@@ -339,7 +339,8 @@ typedef enum weft_step_entry_kind {
 typedef struct weft_step_entry {
   weft_step_entry_kind kind;
   const char *name; /* the kernel's name; "gemm"; "record_event" / "wait_event";
-                       "all_reduce" / "all_gather" / "reduce_scatter" */
+                       "all_reduce" / "all_gather" / "reduce_scatter" /
+                       "all_to_all" / "send_recv" */
   unsigned index;   /* the schedule index it runs at */
   unsigned stream;
   long long m, n, k, batch; /* GEMM dims, 0 otherwise */
@@ -402,8 +403,12 @@ WEFT_API int weft_comm_size(const weft_comm *comm);
 
 typedef enum weft_collective_kind {
   WEFT_ALL_REDUCE = 0,
-  WEFT_ALL_GATHER = 1,    /* each rank sends count / ranks elements */
-  WEFT_REDUCE_SCATTER = 2 /* each rank receives count / ranks elements */
+  WEFT_ALL_GATHER = 1,     /* each rank sends count / ranks elements */
+  WEFT_REDUCE_SCATTER = 2, /* each rank receives count / ranks elements */
+  WEFT_ALL_TO_ALL = 3,     /* block j (count / ranks elements) of the input goes
+                              to rank j, block i of the output comes from rank i
+                              (torch's all_to_all_single); not in place */
+  WEFT_SEND_RECV = 4       /* a shift: weft_comm_shift */
 } weft_collective_kind;
 typedef enum weft_reduction {
   WEFT_REDUCE_SUM = 0,
@@ -412,12 +417,19 @@ typedef enum weft_reduction {
   WEFT_REDUCE_AVG = 3
 } weft_reduction;
 /* One collective over every rank, enqueued on `stream` (as a step's are):
- * `count` elements of the whole tensor, the package's convention. For
+ * `count` elements of the whole tensor, the package's convention; kinds 0-3
+ * (`reduction` 0-3 always, used by all-reduce and reduce-scatter). For
  * benchmarks and tests of the collectives alone. */
 WEFT_API weft_status weft_comm_collective(weft_comm *comm, weft_collective_kind kind,
                                           const void *send, void *recv, size_t count,
                                           weft_dtype dtype, weft_reduction reduction,
                                           CUstream stream);
+/* A shift over every rank (WEFT_SEND_RECV, shard.shift): each rank sends its
+ * `count` elements to rank + `shift` and receives `count` elements from
+ * rank - `shift`; with `rotate` the ranks wrap around, without it a rank with
+ * no source gets zeros. 0 < |shift| < ranks; send and recv distinct. */
+WEFT_API weft_status weft_comm_shift(weft_comm *comm, const void *send, void *recv, size_t count,
+                                     weft_dtype dtype, int shift, int rotate, CUstream stream);
 /* Every rank waits here until all arrived (a one-element all-reduce on the
  * communicator's own stream, waited for with the watch): lines ranks up
  * before a timed step. */

@@ -224,6 +224,20 @@ int ranksAlong(const std::vector<int64_t> &grid, uint32_t mask) {
   return int(ranks);
 }
 
+int groupPosition(const std::vector<int64_t> &grid, uint32_t mask, int rank) {
+  std::vector<int64_t> coords(grid.size());
+  int64_t rest = rank;
+  for (size_t axis = grid.size(); axis-- > 0;) {
+    coords[axis] = rest % grid[axis];
+    rest /= grid[axis];
+  }
+  int64_t position = 0;
+  for (size_t axis = 0; axis < grid.size(); ++axis)
+    if (mask >> axis & 1)
+      position = position * grid[axis] + coords[axis];
+  return int(position);
+}
+
 weft_status commForAxes(weft_comm &comm, uint32_t mask, ncclComm_t &out) {
   if (ranksAlong(comm.grid, mask) == comm.worldSize) {
     out = comm.world;
@@ -268,23 +282,129 @@ ncclRedOp_t ncclOpOf(int reduction) {
   }
 }
 
-weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, int kind, const void *send,
-                              void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                              int ranks, CUstream stream, const WaitSubject &subject) {
-  if (ranks < 1 || (kind != WEFT_ALL_REDUCE && count % size_t(ranks) != 0))
-    return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                format("rank %d: %s: count %zu is not a multiple of its %d ranks", comm.rank,
-                       subject().c_str(), count, ranks));
+void shiftPeers(int position, int ranks, int64_t shift, bool rotate, int &to, int &from) {
+  auto place = [&](int64_t at) {
+    if (rotate)
+      return int(((at % ranks) + ranks) % ranks);
+    return at >= 0 && at < ranks ? int(at) : -1;
+  };
+  to = place(int64_t(position) + shift);
+  from = place(int64_t(position) - shift);
+}
+
+namespace {
+
+size_t typeBytes(ncclDataType_t type) {
+  switch (type) {
+  case ncclFloat64:
+    return 8;
+  case ncclFloat32:
+    return 4;
+  default:
+    return 2; // bf16, f16: ncclTypeOf makes no others
+  }
+}
+
+// all_to_all and send_recv: NCCL's sends and receives of one group, which
+// NCCL runs together (no peer waits for another's earlier call).
+ncclResult_t enqueueGroup(weft_comm &comm, ncclComm_t nccl, const CollectiveCall &call,
+                          CUstream stream, const WaitSubject &subject, weft_status &status) {
   const NcclApi &api = *comm.nccl;
   auto cudaStream = reinterpret_cast<cudaStream_t>(stream);
-  ncclResult_t result;
-  if (kind == WEFT_ALL_REDUCE)
-    result = api.ncclAllReduce(send, recv, count, type, op, nccl, cudaStream);
-  else if (kind == WEFT_ALL_GATHER)
-    result = api.ncclAllGather(send, recv, count / size_t(ranks), type, nccl, cudaStream);
-  else
-    result = api.ncclReduceScatter(send, recv, count / size_t(ranks), type, op, nccl,
+  size_t bytes = typeBytes(call.type);
+  struct Transfer {
+    bool send;
+    int peer;
+    size_t byteOffset, count;
+  };
+  std::vector<Transfer> transfers;
+  if (call.kind == WEFT_ALL_TO_ALL) {
+    size_t block = call.count / size_t(call.ranks);
+    for (int peer = 0; peer < call.ranks; ++peer) {
+      transfers.push_back({true, peer, size_t(peer) * block * bytes, block});
+      transfers.push_back({false, peer, size_t(peer) * block * bytes, block});
+    }
+  } else {
+    int to = -1, from = -1;
+    shiftPeers(call.position, call.ranks, call.shift, call.rotate, to, from);
+    if (to >= 0)
+      transfers.push_back({true, to, 0, call.count});
+    if (from >= 0) {
+      transfers.push_back({false, from, 0, call.count});
+    } else if (CUresult result = comm.cuda->cuMemsetD8Async(
+                   CUdeviceptr(uintptr_t(call.recv)), 0, call.count * bytes, stream)) {
+      // The reference's shard.shift: a rank with no source gets zeros.
+      status = failCuda(result, format("rank %d: %s: zeroing the output of a rank with no "
+                                       "source (cuMemsetD8Async)",
+                                       comm.rank, subject().c_str()));
+      return ncclSuccess;
+    }
+  }
+  ncclResult_t result = api.ncclGroupStart();
+  if (result != ncclSuccess)
+    return result;
+  for (const Transfer &t : transfers) {
+    result = t.send ? api.ncclSend(static_cast<const char *>(call.send) + t.byteOffset, t.count,
+                                   call.type, t.peer, nccl, cudaStream)
+                    : api.ncclRecv(static_cast<char *>(call.recv) + t.byteOffset, t.count,
+                                   call.type, t.peer, nccl, cudaStream);
+    if (result != ncclSuccess)
+      break;
+  }
+  ncclResult_t end = api.ncclGroupEnd(); // closes the group even after a failed call
+  return result != ncclSuccess ? result : end;
+}
+
+} // namespace
+
+weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, const CollectiveCall &call,
+                              CUstream stream, const WaitSubject &subject) {
+  // Whole buffers for all_reduce and send_recv; one block per rank otherwise.
+  bool blocks = call.kind != WEFT_ALL_REDUCE && call.kind != WEFT_SEND_RECV;
+  if (call.ranks < 1 || (blocks && call.count % size_t(call.ranks) != 0))
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("rank %d: %s: count %zu is not a multiple of its %d ranks", comm.rank,
+                       subject().c_str(), call.count, call.ranks));
+  if (call.position < 0 || call.position >= call.ranks)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("rank %d: %s: position %d is outside its group of %d ranks", comm.rank,
+                       subject().c_str(), call.position, call.ranks));
+  if (call.kind == WEFT_SEND_RECV &&
+      (call.shift == 0 || call.shift <= -call.ranks || call.shift >= call.ranks))
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("rank %d: %s: shift %lld is not a nonzero shift of magnitude below its "
+                       "%d ranks",
+                       comm.rank, subject().c_str(), (long long)call.shift, call.ranks));
+  const NcclApi &api = *comm.nccl;
+  auto cudaStream = reinterpret_cast<cudaStream_t>(stream);
+  size_t part = call.count / size_t(call.ranks);
+  ncclResult_t result = ncclSuccess;
+  weft_status status = WEFT_OK;
+  switch (call.kind) {
+  case WEFT_ALL_REDUCE:
+    result = api.ncclAllReduce(call.send, call.recv, call.count, call.type, call.op, nccl,
+                               cudaStream);
+    break;
+  case WEFT_ALL_GATHER:
+    result = api.ncclAllGather(call.send, call.recv, part, call.type, nccl, cudaStream);
+    break;
+  case WEFT_REDUCE_SCATTER:
+    result = api.ncclReduceScatter(call.send, call.recv, part, call.type, call.op, nccl,
                                    cudaStream);
+    break;
+  case WEFT_ALL_TO_ALL:
+  case WEFT_SEND_RECV:
+    result = enqueueGroup(comm, nccl, call, stream, subject, status);
+    break;
+  default:
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("rank %d: %s: collective kind %d is not one of 0-4", comm.rank,
+                       subject().c_str(), call.kind));
+  }
+  if (status != WEFT_OK) {
+    abortAll(comm); // peers wait in this collective: they learn of it through the abort
+    return status;
+  }
   if (result != ncclSuccess) { // blocking communicators: never ncclInProgress
     std::string message = format("rank %d: %s: enqueueing it failed: %s", comm.rank,
                                  subject().c_str(), resultText(api, result, nccl).c_str());
@@ -479,19 +599,61 @@ weft_status weft_comm_collective(weft_comm *comm, weft_collective_kind kind, con
   return apiCall("weft_comm_collective", [&]() -> weft_status {
     if (weft_status status = checkComm(comm, "weft_comm_collective"))
       return status;
+    if (kind == WEFT_SEND_RECV)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  "weft_comm_collective: send_recv needs a shift: call weft_comm_shift");
     ncclDataType_t type;
-    if (kind < WEFT_ALL_REDUCE || kind > WEFT_REDUCE_SCATTER || !ncclTypeOf(dtype, type) ||
+    if (kind < WEFT_ALL_REDUCE || kind > WEFT_ALL_TO_ALL || !ncclTypeOf(dtype, type) ||
         reduction < WEFT_REDUCE_SUM || reduction > WEFT_REDUCE_AVG || !send || !recv)
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("weft_comm_collective: kind %d, dtype %d, reduction %d, send %p, recv "
-                         "%p: kind 0-2, dtype f32/bf16/f16, reduction 0-3 and both buffers "
+                         "%p: kind 0-3, dtype f32/bf16/f16, reduction 0-3 and both buffers "
                          "are required",
                          int(kind), int(dtype), int(reduction), send, recv));
-    const char *names[] = {"all_reduce", "all_gather", "reduce_scatter"};
-    return enqueueCollective(*comm, comm->world, kind, send, recv, count, type,
-                             ncclOpOf(reduction), comm->worldSize, stream, [&]() {
-                               return format("%s of %zu elements", names[kind], count);
-                             });
+    if (kind == WEFT_ALL_TO_ALL && send == recv)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  "weft_comm_collective: all_to_all cannot run in place (send == recv)");
+    const char *names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+    CollectiveCall call;
+    call.kind = kind;
+    call.send = send;
+    call.recv = recv;
+    call.count = count;
+    call.type = type;
+    call.op = ncclOpOf(reduction);
+    call.ranks = comm->worldSize;
+    call.position = comm->rank;
+    return enqueueCollective(*comm, comm->world, call, stream, [&]() {
+      return format("%s of %zu elements", names[kind], count);
+    });
+  });
+}
+
+weft_status weft_comm_shift(weft_comm *comm, const void *send, void *recv, size_t count,
+                            weft_dtype dtype, int shift, int rotate, CUstream stream) {
+  return apiCall("weft_comm_shift", [&]() -> weft_status {
+    if (weft_status status = checkComm(comm, "weft_comm_shift"))
+      return status;
+    ncclDataType_t type;
+    if (!ncclTypeOf(dtype, type) || !send || !recv || send == recv)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("weft_comm_shift: dtype %d, send %p, recv %p: dtype f32/bf16/f16 and "
+                         "two distinct buffers are required",
+                         int(dtype), send, recv));
+    CollectiveCall call;
+    call.kind = WEFT_SEND_RECV;
+    call.send = send;
+    call.recv = recv;
+    call.count = count;
+    call.type = type;
+    call.ranks = comm->worldSize;
+    call.position = comm->rank;
+    call.shift = shift;
+    call.rotate = rotate != 0;
+    return enqueueCollective(*comm, comm->world, call, stream, [&]() {
+      return format("send_recv of %zu elements, shift %d%s", count, shift,
+                    rotate ? ", rotating" : "");
+    });
   });
 }
 
@@ -508,9 +670,13 @@ weft_status weft_comm_barrier(weft_comm *comm) {
     }
     void *buffer = reinterpret_cast<void *>(uintptr_t(comm->barrierBuffer));
     auto subject = [] { return std::string("the barrier (a one-element all-reduce)"); };
+    CollectiveCall call;
+    call.send = call.recv = buffer;
+    call.count = 1;
+    call.ranks = comm->worldSize;
+    call.position = comm->rank;
     if (weft_status status =
-            enqueueCollective(*comm, comm->world, WEFT_ALL_REDUCE, buffer, buffer, 1, ncclFloat32,
-                              ncclSum, comm->worldSize, comm->barrierStream, subject))
+            enqueueCollective(*comm, comm->world, call, comm->barrierStream, subject))
       return status;
     return waitWatched(*comm, queryDone(cuda, comm->barrierStream, nullptr, "the barrier"),
                        subject);

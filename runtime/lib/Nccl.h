@@ -38,7 +38,11 @@ namespace weft::runtime {
   X(ncclGetLastError)                                                                              \
   X(ncclAllReduce)                                                                                 \
   X(ncclAllGather)                                                                                 \
-  X(ncclReduceScatter)
+  X(ncclReduceScatter)                                                                             \
+  X(ncclSend)                                                                                      \
+  X(ncclRecv)                                                                                      \
+  X(ncclGroupStart)                                                                                \
+  X(ncclGroupEnd)
 
 struct NcclApi {
 #define WEFT_NCCL_MEMBER(name) decltype(&::name) name = nullptr;
@@ -101,11 +105,31 @@ weft_status commForAxes(weft_comm &comm, uint32_t mask, ncclComm_t &out);
 bool ncclTypeOf(int dtype, ncclDataType_t &type); // weft_dtype or -1 for f64
 ncclRedOp_t ncclOpOf(int reduction);              // 0 sum, 1 max, 2 min, 3 avg
 
-// Enqueues one collective (count: elements of the whole tensor, as in the
-// package) on `stream`.
-weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, int kind, const void *send,
-                              void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                              int ranks, CUstream stream, const WaitSubject &subject);
+// One collective of a group of `ranks` ranks, this one at `position` in it
+// (the package's layout: pkg::Collective). `count` counts the elements of
+// the whole tensor; `shift` and `rotate` are a send_recv's.
+struct CollectiveCall {
+  int kind = WEFT_ALL_REDUCE; // weft_collective_kind, the package's kinds
+  const void *send = nullptr;
+  void *recv = nullptr;
+  size_t count = 0;
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+  int ranks = 1, position = 0;
+  int64_t shift = 0;
+  bool rotate = false;
+};
+
+// Enqueues `call` on `stream`: an NCCL collective, or for all_to_all and
+// send_recv NCCL's send and receive calls in one group (a send_recv's rank
+// without a source zeroes its output first, cuMemsetD8Async).
+weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, const CollectiveCall &call,
+                              CUstream stream, const WaitSubject &subject);
+
+// The positions a send_recv at `position` of `ranks` sends to and receives
+// from: `shift` ahead and behind, wrapping with `rotate`, else -1 past the
+// ends.
+void shiftPeers(int position, int ranks, int64_t shift, bool rotate, int &to, int &from);
 
 // Splits the world into the communicators of each axes mask over `grid`
 // (row-major ranks, the last axis fastest); every rank calls it with the same
@@ -115,6 +139,10 @@ weft_status splitGrid(weft_comm &comm, const std::vector<int64_t> &grid,
 
 // Ranks in the communicator of `mask` over `grid`.
 int ranksAlong(const std::vector<int64_t> &grid, uint32_t mask);
+// World rank `rank`'s position in its communicator of `mask` over `grid`:
+// its coordinates along the mask's axes, row-major (ncclCommSplit keys the
+// ranks by world rank).
+int groupPosition(const std::vector<int64_t> &grid, uint32_t mask, int rank);
 
 } // namespace weft::runtime
 

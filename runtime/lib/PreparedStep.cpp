@@ -525,13 +525,16 @@ std::string describeStep(const PreparedStep &prepared) {
                      g.workspace == pkg::kNone ? "none" : bufferText(g.workspace).c_str());
     } else if (step.kind == pkg::EntryKind::Collective) {
       const pkg::Collective &c = package.collectives[step.item];
+      std::string detail; // the reduction, or a send_recv's shift
+      if (c.kind == pkg::CollectiveKind::SendRecv)
+        detail = format(" (shift %d%s)", c.shift, c.rotate ? ", rotate" : "");
+      else if (c.kind == pkg::CollectiveKind::AllReduce ||
+               c.kind == pkg::CollectiveKind::ReduceScatter)
+        detail = std::string(" (") + pkg::reductionName(c.reduction) + ")";
       text += format("collective %u at %u stream %u: %s = %s(%s) %lld %s over grid axes %u%s\n",
                      step.item, c.index, c.stream, bufferText(c.output).c_str(),
                      pkg::collectiveKindName(c.kind), bufferText(c.input).c_str(),
-                     (long long)c.count, pkg::dtypeName(c.dtype), c.axes,
-                     c.kind == pkg::CollectiveKind::AllGather
-                         ? ""
-                         : (std::string(" (") + pkg::reductionName(c.reduction) + ")").c_str());
+                     (long long)c.count, pkg::dtypeName(c.dtype), c.axes, detail.c_str());
     } else {
       const pkg::Event &e = package.events[step.item];
       text += format("%s event %u on stream %u at %u\n", e.record ? "record" : "wait", e.event,

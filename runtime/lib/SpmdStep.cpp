@@ -17,6 +17,13 @@ namespace weft::runtime {
 
 namespace {
 
+static_assert(int(pkg::CollectiveKind::AllReduce) == WEFT_ALL_REDUCE &&
+                  int(pkg::CollectiveKind::AllGather) == WEFT_ALL_GATHER &&
+                  int(pkg::CollectiveKind::ReduceScatter) == WEFT_REDUCE_SCATTER &&
+                  int(pkg::CollectiveKind::AllToAll) == WEFT_ALL_TO_ALL &&
+                  int(pkg::CollectiveKind::SendRecv) == WEFT_SEND_RECV,
+              "weft_collective_kind numbers the package's collective kinds");
+
 int weftDTypeOf(pkg::DType dtype) {
   switch (dtype) {
   case pkg::DType::BF16:
@@ -34,12 +41,15 @@ int weftDTypeOf(pkg::DType dtype) {
 std::string describeCollective(const weft_step &step, uint32_t item) {
   const pkg::Package &package = step.prepared.package;
   const pkg::Collective &c = package.collectives[item];
-  return format("collective %u (%s of '%s' into '%s', %lld %s elements over %d ranks, "
+  std::string shift;
+  if (c.kind == pkg::CollectiveKind::SendRecv)
+    shift = format(" by %d%s", c.shift, c.rotate ? " rotating" : "");
+  return format("collective %u (%s%s of '%s' into '%s', %lld %s elements over %d ranks, "
                 "schedule index %u)",
-                item, pkg::collectiveKindName(c.kind), package.buffers[c.input].name.c_str(),
-                package.buffers[c.output].name.c_str(), (long long)c.count,
-                pkg::dtypeName(c.dtype), step.collectiveRanks.empty() ? 0 : step.collectiveRanks[item],
-                c.index);
+                item, pkg::collectiveKindName(c.kind), shift.c_str(),
+                package.buffers[c.input].name.c_str(), package.buffers[c.output].name.c_str(),
+                (long long)c.count, pkg::dtypeName(c.dtype),
+                step.collectiveRanks.empty() ? 0 : step.collectiveRanks[item], c.index);
 }
 
 // The first collective whose event has not completed: the one in flight (or
@@ -70,6 +80,7 @@ weft_status prepareCollectives(weft_step &step) {
     return status;
   step.collectiveComms.assign(package.collectives.size(), nullptr);
   step.collectiveRanks.assign(package.collectives.size(), 0);
+  step.collectivePositions.assign(package.collectives.size(), 0);
   step.collectiveTypes.assign(package.collectives.size(), ncclBfloat16);
   step.collectiveDone.assign(package.collectives.size(), nullptr);
   for (size_t i = 0; i < package.collectives.size(); ++i) {
@@ -77,6 +88,7 @@ weft_status prepareCollectives(weft_step &step) {
     if (weft_status status = commForAxes(comm, c.axes, step.collectiveComms[i]))
       return status;
     step.collectiveRanks[i] = ranksAlong(package.grid, c.axes);
+    step.collectivePositions[i] = groupPosition(package.grid, c.axes, comm.rank);
     if (!ncclTypeOf(weftDTypeOf(c.dtype), step.collectiveTypes[i]))
       return fail(WEFT_ERROR_INVALID_ARGUMENT,
                   format("collective %zu: dtype %s has no NCCL type", i, pkg::dtypeName(c.dtype)));
@@ -98,14 +110,21 @@ weft_status issueCollective(weft_step &step, uint32_t item, CUstream stream) {
     return format("step %llu: %s", step.runs, describeCollective(step, item).c_str());
   };
   uint64_t size = pkg::dtypeBytes(c.dtype);
-  const void *send = reinterpret_cast<const void *>(
+  CollectiveCall call;
+  call.kind = int(c.kind); // weft_collective_kind numbers the package's kinds
+  call.send = reinterpret_cast<const void *>(
       uintptr_t(step.address[c.input] + uint64_t(c.inputOffset) * size));
-  void *recv = reinterpret_cast<void *>(
+  call.recv = reinterpret_cast<void *>(
       uintptr_t(step.address[c.output] + uint64_t(c.outputOffset) * size));
-  if (weft_status status = enqueueCollective(
-          *step.comm, step.collectiveComms[item], int(c.kind), send, recv, size_t(c.count),
-          step.collectiveTypes[item],
-          ncclOpOf(int(c.reduction)), step.collectiveRanks[item], stream, subject))
+  call.count = size_t(c.count);
+  call.type = step.collectiveTypes[item];
+  call.op = ncclOpOf(int(c.reduction));
+  call.ranks = step.collectiveRanks[item];
+  call.position = step.collectivePositions[item];
+  call.shift = c.shift;
+  call.rotate = c.rotate;
+  if (weft_status status =
+          enqueueCollective(*step.comm, step.collectiveComms[item], call, stream, subject))
     return status;
   if (CUresult result = step.api->cuEventRecord(step.collectiveDone[item], stream))
     return failCuda(result, "cuEventRecord (after a collective)");

@@ -40,12 +40,13 @@ struct weft_step {
   CUgraphExec graphExec = nullptr;
   weft_step_memory memory = {};
   // A partitioned step (weft_step_load_spmd): the run's communicators (not
-  // owned), per collective its communicator, ranks and an event recorded
+  // owned), per collective its communicator, ranks, position and an event recorded
   // after it (which one was in flight when a wait fails), and the runs so far.
   weft_comm *comm = nullptr;
   std::vector<ncclComm_t> collectiveComms;
   std::vector<ncclDataType_t> collectiveTypes;
   std::vector<int> collectiveRanks;
+  std::vector<int> collectivePositions; // this rank's place in each one's group
   std::vector<CUevent> collectiveDone;
   unsigned long long runs = 0;
 };

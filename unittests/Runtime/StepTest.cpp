@@ -299,6 +299,13 @@ TEST(Comm, ArgumentsAndMissingLibrary) {
   EXPECT_EQ(weft_comm_collective(nullptr, WEFT_ALL_REDUCE, nullptr, nullptr, 1,
                                  WEFT_DTYPE_BF16, WEFT_REDUCE_SUM, nullptr),
             WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(weft_comm_collective(nullptr, WEFT_ALL_TO_ALL, nullptr, nullptr, 4,
+                                 WEFT_DTYPE_BF16, WEFT_REDUCE_SUM, nullptr),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("comm is NULL"), std::string::npos) << lastError();
+  EXPECT_EQ(weft_comm_shift(nullptr, nullptr, nullptr, 4, WEFT_DTYPE_BF16, 1, 1, nullptr),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("weft_comm_shift: comm is NULL"), std::string::npos) << lastError();
   EXPECT_STREQ(weft_status_name(WEFT_ERROR_PEER_FAILED), "WEFT_ERROR_PEER_FAILED");
   EXPECT_STREQ(weft_status_name(WEFT_ERROR_TIMEOUT), "WEFT_ERROR_TIMEOUT");
   EXPECT_STREQ(weft_status_name(WEFT_ERROR_NCCL), "WEFT_ERROR_NCCL");

@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <cstdlib>
 #include <limits>
 
 using namespace mlir;
@@ -137,11 +138,26 @@ LogicalResult StepExporter::addCollective(CollectiveOp collective,
   std::optional<pkg::Reduction> reduction =
       pkg::parseReduction(collective.getReduction().str());
   if (!kind || !dtype || !reduction) {
-    error(collective) << "expects kind all_reduce / all_gather / reduce_scatter, "
-                         "dtype bf16 / f16 / f32 / f64 and reduction sum / max / "
-                         "min / avg, got '"
+    error(collective) << "expects kind all_reduce / all_gather / reduce_scatter / "
+                         "all_to_all / send_recv, dtype bf16 / f16 / f32 / f64 and "
+                         "reduction sum / max / min / avg, got '"
                       << collective.getKind() << "', '" << collective.getDtype()
                       << "', '" << collective.getReduction() << "'";
+    return failure();
+  }
+  // send_recv's shift (the checker bounds it by the group's ranks); the
+  // other kinds move no data along the group and have none.
+  std::optional<int64_t> shift = collective.getShift();
+  if (*kind == pkg::CollectiveKind::SendRecv
+          ? !shift || *shift == 0 || std::abs(*shift) > pkg::kMaxShift
+          : shift.has_value() || collective.getRotate()) {
+    if (*kind == pkg::CollectiveKind::SendRecv)
+      error(collective) << "send_recv expects a nonzero shift of magnitude at most "
+                        << pkg::kMaxShift << ", got "
+                        << (shift ? std::to_string(*shift) : std::string("none"));
+    else
+      error(collective) << collective.getKind()
+                        << " has no shift or rotate (only send_recv does)";
     return failure();
   }
   uint32_t axes = 0;
@@ -169,6 +185,8 @@ LogicalResult StepExporter::addCollective(CollectiveOp collective,
   entry.kind = *kind;
   entry.dtype = *dtype;
   entry.reduction = *reduction;
+  entry.shift = int32_t(shift.value_or(0));
+  entry.rotate = collective.getRotate();
   entry.input = *input;
   entry.output = *output;
   entry.count = collective.getCount();

@@ -18,6 +18,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InterleavedRange.h"
 
 #include <algorithm>
 
@@ -523,13 +524,79 @@ static LogicalResult checkContiguousAlong(Operation *op, RankedTensorType type,
             "not all 1 (a [seq, batch, hidden] layout is not built yet)";
 }
 
+/// shard.all_to_all as NCCL's (grouped send/recv): block j of the input goes
+/// to position j of the group and block i of the result comes from position
+/// i, so both must be contiguous (every dimension before split_axis of the
+/// input and before concat_axis of the result is 1) and the group in NCCL's
+/// order (grid axes increasing).
+static LogicalResult checkAllToAll(shard::AllToAllOp op) {
+  auto input = cast<RankedTensorType>(op.getInput().getType());
+  auto result = cast<RankedTensorType>(op.getResult().getType());
+  int64_t split = op.getSplitAxis().getSExtValue();
+  int64_t concat = op.getConcatAxis().getSExtValue();
+  auto ones = [](RankedTensorType type, int64_t axis) {
+    return axis >= 0 && axis < type.getRank() &&
+           llvm::all_of(type.getShape().take_front(axis), [](int64_t size) { return size == 1; });
+  };
+  if (!ones(input, split) || !ones(result, concat))
+    return op.emitError("cannot plan shard.all_to_all with split_axis ")
+           << split << " and concat_axis " << concat << " (" << input << " -> " << result
+           << "): NCCL's all-to-all sends and receives one contiguous block per rank, so "
+              "every dimension before split_axis of the input and before concat_axis of "
+              "the result must be 1";
+  if (!llvm::is_sorted(op.getGridAxes()) ||
+      llvm::adjacent_find(op.getGridAxes()) != op.getGridAxes().end())
+    return op.emitError("cannot plan shard.all_to_all over grid_axes [")
+           << llvm::interleaved(op.getGridAxes(), ", ")
+           << "]: the blocks go to ranks in the order of NCCL's communicator, "
+              "increasing grid axes";
+  return success();
+}
+
+/// shard.shift as a send_recv along its shift_axis alone (the other grid
+/// axes do not move data): a shift inside the axis, nonzero. With rotate an
+/// offset past the axis wraps; without, it would leave every rank zeros.
+static FailureOr<int64_t> shiftOf(shard::ShiftOp op) {
+  int64_t axis = op.getShiftAxis().getSExtValue(), offset = int64_t(op.getOffset());
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
+  if (!grid || axis < 0 || axis >= int64_t(grid.getShape().size()) ||
+      ShapedType::isDynamic(grid.getShape()[axis]))
+    return op.emitError("cannot plan shard.shift along grid axis ")
+           << axis << ": the grid @" << op.getGrid() << " has no static size there";
+  int64_t extent = grid.getShape()[axis];
+  if (op.getRotate())
+    offset %= extent;
+  if (offset == 0 || std::abs(offset) >= extent)
+    return op.emitError("cannot plan shard.shift by ")
+           << int64_t(op.getOffset()) << (op.getRotate() ? " with" : " without")
+           << " rotate along grid axis " << axis << " of size " << extent << ": "
+           << (offset == 0 ? "every tensor stays where it is"
+                           : "no rank has a source (the result is all zeros)");
+  return offset;
+}
+
 FailureOr<ScheduleBuilder::CollectiveCall> ScheduleBuilder::collectiveCallOf(Operation *op) {
   Value input = op->getOperand(0), output = op->getResult(0);
   CollectiveCall call;
   auto whole = cast<RankedTensorType>(output.getType());
   std::optional<shard::ReductionKind> reduction;
   ArrayRef<shard::GridAxis> axes;
-  if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
+  SmallVector<shard::GridAxis, 1> shiftAxis;
+  if (auto allToAll = dyn_cast<shard::AllToAllOp>(op)) {
+    call.kind = "all_to_all";
+    axes = allToAll.getGridAxes();
+    if (failed(checkAllToAll(allToAll)))
+      return failure();
+  } else if (auto shift = dyn_cast<shard::ShiftOp>(op)) {
+    call.kind = "send_recv";
+    FailureOr<int64_t> offset = shiftOf(shift);
+    if (failed(offset))
+      return failure();
+    call.shift = *offset;
+    call.rotate = shift.getRotate();
+    shiftAxis.push_back(shard::GridAxis(shift.getShiftAxis().getSExtValue()));
+    axes = shiftAxis;
+  } else if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
     call.kind = "all_reduce";
     reduction = reduce.getReduction();
     axes = reduce.getGridAxes();
@@ -547,8 +614,8 @@ FailureOr<ScheduleBuilder::CollectiveCall> ScheduleBuilder::collectiveCallOf(Ope
       return failure();
   } else {
     return op->emitError("cannot plan ")
-           << op->getName() << ": the host schedule has all-reduce, all-gather "
-           << "and reduce-scatter collectives (no rank-dependent slices yet)";
+           << op->getName() << ": the host schedule has all-reduce, all-gather, "
+           << "reduce-scatter, all-to-all and shift (send/recv) collectives";
   }
   call.reduction = "sum";
   if (reduction) {
@@ -596,7 +663,8 @@ void ScheduleBuilder::emitCollective(Location loc, const CollectiveCall &call, i
       i64(call.count), builder.getStringAttr(call.dtype),
       builder.getDenseI64ArrayAttr(call.axes), builder.getStringAttr(call.reduction),
       offsets.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(offsets),
-      i64(stream), i64(index));
+      call.shift ? i64(call.shift) : IntegerAttr(),
+      call.rotate ? builder.getUnitAttr() : UnitAttr(), i64(stream), i64(index));
   if (!firstEntry)
     firstEntry = collective;
 }

@@ -83,8 +83,9 @@ private:
   attentionArg(mlir::Operation *op, const gpu::KernelSpec &spec,
                const gpu::KernelParam &param, const AttentionCall &call);
   mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
-  /// A shard all-reduce, all-gather or reduce-scatter: one plan.collective
-  /// (the chunks of a collective matmul: CollectiveMatmulEntries.cpp).
+  /// A shard all-reduce, all-gather, reduce-scatter, all-to-all or shift:
+  /// one plan.collective (the chunks of a collective matmul:
+  /// CollectiveMatmulEntries.cpp).
   mlir::LogicalResult addCollective(mlir::Operation *op, int64_t index);
   struct CollectiveCall {
     std::string kind, dtype, reduction;
@@ -92,6 +93,10 @@ private:
     /// Elements of the whole tensor (NCCL's layout: PackageFormat.h).
     int64_t count = 0;
     llvm::SmallVector<int64_t> axes;
+    /// send_recv (shard.shift): positions ahead along the group (0: none)
+    /// and whether the ends wrap.
+    int64_t shift = 0;
+    bool rotate = false;
   };
   mlir::FailureOr<CollectiveCall> collectiveCallOf(mlir::Operation *op);
   void emitCollective(mlir::Location loc, const CollectiveCall &call, int64_t stream,

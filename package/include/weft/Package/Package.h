@@ -172,14 +172,26 @@ struct Event {
 };
 
 /// A collective of a partitioned (SPMD) step over the ranks that share every
-/// grid coordinate outside `axes` (a bit per grid axis). `count` is the
-/// element count of the whole tensor: both buffers of an all-reduce, the
-/// output of an all-gather (each rank's input is count / ranks), the input
-/// of a reduce-scatter (each rank's output is count / ranks). Blocks are
-/// contiguous and in rank order along the axes (NCCL's layout).
-enum class CollectiveKind : uint32_t { AllReduce, AllGather, ReduceScatter };
-inline constexpr uint32_t kNumCollectiveKinds = 3;
-/// "all_reduce", "all_gather", "reduce_scatter".
+/// grid coordinate outside `axes` (a bit per grid axis), in row-major order
+/// of their coordinates along the axes (a rank's position in its group).
+/// `count` is the element count of the whole tensor: both buffers of an
+/// all-reduce, the output of an all-gather (each rank's input is count /
+/// ranks), the input of a reduce-scatter (each rank's output is count /
+/// ranks). Blocks are contiguous and in rank order along the axes (NCCL's
+/// layout).
+///  - all_to_all: input and output both `count` elements; block j (count /
+///    ranks contiguous elements) of the input goes to the rank at position
+///    j, block i of the output comes from the rank at position i (NCCL's
+///    grouped send/recv all-to-all, as torch's all_to_all_single).
+///  - send_recv: a shift along the group (shard.shift): each rank sends its
+///    whole input (`count` elements) to the rank `shift` positions ahead and
+///    receives its output (`count` elements) from the rank `shift` behind.
+///    With `rotate` the ends wrap; without it a rank with no source (the
+///    first `shift` ones, or the last -`shift` for a negative shift) gets
+///    zeros, as the reference interpreter's shard.shift.
+enum class CollectiveKind : uint32_t { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+inline constexpr uint32_t kNumCollectiveKinds = 5;
+/// "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv".
 const char *collectiveKindName(CollectiveKind kind);
 std::optional<CollectiveKind> parseCollectiveKind(std::string_view name);
 enum class Reduction : uint32_t { Sum, Max, Min, Avg };
@@ -191,14 +203,20 @@ struct Collective {
   uint32_t input = 0, output = 0;
   int64_t count = 0;
   DType dtype = DType::BF16;
-  Reduction reduction = Reduction::Sum;
+  Reduction reduction = Reduction::Sum; // all_reduce, reduce_scatter only
   uint32_t axes = 0;
+  /// send_recv: positions ahead in the group each rank sends to (not 0, its
+  /// magnitude below the group's ranks), and whether the ends wrap.
+  int32_t shift = 0;
+  bool rotate = false;
   uint32_t stream = 0, index = 0;
   /// Where the input and output start in their buffers, in elements (the
   /// chunks of a collective matmul); byte offsets are multiples of
   /// kOperandAlignment.
   int64_t inputOffset = 0, outputOffset = 0;
 };
+/// The largest send_recv shift the record holds (24 bits, signed).
+inline constexpr int32_t kMaxShift = (1 << 23) - 1;
 /// The byte alignment of an operand offset inside its buffer: what
 /// cuBLASLt's algorithms and NCCL assume of the arena's buffers.
 inline constexpr int64_t kOperandAlignment = 256;

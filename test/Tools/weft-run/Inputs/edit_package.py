@@ -7,13 +7,18 @@ FNV-1a checksums), following package/lib/PackageFormat.h.
   edit_package.py IN OUT version N           (the header's format version)
   edit_package.py IN OUT copy-of N           (the first carried copy's master
                                               becomes argument N)
+  edit_package.py IN OUT collective FROM TO FIELD
+                                             (the first collective of kind
+                                              FROM with an even count and two
+                                              buffers becomes kind TO, its
+                                              reduction slot FIELD, e.g. 0x1000001)
 """
 import struct
 import sys
 
 HEADER, ENTRY = 80, 32
-STEP, BUFFERS, LAUNCHES, ARGS = 2, 3, 6, 7
-BUFFER_BYTES, LAUNCH_BYTES, ARG_BYTES = 56, 48, 16
+STEP, BUFFERS, LAUNCHES, ARGS, COLLECTIVES = 2, 3, 6, 7, 17
+BUFFER_BYTES, LAUNCH_BYTES, ARG_BYTES, COLLECTIVE_BYTES = 56, 48, 16, 40
 
 
 def fnv(data, h=0xcbf29ce484222325):
@@ -90,6 +95,20 @@ def main():
                 break
         else:
             raise SystemExit("no carried weight copy in the package")
+        resign(pkg)
+    elif what == "collective":
+        # u32 kind, input, output, dtype, reduction, axes, stream, index; i64 count.
+        src_kind, to_kind, field = (int(v, 0) for v in sys.argv[4:7])
+        off, length = section(pkg, COLLECTIVES)
+        for at in range(off, off + length, COLLECTIVE_BYTES):
+            kind, inp, out = struct.unpack_from("<III", pkg, at)
+            count, = struct.unpack_from("<Q", pkg, at + 32)
+            if kind == src_kind and inp != out and count % 2 == 0:
+                struct.pack_into("<I", pkg, at, to_kind)
+                struct.pack_into("<I", pkg, at + 16, field)
+                break
+        else:
+            raise SystemExit("no collective of kind %d to edit" % src_kind)
         resign(pkg)
     elif what == "flip":
         off, length = section(pkg, int(sys.argv[4]))

@@ -180,15 +180,26 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
 def WeftPlan_CollectiveOp : WeftPlan_Op<"collective", [HasParent<"StepOp">]> {
   let summary = "an NCCL collective among the ranks of a partitioned step";
   let description = [{
-    `kind` is all_reduce, all_gather or reduce_scatter, over the ranks that
-    share every grid coordinate outside `axes`; `count` the elements of the
-    whole tensor (an all-gather's output, a reduce-scatter's input, both
-    buffers of an all-reduce; the other side holds count / ranks, one
-    contiguous block per rank in rank order), `reduction` sum, max, min or
-    avg. `offsets` (elements; input, output) start the operands inside their
-    buffers: one chunk of a collective matmul.
+    `kind` is all_reduce, all_gather, reduce_scatter, all_to_all or
+    send_recv, over the ranks that share every grid coordinate outside
+    `axes` (a rank's position in the group: row-major along `axes`);
+    `count` the elements of the whole tensor (an all-gather's output, a
+    reduce-scatter's input, both buffers of an all-reduce; the other side
+    holds count / ranks, one contiguous block per rank in rank order),
+    `reduction` sum, max, min or avg. `offsets` (elements; input, output)
+    start the operands inside their buffers: one chunk of a collective
+    matmul.
+
+    all_to_all: both buffers hold `count` elements; block j of the input
+    (count / ranks contiguous elements) goes to position j, block i of the
+    output comes from position i (shard.all_to_all with contiguous blocks).
+    send_recv (shard.shift): each rank sends its whole input to the rank
+    `shift` positions ahead and receives its output from the one `shift`
+    behind; with `rotate` the ends wrap, without it a rank with no source
+    gets zeros. Only send_recv has `shift`, which it needs.
     ```mlir
     weft_plan.collective "reduce_scatter" @partial -> @shard count 4096 dtype "bf16" axes [0] stream 0 at 7
+    weft_plan.collective "send_recv" @x -> @y count 4096 dtype "bf16" axes [0] stream 0 at 8 {rotate, shift = 1 : i64}
     ```
   }];
   let arguments = (ins StrAttr:$kind, FlatSymbolRefAttr:$input,
@@ -196,6 +207,7 @@ def WeftPlan_CollectiveOp : WeftPlan_Op<"collective", [HasParent<"StepOp">]> {
                        DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction,
                        OptionalAttr<DenseI64ArrayAttr>:$offsets,
+                       OptionalAttr<I64Attr>:$shift, UnitAttr:$rotate,
                        I64Attr:$stream, I64Attr:$index);
   let assemblyFormat = [{
     $kind $input `->` $output `count` $count `dtype` $dtype `axes` $axes
