@@ -188,9 +188,11 @@ def prepare(args):
                 configs[name] = config
                 jobs.append((name, f"{name}_one", []))
         for variant, grid in ph.variants(tp):
-            jobs.append(("anchor", f"anchor_{variant}", grid))
             jobs.append(("anchor", f"adam_{variant}", grid + ["--optimizer=adamw",
                                                                "--weight-copies=auto"]))
+        for variant, grid in ph.variants(tp, "time"):
+            jobs.append(("anchor", f"anchor_{variant}", grid))
+        for variant, grid in ph.variants(tp, "grad"):
             jobs += [(name, f"{name}_{variant}", grid) for name in models[str(tp)]]
     for name, config in configs.items():
         gsb.generate(config, os.path.join(directory, name + ".mlir"), env)
@@ -334,7 +336,7 @@ def run(args):
             found = results.setdefault("gradient_checks", {})
             for name in names:
                 model = config["configs"][name]
-                for variant in (["one"] if tp == 0 else [v for v, _ in ph.variants(tp)]):
+                for variant in (["one"] if tp == 0 else [v for v, _ in ph.variants(tp, "grad")]):
                     r = grad.check(name, model, f"{name}_{variant}.weftpkg", 1 if tp == 0 else tp)
                     if r:
                         found[f"{name}_{variant}"] = r
@@ -381,7 +383,7 @@ def run(args):
             unit(phase, 0, weft_unit(key, fn, "one", 1, phase.upper()))
             for tp in tps:
                 unit(phase, tp, lambda tp=tp: [weft_unit(key, fn, v, tp, phase.upper())()
-                                               for v, _ in ph.variants(tp)])
+                                               for v, _ in ph.variants(tp, phase)])
         elif phase == "torch1":
             unit(phase, 0, lambda: results.setdefault("torch", {}).update(
                 {"1": ph.torch_anchor(sh, 1, ANCHOR["seq"])}))

@@ -103,9 +103,15 @@ class Shell:
                         **kw)
 
 
-def variants(tp):
-    return [(f"tp{tp}", [f"--grid=tp={tp}"]),
-            (f"tp{tp}sp", [f"--grid=tp={tp}", "--sequence-parallel"])]
+def variants(tp, phase=None):
+    """The packages of tp: TP only and TP+SP (collective matmul as the cost
+    model chooses: none at the anchor's size); the gradient checks and the
+    timing add TP+SP with collective matmul forced to 2 chunks."""
+    out = [(f"tp{tp}", [f"--grid=tp={tp}"]),
+           (f"tp{tp}sp", [f"--grid=tp={tp}", "--sequence-parallel"])]
+    if phase in ("grad", "time"):
+        out.append((f"tp{tp}spc2", out[1][1] + ["--collective-chunks=2"]))
+    return out
 
 
 def rank_steps(stdout, rank=0):
@@ -491,8 +497,10 @@ def markdown(results, torch_one=None, torch_one_source=""):
         runs = (torch_runs.get(str(tp)) or {}).get("runs", {})
         ok = {k: v for k, v in runs.items() if "ms" in v}
         best_sp = min((v["ms"] for k, v in ok.items() if k.startswith("tp_sp")), default=None)
-        ref = {f"tp{tp}": ok.get("tp_compiled", {}).get("ms"), f"tp{tp}sp": best_sp}
-        for key, label in ((f"tp{tp}", "TP"), (f"tp{tp}sp", "TP+SP")):
+        ref = {f"tp{tp}": ok.get("tp_compiled", {}).get("ms"), f"tp{tp}sp": best_sp,
+               f"tp{tp}spc2": best_sp}
+        for key, label in ((f"tp{tp}", "TP"), (f"tp{tp}sp", "TP+SP"),
+                           (f"tp{tp}spc2", "TP+SP, collective matmul 2 chunks")):
             w = weft.get(key)
             if not w:
                 continue

@@ -125,6 +125,11 @@ struct TrainingPipelineOptions
                      "(weft-collective-matmul): -1 chooses by the cost model, "
                      "0 turns it off"),
       llvm::cl::init(-1)};
+  Option<std::string> collectiveMatmulSides{
+      *this, "collective-matmul-sides",
+      llvm::cl::desc("With grid: which collectives weft-collective-matmul "
+                     "chunks: both, gather or scatter"),
+      llvm::cl::init("both")};
   Option<std::string> gemmWorkspace{
       *this, "gemm-workspace",
       llvm::cl::desc("cuBLASLt workspace cap (e.g. 32MiB): every linear / "

@@ -124,10 +124,17 @@ std::optional<CollectiveMatmul> matchScatter(shard::ReduceScatterOp scatter,
   return match;
 }
 
-/// The fewest rows the cost model gives a partial GEMM, and what each costs
-/// beyond its share of the FLOPs (a launch, a smaller tile count).
+/// The fewest rows the cost model gives a partial GEMM, what each costs
+/// beyond its share of the FLOPs (a launch, a smaller tile count), and what
+/// each chunk costs beyond its collective's latency: the compute the NCCL
+/// kernels take from the GEMMs they overlap. Measured on 4 H200s
+/// (2026-11-26, bench/RESULTS.md): chunking the anchor's collectives at
+/// tp = 2 into 2 or 4 added 70 us per collective instead of saving their
+/// link time; at 50 us a chunk the model keeps those whole and chunks only
+/// collectives long enough to gain.
 constexpr int64_t kMinRows = 128;
 constexpr double kPartialGemmSeconds = 4e-6;
+constexpr double kChunkSeconds = 50e-6;
 constexpr int64_t kMaxChunks = 8;
 
 /// Whether `chunks` chunks of `match` keep every partial GEMM's and
@@ -144,14 +151,16 @@ bool fits(const CollectiveMatmul &match, int64_t chunks, int64_t minRows) {
 
 /// The pipeline's time with `chunks` chunks: the first chunk's collective
 /// (a gather) or the last's (a scatter) is exposed, the others overlap the
-/// partial GEMMs; each chunk pays the link's latency and each of its
-/// `ranks` partial GEMMs kPartialGemmSeconds.
+/// partial GEMMs; each chunk pays the link's latency and kChunkSeconds, and
+/// each of its `ranks` partial GEMMs kPartialGemmSeconds.
 double pipelineSeconds(const CollectiveMatmul &match, int64_t chunks, double link,
                        double latency, double compute) {
   double chunk = (link - latency) / double(chunks) + latency;
   double gemm = compute / double(chunks);
+  if (chunks == 1)
+    return link + compute;
   return chunk + gemm + double(chunks - 1) * std::max(chunk, gemm) +
-         double(chunks * match.ranks) * kPartialGemmSeconds;
+         double(chunks * match.ranks) * kPartialGemmSeconds + double(chunks) * kChunkSeconds;
 }
 
 struct CollectiveMatmulPass
@@ -176,15 +185,22 @@ struct CollectiveMatmulPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (sides != "both" && sides != "gather" && sides != "scatter") {
+      func.emitError("weft-collective-matmul: sides '")
+          << sides << "' is not both, gather or scatter";
+      return signalPassFailure();
+    }
     if (!func->hasAttr(WeftDialect::kGridAttr) || func.getBody().empty() || chunks == 0)
       return;
     SymbolTableCollection symbols;
     SmallVector<CollectiveMatmul> matches;
     func.walk([&](Operation *op) {
       std::optional<CollectiveMatmul> match;
-      if (auto gather = dyn_cast<shard::AllGatherOp>(op))
+      auto gather = dyn_cast<shard::AllGatherOp>(op);
+      auto scatter = dyn_cast<shard::ReduceScatterOp>(op);
+      if (gather && sides != "scatter")
         match = matchGather(gather, symbols);
-      else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
+      else if (scatter && sides != "gather")
         match = matchScatter(scatter, symbols);
       if (match && match->ranks > 1)
         matches.push_back(*match);

@@ -133,6 +133,7 @@ LogicalResult weft::buildTrainingPipeline(
   if (!options.grid.empty()) {
     CollectiveMatmulPassOptions matmul;
     matmul.chunks = options.collectiveChunks;
+    matmul.sides = options.collectiveMatmulSides;
     pm.addNestedPass<func::FuncOp>(createCollectiveMatmulPass(matmul));
   }
 

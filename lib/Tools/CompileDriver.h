@@ -168,6 +168,12 @@ struct CompileOptions {
                "before a GEMM or the reduce-scatter after one, pipelined with "
                "partial GEMMs): -1 chooses by the cost model, 0 turns it off"),
       cl::init(-1), cl::cat(category)};
+  cl::opt<std::string> collectiveMatmulSides{
+      "collective-matmul-sides",
+      cl::desc("With --grid: which collectives collective matmul chunks: both, "
+               "gather (the all-gathers before GEMMs) or scatter (the "
+               "reduce-scatters after them)"),
+      cl::init("both"), cl::cat(category)};
   cl::opt<std::string> memoryReport{
       "memory-report", cl::desc("Write the memory and FLOP report as JSON"),
       cl::value_desc("file.json"), cl::cat(category)};

@@ -130,6 +130,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.grid = cli.grid.getValue();
   options.sequenceParallel = cli.sequenceParallel.getValue();
   options.collectiveChunks = cli.collectiveChunks.getValue();
+  options.collectiveMatmulSides = cli.collectiveMatmulSides.getValue();
   // auto: tried from carried (CompileModes.cpp); nothing to carry without AdamW.
   std::optional<weft::WeightCopies> copies =
       llvm::StringSwitch<std::optional<weft::WeightCopies>>(cli.weightCopies)

@@ -101,8 +101,10 @@ def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> 
 
     `chunks` = -1 chooses k in {1, 2, 4, 8} by the cost model: the link time
     (LinkModel, one latency per chunk) against the GEMM's roofline time
-    (CostOpInterface) plus a fixed cost per partial GEMM, each partial GEMM
-    at least 128 rows; k = 1 leaves the pair as it was. `chunks` = 0 turns
+    (CostOpInterface), plus a fixed cost per partial GEMM and per chunk (what
+    the NCCL kernels take from the GEMMs they overlap, measured on H200s),
+    each partial GEMM at least 128 rows; k = 1 leaves the pair as it was
+    (the anchor's seq-8192 GEMMs, where chunks were measured slower). `chunks` = 0 turns
     the pass off, a positive value asks for that many wherever the rows
     divide and every chunk's offset is a multiple of 256 bytes. The
     function computes the same values.
@@ -110,6 +112,9 @@ def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> 
   let options = [
     Option<"chunks", "chunks", "int64_t", "-1",
            "Chunks per collective: -1 chooses by the cost model, 0 turns the pass off">,
+    Option<"sides", "sides", "std::string", "\"both\"",
+           "Which collectives it chunks: both, gather (all-gathers before GEMMs) or "
+           "scatter (reduce-scatters after them)">,
   ];
 }
 
