@@ -118,7 +118,6 @@ LogicalResult ScheduleBuilder::addPartialGemms(Operation *op, const GemmCall &ca
   auto gatherIt = chunkedGathers.find(op);
   bool gather = gatherIt != chunkedGathers.end();
   Operation *scatter = gather ? nullptr : chunkedScatterOf(op);
-  Operation *collective = scatter;
   int64_t ranks = gather ? gatherIt->second.ranks : ranksOf(scatter);
   int64_t chunks = gather ? int64_t(gatherIt->second.events.size()) : chunksOf(scatter);
   if (call.transA || call.batch != 1 || call.epilogue == "bgrad_a" ||
@@ -128,14 +127,15 @@ LogicalResult ScheduleBuilder::addPartialGemms(Operation *op, const GemmCall &ca
                          "matmul: it needs a non-transposed A of ")
            << ranks << " x " << chunks << " row blocks, batch 1, an epilogue on columns, "
            << "and (after a chunked all-gather) the gathered tensor as A";
-  FailureOr<CollectiveCall> scatterCall = FailureOr<CollectiveCall>(CollectiveCall());
+  CollectiveCall scatterCall;
   if (scatter) {
-    scatterCall = collectiveCallOf(scatter);
-    if (failed(scatterCall))
+    FailureOr<CollectiveCall> found = collectiveCallOf(scatter);
+    if (failed(found))
       return failure();
-    if (scatterCall->input != call.d)
+    if (found->input != call.d)
       return op->emitError("cannot plan a chunked reduce-scatter of another buffer than ")
              << "its GEMM's result";
+    scatterCall = *found;
   }
   int64_t rows = call.m / (ranks * chunks); // P
   Location loc = op->getLoc();
@@ -157,14 +157,15 @@ LogicalResult ScheduleBuilder::addPartialGemms(Operation *op, const GemmCall &ca
     // Chunk c's reduce-scatter, once its partial GEMMs are done.
     if (stream)
       waitEvent(loc, 1, recordEvent(loc, 0, index), index);
-    CollectiveCall piece = *scatterCall;
-    piece.count = scatterCall->count / chunks;
-    emitCollective(scatter->getLoc(), piece, stream, index, {c * piece.count, c * (piece.count / ranks)});
+    CollectiveCall piece = scatterCall;
+    piece.count = scatterCall.count / chunks;
+    emitCollective(scatter->getLoc(), piece, stream, index,
+                   {c * piece.count, c * (piece.count / ranks)});
   }
   if (scatter) {
     issuedScatters.insert(scatter);
     if (stream)
-      pendingWaits[liveness.getCollectiveWait(collective)].push_back(
+      pendingWaits[liveness.getCollectiveWait(scatter)].push_back(
           recordEvent(scatter->getLoc(), 1, index));
   }
   return success();
