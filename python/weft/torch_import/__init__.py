@@ -1,0 +1,71 @@
+"""PyTorch module -> weft IR: capture a forward with torch.export, map its
+ATen ops to weft ops, raise written-out patterns to fused ops (docs/torch-import.md).
+
+    imported = import_module(model, (x,))
+    imported.text                      # weft IR, func @forward
+    imported.argument_values(x)        # parameters, buffers, constants, then x
+    outputs = run_reference(imported, x)   # on weft-run's reference interpreter
+"""
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+from weft import npz
+
+from .capture import Argument, CaptureError, UnsupportedOp, argument_values, capture
+from .lowering import lower_graph
+from .ops import HANDLERS
+from .patterns import find_matches
+
+__all__ = ["Argument", "CaptureError", "ImportedModule", "UnsupportedOp",
+           "import_module", "run_reference"]
+
+
+@dataclass
+class ImportedModule:
+    text: str                       # the weft module's IR
+    entry: str                      # its function's name
+    arguments: list                 # [Argument], in the function's argument order
+    raised: list                    # fused ops raised from written-out patterns
+    program: object = field(repr=False)  # the torch.export ExportedProgram
+
+    def argument_values(self, *inputs):
+        """The function's arguments: the captured parameters, buffers and
+        constants, then `inputs` (tensors, in the forward's order)."""
+        return argument_values(self.program, self.arguments, inputs)
+
+
+def import_module(module, example_inputs, entry="forward"):
+    """Captures module(*example_inputs) (static shapes and dtypes from the
+    examples) and returns its weft IR. Raises UnsupportedOp naming an op and
+    its source line when some op has no weft form, CaptureError when
+    torch.export cannot capture the forward."""
+    program, arguments = capture(module, example_inputs)
+    graph = program.graph
+    text, raised = lower_graph(graph, arguments, entry, find_matches(graph), HANDLERS)
+    return ImportedModule(text, entry, arguments, raised, program)
+
+
+def run_reference(imported, *inputs, weft_run=None, workdir=None):
+    """Runs the imported forward on weft-run's reference interpreter with
+    the captured parameters and `inputs`; returns the results as tensors.
+    `weft_run` defaults to $WEFT_BUILD_DIR/bin/weft-run (build/ in the repo)."""
+    if weft_run is None:
+        root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+        weft_run = os.path.join(os.environ.get("WEFT_BUILD_DIR", os.path.join(root, "build")),
+                                "bin", "weft-run")
+    workdir = workdir or tempfile.mkdtemp(prefix="weft-import-")
+    ir_path = os.path.join(workdir, f"{imported.entry}.mlir")
+    in_path = os.path.join(workdir, "inputs.npz")
+    out_path = os.path.join(workdir, "outputs.npz")
+    with open(ir_path, "w") as f:
+        f.write(imported.text)
+    values = imported.argument_values(*inputs)
+    npz.save(in_path, {f"arg{i}": t for i, t in enumerate(values)})
+    proc = subprocess.run([weft_run, ir_path, "--entry", imported.entry, "--inputs", in_path,
+                           "--outputs", out_path], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"weft-run failed (rc {proc.returncode}) on {ir_path}:\n"
+                           f"{proc.stderr[-4000:]}")
+    return npz.ordered(npz.load(out_path), "res")

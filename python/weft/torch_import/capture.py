@@ -1,0 +1,130 @@
+"""Captures a module's forward with torch.export: an ATen-level FX graph with
+static shapes and dtypes on every node (node.meta["val"]), the parameters,
+buffers and constants lifted to leading placeholders, and source lines kept
+in node.meta["stack_trace"]."""
+from dataclasses import dataclass
+
+import torch
+from torch.export.graph_signature import InputKind
+
+from weft import npz
+
+
+class UnsupportedOp(Exception):
+    """An op (or a use of one) the importer cannot express in weft IR. The
+    message names the op and the model's source line that produced it."""
+
+    def __init__(self, node, reason=None):
+        self.op = op_name(node)
+        self.source = source_line(node)
+        text = f"unsupported op {self.op}"
+        if reason:
+            text += f" ({reason})"
+        text += f" at {self.source}" if self.source else " (no source line recorded)"
+        super().__init__(text)
+
+
+class CaptureError(ValueError):
+    """torch.export could not capture the forward (data-dependent control
+    flow, unsupported Python, ...): the graph break a later slice will split
+    around."""
+
+
+def op_name(node):
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)  # aten.sort.default
+    return getattr(target, "__name__", str(target))
+
+
+def source_line(node):
+    """'FILE:LINE in FUNC: CODE' of the innermost frame of the node's stack
+    trace (the model's own line), or ''."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("File "):
+            head = lines[i][len("File "):]
+            # File "PATH", line N, in FUNC
+            parts = [p.strip() for p in head.split(",")]
+            path = parts[0].strip('"')
+            line = parts[1].replace("line", "").strip() if len(parts) > 1 else "?"
+            func = parts[2].replace("in", "", 1).strip() if len(parts) > 2 else ""
+            code = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("File ") else ""
+            where = f"{path}:{line}" + (f" in {func}" if func else "")
+            return where + (f": {code}" if code else "")
+    return ""
+
+
+def weft_dtype(dtype, node=None):
+    name = npz.NAME_OF_TORCH_DTYPE.get(dtype)
+    if name is None:
+        if node is not None:
+            raise UnsupportedOp(node, f"element type {dtype} has no weft type")
+        raise ValueError(f"weft has no element type for {dtype}")
+    return name
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of the imported function: `kind` is "parameter", "buffer",
+    "constant" or "input"; `target` is the state_dict key (None for inputs)."""
+    name: str
+    kind: str
+    target: str
+    shape: tuple
+    dtype: str
+
+
+_KINDS = {
+    InputKind.PARAMETER: "parameter",
+    InputKind.BUFFER: "buffer",
+    InputKind.CONSTANT_TENSOR: "constant",
+    InputKind.USER_INPUT: "input",
+}
+
+
+def capture(module, example_inputs):
+    """(ExportedProgram, [Argument]) for module(*example_inputs). Arguments
+    follow the program's input order: parameters, buffers, lifted constants,
+    then the forward's tensor inputs."""
+    example_inputs = tuple(example_inputs)
+    for i, value in enumerate(example_inputs):
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"example input {i} is a {type(value).__name__}; "
+                             "the importer takes tensors only")
+    try:
+        program = torch.export.export(module, example_inputs, strict=False)
+    except Exception as error:  # export's own errors: many classes, one meaning
+        raise CaptureError(f"torch.export could not capture "
+                           f"{type(module).__name__}.forward: {error}") from error
+    placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    arguments = []
+    for spec in program.graph_signature.input_specs:
+        kind = _KINDS.get(spec.kind)
+        node = placeholders[spec.arg.name]
+        value = node.meta.get("val")
+        if kind is None or not isinstance(value, torch.Tensor):
+            raise CaptureError(f"input {spec.arg.name} ({spec.kind.name}) is not a tensor")
+        arguments.append(Argument(spec.arg.name, kind, spec.target, tuple(value.shape),
+                                  weft_dtype(value.dtype)))
+    return program, arguments
+
+
+def argument_values(program, arguments, inputs):
+    """The tensors to pass, in argument order: the program's parameters,
+    buffers and constants (the module's values at capture time), then
+    `inputs`."""
+    inputs = list(inputs)
+    state = {**program.state_dict, **program.constants}
+    values = []
+    for argument in arguments:
+        if argument.kind == "input":
+            if not inputs:
+                raise ValueError("fewer inputs than the captured forward takes")
+            values.append(inputs.pop(0))
+        else:
+            values.append(state[argument.target].detach())
+    if inputs:
+        raise ValueError(f"{len(inputs)} more inputs than the captured forward takes")
+    return values

@@ -1,0 +1,172 @@
+"""Turns a captured ATen graph into one weft function: raised patterns first
+(patterns.py), then the nodes still needed, in graph order, one handler each
+(ops.py). A node no output depends on is never lowered, so the pieces of a
+raised pattern leave nothing behind."""
+import operator
+
+import torch
+import torch.fx
+
+from weft.models.ir import FunctionBuilder, Value, format_float, module_text, tensor_type
+
+from .capture import UnsupportedOp, weft_dtype
+
+FLOAT_TYPES = ("f64", "f32", "f16", "bf16")
+
+
+class ImportBuilder(FunctionBuilder):
+    """FunctionBuilder plus splat constants (arith.constant), which the
+    importer needs for scalar operands and default norm parameters."""
+
+    def constant(self, number, shape, dtype, hint="cst"):
+        value = Value(self._fresh(hint), tuple(shape), dtype)
+        self.lines.append(f"{value.name} = arith.constant dense<{format_float(number)}> "
+                          f": {tensor_type(shape, dtype)}")
+        return value
+
+
+def result_type(node):
+    """(shape, weft dtype) of a node's single tensor result."""
+    value = node.meta.get("val")
+    if not isinstance(value, torch.Tensor):
+        raise UnsupportedOp(node, "its result is not a single tensor")
+    return tuple(int(d) for d in value.shape), weft_dtype(value.dtype, node)
+
+
+def is_tensor_node(arg):
+    return isinstance(arg, torch.fx.Node) and isinstance(arg.meta.get("val"), torch.Tensor)
+
+
+def is_number(arg):
+    return isinstance(arg, (int, float)) and not isinstance(arg, bool)
+
+
+class Lowering:
+    """The function being built and the weft value of each lowered node."""
+
+    def __init__(self, name):
+        self.f = ImportBuilder(name)
+        self.values = {}
+        self.raised = []
+        self.node = None  # the node being lowered, for error messages
+
+    # -- values -------------------------------------------------------------
+
+    def value(self, arg):
+        if not isinstance(arg, torch.fx.Node):
+            raise UnsupportedOp(self.node, f"expected a tensor operand, got {arg!r}")
+        if arg not in self.values:
+            raise UnsupportedOp(self.node, f"operand {arg.name} was not lowered")
+        value = self.values[arg]
+        if isinstance(value, list):
+            raise UnsupportedOp(self.node, f"operand {arg.name} is a list of tensors")
+        return value
+
+    def float_value(self, arg, dtype=None):
+        """The operand as a float tensor, converted to `dtype` if given."""
+        value = self.value(arg)
+        if value.dtype not in FLOAT_TYPES:
+            raise UnsupportedOp(self.node, f"operand {arg.name} has element type "
+                                           f"{value.dtype}; weft computes on floats")
+        return self.convert(value, dtype) if dtype else value
+
+    # -- emission helpers -----------------------------------------------------
+
+    def op(self, name, operands, shape, dtype, attrs=None):
+        return self.f.op(name, operands, (tuple(shape), dtype), attrs, hint=self.node.name)
+
+    def convert(self, value, dtype):
+        if value.dtype == dtype:
+            return value
+        if dtype not in FLOAT_TYPES or value.dtype not in FLOAT_TYPES:
+            raise UnsupportedOp(self.node, f"conversion {value.dtype} -> {dtype}")
+        return self.op("convert", [value], value.shape, dtype)
+
+    def reshape(self, value, shape):
+        shape = tuple(shape)
+        return value if value.shape == shape else self.op("reshape", [value], shape, value.dtype)
+
+    def constant(self, number, dtype, shape=()):
+        return self.f.constant(float(number), shape, dtype, hint=f"{self.node.name}.c")
+
+    def scale(self, value, factor):
+        return value if factor == 1 else self.op("scale", [value], value.shape, value.dtype,
+                                                 {"value": float(factor)})
+
+
+def live_nodes(graph, matches):
+    """Nodes an output depends on; a raised pattern's root depends on its
+    match's inputs instead of its own arguments."""
+    live, work = set(), [n for n in graph.nodes if n.op == "output"]
+    while work:
+        node = work.pop()
+        if node in live:
+            continue
+        live.add(node)
+        if node in matches:
+            work.extend(matches[node].inputs)
+        else:
+            work.extend(node.all_input_nodes)
+    return live
+
+
+def lower_graph(graph, arguments, name, matches, handlers):
+    """weft IR text of `graph` as func @name(arguments...)."""
+    lowering = Lowering(name)
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    for argument in arguments:
+        node = placeholders[argument.name]
+        lowering.values[node] = lowering.f.arg(argument.name, argument.shape, argument.dtype,
+                                               comment=argument.target or argument.kind)
+    live = live_nodes(graph, matches)
+    for node in graph.nodes:
+        if node not in live or node.op == "placeholder":
+            continue
+        lowering.node = node
+        if node.op == "output":
+            lowering.f.ret(*[lowering.value(v) for v in _flatten_outputs(node)])
+        elif node.op != "call_function":
+            raise UnsupportedOp(node, f"FX node kind {node.op}")
+        elif node in matches:
+            lowering.values[node] = matches[node].emit(lowering)
+            lowering.raised.append(matches[node].kind)
+            _check_result(lowering, node)
+        elif node.target is operator.getitem:
+            pieces = lowering.values[node.args[0]]
+            lowering.values[node] = pieces[node.args[1]]
+        else:
+            handler = handlers.get(node.target)
+            if handler is None:
+                raise UnsupportedOp(node)
+            lowering.values[node] = handler(lowering, node)
+            _check_result(lowering, node)
+    return module_text([lowering.f]), lowering.raised
+
+
+def _flatten_outputs(node):
+    outputs = []
+
+    def walk(arg):
+        if isinstance(arg, (tuple, list)):
+            for item in arg:
+                walk(item)
+        elif isinstance(arg, torch.fx.Node):
+            outputs.append(arg)
+        else:
+            raise UnsupportedOp(node, f"the forward returns a non-tensor {arg!r}")
+    walk(node.args[0])
+    return outputs
+
+
+def _check_result(lowering, node):
+    """Every lowered value has the shape and type torch traced, so a wrong
+    lowering fails here, naming the node, rather than as invalid IR."""
+    got = lowering.values[node]
+    if isinstance(got, list):
+        expected = node.meta.get("val")
+        if len(got) != len(expected):
+            raise UnsupportedOp(node, f"lowered to {len(got)} pieces, torch has {len(expected)}")
+        return
+    shape, dtype = result_type(node)
+    if (got.shape, got.dtype) != (shape, dtype):
+        raise UnsupportedOp(node, f"lowered to {got.type}, torch has {tensor_type(shape, dtype)}")
