@@ -1,0 +1,241 @@
+"""weft.torch_import: PyTorch modules imported as weft IR, run on weft-run's
+reference interpreter with the module's parameters, and compared with the
+module's eager float64 output. The blocks are written as their users write
+them (nanoGPT, LLaMA), so the raised fused ops must be found in the IR."""
+import inspect
+import math
+import re
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from harness import rel_err, require_weft_run
+from weft.torch_import import UnsupportedOp, import_module, run_reference
+
+HIDDEN, HEADS, KV_HEADS, SEQ, BATCH = 64, 4, 2, 32, 2
+F64_TOL = 1e-10
+
+
+class NanoGPTBlock(nn.Module):
+    """nanoGPT's Block: LayerNorm, causal SDPA, an MLP with GELU written out."""
+
+    def __init__(self, d=HIDDEN, heads=HEADS):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def attention(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    def mlp(self, x):
+        h = self.c_fc(x)
+        h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+        return self.mlp_proj(h)
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def repeat_kv(x, n_rep):
+    b, h, s, d = x.shape
+    if n_rep == 1:
+        return x
+    return x[:, :, None, :, :].expand(b, h, n_rep, s, d).reshape(b, h * n_rep, s, d)
+
+
+class LlamaBlock(nn.Module):
+    """LLaMA's decoder layer: RMSNorm, rotary (rotate_half), GQA, SwiGLU."""
+
+    def __init__(self, d=HIDDEN, heads=HEADS, kv_heads=KV_HEADS, ffn=2 * HIDDEN):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, d // heads
+        self.input_norm, self.post_norm = RMSNorm(d), RMSNorm(d)
+        self.q_proj = nn.Linear(d, heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(d, d, bias=False)
+        self.gate_proj, self.up_proj = nn.Linear(d, ffn, bias=False), nn.Linear(d, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        B, T, C = x.shape
+        h = self.input_norm(x)
+        q = self.q_proj(h).view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(h).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(h).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = cos.unsqueeze(0).unsqueeze(0), sin.unsqueeze(0).unsqueeze(0)
+        q = (q * cos) + (rotate_half(q) * sin)
+        k = (k * cos) + (rotate_half(k) * sin)
+        n_rep = self.heads // self.kv_heads
+        y = F.scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep),
+                                           is_causal=True)
+        x = x + self.o_proj(y.transpose(1, 2).reshape(B, T, C))
+        h = self.post_norm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+def rotary_tables(seq, head_dim, dtype):
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    angles = torch.outer(torch.arange(seq, dtype=torch.float64), inv_freq)
+    emb = torch.cat((angles, angles), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def randomized(module):
+    """Random parameters (norm weights too, so a dropped weight shows)."""
+    torch.manual_seed(1234)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p) * (0.3 if p.dim() > 1 else 1.0))
+    return module.eval()
+
+
+def imported_and_checked(module, inputs):
+    """Imports module(*inputs), runs it on weft-run and asserts it matches
+    the module's eager float64 output; returns the IR text."""
+    weft_run = require_weft_run()
+    imported = import_module(module, inputs)
+    (out,) = run_reference(imported, *inputs, weft_run=weft_run)
+    ref = module.double()(*[t.double() if t.is_floating_point() else t for t in inputs])
+    assert torch.isfinite(out).all(), "weft's result has non-finite entries"
+    err = rel_err(out, ref)
+    if inputs[0].dtype == torch.float64:
+        assert err <= F64_TOL, f"f64: relative error {err:.3e} > {F64_TOL:g}"
+    else:
+        # f32: weft's error against float64 within 2x eager f32's (both
+        # run from the same f32 parameters and inputs).
+        module_f32 = module.float()
+        eager = module_f32(*inputs)
+        bound = 2 * rel_err(eager, ref) + 1e-7
+        assert err <= bound, f"f32: relative error {err:.3e} > {bound:.3e}"
+    return imported.text, imported.raised
+
+
+def attention_heads(text):
+    """(q heads, kv heads) of each weft.attention in the IR."""
+    heads = []
+    for line in text.splitlines():
+        if "weft.attention " in line:
+            types = re.findall(r"tensor<(\d+)x(\d+)x\d+x\d+x\w+>", line.split(":")[-1])
+            heads.append((int(types[0][1]), int(types[1][1])))
+    return heads
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_nanogpt_block(dtype):
+    module = randomized(NanoGPTBlock()).to(dtype)
+    x = torch.randn(BATCH, SEQ, HIDDEN, generator=torch.Generator().manual_seed(7), dtype=dtype)
+    text, raised = imported_and_checked(module, (x,))
+    assert 'weft.gelu' in text and 'approximate = "tanh"' in text
+    # The formula's pieces are gone: no tanh, no pow-as-mul, no scale by 0.5.
+    assert "weft.tanh" not in text and "weft.mul" not in text and "weft.scale" not in text
+    assert text.count("weft.layer_norm") == 2
+    assert attention_heads(text) == [(HEADS, HEADS)]
+    assert re.search(r"weft\.attention .*\{causal\}", text)
+    assert sorted(raised) == ["attention", "gelu(tanh)"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_llama_block(dtype):
+    module = randomized(LlamaBlock()).to(dtype)
+    gen = torch.Generator().manual_seed(8)
+    x = torch.randn(BATCH, SEQ, HIDDEN, generator=gen, dtype=dtype)
+    cos, sin = rotary_tables(SEQ, HIDDEN // HEADS, dtype)
+    text, raised = imported_and_checked(module, (x, cos, sin))
+    assert text.count("weft.rms_norm") == 2
+    assert text.count("weft.rope") == 2
+    assert attention_heads(text) == [(HEADS, KV_HEADS)]
+    # RMSNorm, rotate_half and repeat_kv leave none of their pieces behind.
+    for piece in ("weft.rsqrt", "weft.reduce_mean", "weft.concat", "weft.neg", "weft.split"):
+        assert piece not in text, piece
+    assert "weft.silu" in text
+    assert sorted(raised) == ["attention(gqa)", "rms_norm", "rms_norm", "rope", "rope"]
+
+
+class OpZoo(nn.Module):
+    """Mapped ops outside the two blocks, none raised."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(11, 8)
+        self.w = nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, ids, x):
+        e = self.emb(ids)                                     # [2, 5, 8]
+        s = torch.matmul(e, self.w) - 0.25                    # 2-d b
+        s = torch.bmm(s, e.transpose(1, 2)) / 4.0             # [2, 5, 5]
+        p = torch.softmax(s, dim=-1).sum(-1, keepdim=True)    # rows sum to 1
+        a, b = x.chunk(2, dim=-1)                             # [2, 5, 4] each
+        c = torch.cat([torch.exp(-a), F.gelu(b)], dim=-1) * p
+        m = c.mean(dim=(0, 1))                                # [8]
+        f = F.layer_norm(c.permute(1, 0, 2).flatten(1), (16,))
+        g = (c * c).to(torch.float32).to(torch.float64)       # convert and back
+        return f.sum() + m.sum() + g.pow(2).sum() + (1.0 - x).tanh().sum()
+
+
+def test_mapped_ops():
+    weft_run = require_weft_run()
+    torch.manual_seed(3)
+    module = OpZoo().double().eval()
+    ids = torch.randint(0, 11, (2, 5))
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    imported = import_module(module, (ids, x))
+    (out,) = run_reference(imported, ids, x, weft_run=weft_run)
+    ref = module(ids, x)
+    for op in ("embedding", "matmul", "softmax", "reduce_sum", "reduce_mean", "split",
+               "concat", "exp", "neg", "gelu", "layer_norm", "transpose", "convert", "tanh",
+               "sub", "scale"):
+        assert f"weft.{op} " in imported.text, op
+    assert imported.raised == []
+    assert torch.isfinite(out).all()
+    assert rel_err(out, ref) <= F64_TOL
+
+
+class Sorts(nn.Module):
+    def forward(self, x):
+        y, _ = torch.sort(x, dim=-1)
+        return y + 1.0
+
+
+class Cubes(nn.Module):
+    def forward(self, x):
+        return x.pow(3) + x
+
+
+def test_unsupported_op_names_op_and_line():
+    with pytest.raises(UnsupportedOp) as error:
+        import_module(Sorts(), (torch.randn(3, 4),))
+    line = inspect.getsourcelines(Sorts.forward)[1] + 1
+    message = str(error.value)
+    assert "aten.sort" in message, message
+    assert f"test_torch_import.py:{line}" in message and "torch.sort(x, dim=-1)" in message, message
+
+
+def test_pow_by_three_outside_gelu_is_unsupported():
+    with pytest.raises(UnsupportedOp, match=r"aten\.pow\.Tensor_Scalar.*pow by 3"):
+        import_module(Cubes(), (torch.randn(3, 4),))
