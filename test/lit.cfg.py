@@ -20,7 +20,8 @@ config.substitutions.append(("%weft_src", config.weft_src_root))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["weft-opt", "weft-run", "weft-compile", "weft-cpu-run", "weft-package-gemms"], [config.weft_tools_dir])
+    ["weft-opt", "weft-run", "weft-compile", "weft-cpu-run", "weft-package-gemms",
+     "weft-capi-example"], [config.weft_tools_dir])
 
 # test/Target/GPU assembles PTX: those tests REQUIRE ptxas (the CUDA toolkit),
 # found where weft-compile looks for it.

@@ -1,10 +1,12 @@
 // weft-compile's command line and the pieces of its driver: the flags, the
-// --emit modes (each its own function, CompileModes.cpp) and the training
-// step built for those that need one (--weight-copies=auto's search).
+// --emit modes (each its own function, CompileModes.cpp); the training step
+// and its package are built by weft/Pipelines/PackageCompiler.h, as in the
+// C API.
 #ifndef WEFT_LIB_TOOLS_COMPILEDRIVER_H
 #define WEFT_LIB_TOOLS_COMPILEDRIVER_H
 
 #include "weft/Pipelines.h"
+#include "weft/Pipelines/PackageCompiler.h"
 #include "weft/Target/GPU/AotKernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -192,31 +194,9 @@ enum class EmitMode {
 /// Prints `message` as weft-compile's error; returns kExitUsage.
 int usageError(const llvm::Twine &message);
 
-/// The pipeline on a module, and --weight-copies=auto's search over carried,
-/// converted and split copies (the module is replaced by the chosen trial).
-class TrainingCompiler {
-public:
-  TrainingCompiler(mlir::MLIRContext &context, const CompileOptions &cli,
-                   TrainingPipelineOptions &options, bool autoCopies)
-      : context(context), cli(cli), options(options), autoCopies(autoCopies) {}
-
-  /// Builds the step in `module`; fails with the diagnostics printed.
-  mlir::LogicalResult run(mlir::OwningOpRef<mlir::ModuleOp> &module);
-  /// The exit code of a failed run: bad options are usage errors.
-  int failureCode() const;
-
-private:
-  /// The pipeline on `target`; quiet: its diagnostics are dropped (the
-  /// trials of --weight-copies=auto, retried converted on failure).
-  mlir::LogicalResult runPipeline(mlir::ModuleOp target, bool quiet);
-  mlir::LogicalResult runAutoCopies(mlir::OwningOpRef<mlir::ModuleOp> &module);
-
-  mlir::MLIRContext &context;
-  const CompileOptions &cli;
-  TrainingPipelineOptions &options;
-  bool autoCopies;
-  bool badOption = false;
-};
+/// The exit code of a failed training compilation: bad options are usage
+/// errors.
+int failureCode(const TrainingCompiler &compiler);
 
 /// The --emit modes after parsing; each returns an ExitCode.
 int emitElementwise(mlir::ModuleOp module, const CompileOptions &cli, bool ir);

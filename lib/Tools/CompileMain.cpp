@@ -42,14 +42,6 @@ constexpr const char *kUsage =
     "    [--memory-budget=SIZE] --target=sm_90a --emit=package "
     "-o STEP.weftpkg\n";
 
-std::string functionList(ModuleOp module) {
-  llvm::SmallVector<std::string> names;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (!func.isExternal())
-      names.push_back(("@" + func.getSymName()).str());
-  return names.empty() ? std::string("none") : llvm::join(names, ", ");
-}
-
 /// The tuning table's path: --tuning-table, else $WEFT_TUNING_TABLE (both
 /// must exist; "none" or empty turns the table off), else the source tree's
 /// table when it exists. Empty: no table.
@@ -57,12 +49,7 @@ std::string tuningTablePath(const cl::opt<std::string> &option) {
   std::optional<std::string> named;
   if (option.getNumOccurrences())
     named = option.getValue();
-  else if (const char *env = std::getenv("WEFT_TUNING_TABLE"))
-    named = env;
-  if (named)
-    return *named == "none" ? std::string() : *named;
-  return llvm::sys::fs::exists(kDefaultTuningTable) ? kDefaultTuningTable
-                                                    : std::string();
+  return weft::resolveTuningTablePath(named, kDefaultTuningTable);
 }
 
 /// --emit and the flags it needs or excludes; a usage error is printed.
@@ -117,13 +104,6 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.memoryBudget = cli.memoryBudget.getValue();
   options.remat = cli.remat.getValue();
   options.fuseElementwise = cli.fuseElementwise.getValue();
-  // GPU packages read attention's operands in place unless told otherwise.
-  options.foldAttentionLayout = cli.foldAttentionLayout.getNumOccurrences()
-                                    ? bool(cli.foldAttentionLayout)
-                                    : package;
-  // cuBLASLt runs a package's GEMMs, so their GELU epilogues come with them.
-  options.fuseGemmEpilogue =
-      cli.fuseGemmEpilogue.getNumOccurrences() ? bool(cli.fuseGemmEpilogue) : package;
   options.rematLayers = cli.rematLayers.getValue();
   options.rematWeightCopies = cli.rematWeightCopies.getValue();
   options.memoryReport = cli.memoryReport.getValue();
@@ -131,26 +111,21 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.sequenceParallel = cli.sequenceParallel.getValue();
   options.collectiveChunks = cli.collectiveChunks.getValue();
   options.collectiveMatmulSides = cli.collectiveMatmulSides.getValue();
-  // auto: tried from carried (CompileModes.cpp); nothing to carry without AdamW.
-  std::optional<weft::WeightCopies> copies =
-      llvm::StringSwitch<std::optional<weft::WeightCopies>>(cli.weightCopies)
-          .Case("converted", weft::WeightCopies::Converted)
-          .Case("carried", weft::WeightCopies::Carried)
-          .Case("split", weft::WeightCopies::Split)
-          .Case("auto", cli.optimizer == "adamw" ? weft::WeightCopies::Carried
-                                                 : weft::WeightCopies::Converted)
-          .Default(std::nullopt);
-  if (!copies) {
+  if (failed(weft::setWeightCopies(options, cli.weightCopies, autoCopies))) {
     usageError("--weight-copies must be converted, carried, split or auto, got '" +
                cli.weightCopies + "'");
     return failure();
   }
-  autoCopies = cli.weightCopies == "auto";
-  options.weightCopies = *copies;
-  // A package's GEMMs run in cuBLASLt, whose workspaces are planned tensors.
-  options.gemmWorkspace = cli.gemmWorkspace.getNumOccurrences()
-                              ? std::string(cli.gemmWorkspace)
-                              : std::string(package ? "32MiB" : "");
+  // A package's defaults (attention in place, GELU epilogues, cuBLASLt
+  // workspaces), each overridden by its flag when given.
+  if (package)
+    weft::setPackageDefaults(options);
+  if (cli.foldAttentionLayout.getNumOccurrences())
+    options.foldAttentionLayout = bool(cli.foldAttentionLayout);
+  if (cli.fuseGemmEpilogue.getNumOccurrences())
+    options.fuseGemmEpilogue = bool(cli.fuseGemmEpilogue);
+  if (cli.gemmWorkspace.getNumOccurrences())
+    options.gemmWorkspace = std::string(cli.gemmWorkspace);
   return success();
 }
 
@@ -221,7 +196,7 @@ OwningOpRef<ModuleOp> readInput(const CompileOptions &cli, MLIRContext &context,
 /// The modes after reading the input: those of the ops as they are, then
 /// those of the training step.
 int emit(const CompileOptions &cli, EmitMode mode, OwningOpRef<ModuleOp> &module,
-         TrainingCompiler &compiler) {
+         weft::TrainingCompiler &compiler) {
   if (mode == EmitMode::ElementwiseKernels || mode == EmitMode::ElementwiseIr)
     return emitElementwise(*module, cli, mode == EmitMode::ElementwiseIr);
   if (mode == EmitMode::GpuBinary)
@@ -235,7 +210,7 @@ int emit(const CompileOptions &cli, EmitMode mode, OwningOpRef<ModuleOp> &module
   auto entry = module->lookupSymbol<func::FuncOp>(cli.entry);
   if (!entry || entry.isExternal())
     return usageError("no function @" + cli.entry + " with a body in " + cli.input +
-                      "; functions: " + functionList(*module));
+                      "; functions: " + weft::listDefinedFunctions(*module));
   if (mode == EmitMode::Kernels)
     return emitStepKernels(module, cli, compiler, kernels);
   if (mode == EmitMode::Package)
@@ -278,6 +253,16 @@ int weft::weftCompileMain(int argc, char **argv, DialectRegistry &registry) {
   OwningOpRef<ModuleOp> module = readInput(cli, context, sourceMgr);
   if (!module)
     return kExitUsage;
-  TrainingCompiler compiler(context, cli, options, autoCopies);
+  // MLIR's pass-manager flags and --weft-diff-each-pass around each run.
+  std::shared_ptr<DiffEachPassStatus> diffStatus;
+  PipelineHooks hooks;
+  hooks.beforeRun = [&](PassManager &pm) {
+    diffStatus = std::make_shared<DiffEachPassStatus>();
+    return success(succeeded(applyPassManagerCLOptions(pm)) &&
+                   succeeded(applyDiffEachPassCLOptions(pm, diffStatus)));
+  };
+  hooks.afterRun = [&] { return finishDiffEachPass(*diffStatus); };
+  hooks.reportBadOption = [](const llvm::Twine &message) { usageError("--" + message); };
+  TrainingCompiler compiler(context, options, autoCopies, std::move(hooks));
   return emit(cli, *mode, module, compiler);
 }
