@@ -239,3 +239,67 @@ def test_unsupported_op_names_op_and_line():
 def test_pow_by_three_outside_gelu_is_unsupported():
     with pytest.raises(UnsupportedOp, match=r"aten\.pow\.Tensor_Scalar.*pow by 3"):
         import_module(Cubes(), (torch.randn(3, 4),))
+
+
+class HFRMSNorm(nn.Module):
+    """transformers' LlamaRMSNorm: the statistics in f32, weight on the left."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight, self.variance_epsilon = nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class PatternVariants(nn.Module):
+    """The raised patterns in other spellings: HF's RMSNorm, a weightless
+    RMSNorm, rotate_half by chunk with the products reversed, GQA by
+    repeat_interleave, GELU with x*x*x and the constant as a literal."""
+
+    def __init__(self, d=HIDDEN, heads=HEADS, kv_heads=KV_HEADS):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, d // heads
+        self.norm = HFRMSNorm(d)
+        self.q_proj = nn.Linear(d, d, bias=False)
+        self.kv_proj = nn.Linear(d, 2 * kv_heads * self.head_dim, bias=False)
+
+    @staticmethod
+    def rotate(x, cos, sin):
+        x1, x2 = x.chunk(2, dim=-1)
+        return sin * torch.cat((-x2, x1), dim=-1) + cos * x
+
+    def forward(self, x, cos, sin):
+        B, T, C = x.shape
+        h = self.norm(x)
+        q = self.q_proj(h).view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv_proj(h).view(B, T, 2 * self.kv_heads, self.head_dim).transpose(1, 2).chunk(2, dim=1)
+        n_rep = self.heads // self.kv_heads
+        y = F.scaled_dot_product_attention(
+            self.rotate(q, cos, sin), self.rotate(k, cos, sin).repeat_interleave(n_rep, dim=1),
+            v.repeat_interleave(n_rep, dim=1), is_causal=True)
+        y = y.transpose(1, 2).reshape(B, T, C)
+        y = y * torch.rsqrt(torch.mean(y * y, dim=-1, keepdim=True) + 1e-5)
+        return y * 0.5 * (1.0 + torch.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)))
+
+
+def test_pattern_variants_are_raised():
+    weft_run = require_weft_run()
+    module = randomized(PatternVariants())
+    gen = torch.Generator().manual_seed(9)
+    x = torch.randn(BATCH, SEQ, HIDDEN, generator=gen)
+    cos, sin = rotary_tables(SEQ, HIDDEN // HEADS, torch.float32)
+    imported = import_module(module, (x, cos, sin))
+    assert sorted(imported.raised) == ["attention(gqa)", "gelu(tanh)", "rms_norm", "rms_norm",
+                                       "rope", "rope"], imported.raised
+    assert attention_heads(imported.text) == [(HEADS, KV_HEADS)]
+    for piece in ("weft.rsqrt", "weft.tanh", "weft.concat", "weft.mul "):
+        assert piece not in imported.text, piece
+    (out,) = run_reference(imported, x, cos, sin, weft_run=weft_run)
+    eager = module(x, cos, sin)
+    assert torch.isfinite(out).all()
+    assert rel_err(out, eager) <= 1e-5, rel_err(out, eager)

@@ -3,6 +3,8 @@ them for split-like ops). Shapes and element types of results come from the
 traced node, so each handler only decides which weft ops compute it."""
 import torch
 
+from weft.pointwise import POINTWISE
+
 from .capture import UnsupportedOp
 from .lowering import FLOAT_TYPES, is_number, is_tensor_node, result_type
 
@@ -282,9 +284,7 @@ HANDLERS = {
     aten.rsub.Scalar: _binary("rsub"), aten.rsub.Tensor: _binary("rsub"),
     aten.mul.Tensor: _binary("mul"), aten.mul.Scalar: _binary("mul"),
     aten.div.Tensor: _binary("div"), aten.div.Scalar: _binary("div"),
-    aten.neg.default: _unary("neg"), aten.exp.default: _unary("exp"),
-    aten.rsqrt.default: _unary("rsqrt"), aten.tanh.default: _unary("tanh"),
-    aten.silu.default: _unary("silu"), aten.gelu.default: _gelu,
+    aten.gelu.default: _gelu,
     aten.pow.Tensor_Scalar: _pow,
     aten.mean.dim: _reduce("reduce_mean", 1), aten.mean.default: _reduce("reduce_mean", 0),
     aten.sum.dim_IntList: _reduce("reduce_sum", 1), aten.sum.default: _reduce("reduce_sum", 0),
@@ -309,3 +309,10 @@ HANDLERS = {
     aten.chunk.default: _split, aten.unbind.int: _split,
     aten.slice.Tensor: _slice, aten.select.int: _select, aten.cat.default: _cat,
 }
+
+# Unary pointwise ops without attributes whose PyTorch function is the ATen op
+# of the same name (neg, exp, rsqrt, tanh, silu, ...): a pointwise op added to
+# weft.pointwise.POINTWISE is imported with no change here.
+for _name, _op in POINTWISE.items():
+    if _op.arity == 1 and _op.variants == ({},) and hasattr(aten, _name):
+        HANDLERS.setdefault(getattr(aten, _name).default, _unary(_name))

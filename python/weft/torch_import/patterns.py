@@ -85,19 +85,21 @@ def strip_scalars(node):
             return coefficient, node
 
 
-def power_of(node):
-    """(base, k) with node = base^k through pow by integers and products."""
-    node = through(node)
+def monomial(node):
+    """(c, base, k) with node = c * base^k through constant factors, pow by
+    integers and products of powers of one base; else (1, node, 1)."""
+    c, node = strip_scalars(node)
     if _is(node, (aten.pow.Tensor_Scalar,)) and is_number(node.args[1]) \
             and float(node.args[1]).is_integer() and node.args[1] >= 1:
-        base, k = power_of(node.args[0])
-        return base, k * int(node.args[1])
+        e = int(node.args[1])
+        c_base, base, k = monomial(node.args[0])
+        return c * c_base ** e, base, k * e
     pair = _plain_binary(node, MUL)
     if pair and is_tensor_node(pair[0]) and is_tensor_node(pair[1]):
-        (a, i), (b, j) = power_of(pair[0]), power_of(pair[1])
+        (ca, a, i), (cb, b, j) = monomial(pair[0]), monomial(pair[1])
         if a is b:
-            return a, i + j
-    return node, 1
+            return c * ca * cb, a, i + j
+    return c, node, 1
 
 
 def _tensor_users(node, targets):
@@ -138,11 +140,11 @@ def match_rms_norm(anchor):
     mean = through(mean)
     if not is_number(eps) or eps <= 0 or not _is(mean, (aten.mean.dim,)):
         return []
-    x, power = power_of(mean.args[0])
+    c_square, x, power = monomial(mean.args[0])
     shape = tuple(_val(x).shape)
     dims = [d % len(shape) for d in mean.args[1]] if shape else []
     keepdim = len(mean.args) > 2 and mean.args[2] or mean.kwargs.get("keepdim", False)
-    if power != 2 or dims != [len(shape) - 1] or not keepdim or not _same_type(x, anchor):
+    if power != 2 or c_square != 1.0 or dims != [len(shape) - 1] or not keepdim or not _same_type(x, anchor):
         return []
     matches = []
     for normed in _tensor_users(anchor, MUL):
@@ -189,8 +191,7 @@ def match_gelu_tanh(anchor):
         return []
     for x, cubic in (pair, pair[::-1]):
         x = through(x)
-        c_cubic, core = strip_scalars(cubic)
-        base, k = power_of(core)
+        c_cubic, base, k = monomial(cubic)
         if k == 3 and base is x and _close(c_cubic, 0.044715):
             break
     else:
