@@ -303,3 +303,41 @@ def test_pattern_variants_are_raised():
     eager = module(x, cos, sin)
     assert torch.isfinite(out).all()
     assert rel_err(out, eager) <= 1e-5, rel_err(out, eager)
+
+
+class MoreOps(nn.Module):
+    """SDPA with enable_gqa and a scale f32 cannot hold, F.rms_norm, a
+    buffer and a lifted constant (argument order), unbind/select/slice,
+    amax, squeeze and a constant minus a tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.randn(16))
+        self.register_buffer("shift", torch.randn(16))
+
+    def forward(self, q, k, v, x):
+        a = F.scaled_dot_product_attention(q, k, v, scale=0.3, enable_gqa=True)
+        r = F.rms_norm(x, (16,), self.gamma, eps=1e-5) + self.shift
+        u = x.unbind(0)[1] - x.select(1, 2).unsqueeze(1)[0]
+        t = x[:, -3:].amax(dim=1, keepdim=True).squeeze(1)
+        return (a.sum() + r.mean() + (2.0 - u).sum() + t.sum()
+                + torch.tensor(1.5, dtype=torch.float64) * x.sum())
+
+
+def test_more_mapped_ops_and_argument_order():
+    weft_run = require_weft_run()
+    torch.manual_seed(5)
+    module = MoreOps().double()
+    inputs = (torch.randn(2, 4, 8, 16, dtype=torch.float64),
+              torch.randn(2, 2, 8, 16, dtype=torch.float64),
+              torch.randn(2, 2, 8, 16, dtype=torch.float64),
+              torch.randn(3, 5, 16, dtype=torch.float64))
+    imported = import_module(module, inputs)
+    assert [a.kind for a in imported.arguments] == \
+        ["parameter", "buffer", "constant", "input", "input", "input", "input"]
+    assert [a.target for a in imported.arguments[:2]] == ["gamma", "shift"]
+    assert attention_heads(imported.text) == [(4, 2)]
+    assert "weft.rms_norm" in imported.text and "weft.reduce_max" in imported.text
+    (out,) = run_reference(imported, *inputs, weft_run=weft_run)
+    assert torch.isfinite(out).all()
+    assert rel_err(out, module(*inputs)) <= F64_TOL

@@ -299,7 +299,7 @@ HANDLERS = {
     aten.squeeze.dim: _reshape, aten.squeeze.dims: _reshape, aten.squeeze.default: _reshape,
     aten.flatten.using_ints: _reshape, aten.unflatten.int: _reshape,
     aten.contiguous.default: _identity, aten.clone.default: _identity,
-    aten.alias.default: _identity, aten.detach.default: _identity,
+    aten.alias.default: _identity, aten.detach.default: _identity, aten.detach_.default: _identity,
     aten.lift_fresh_copy.default: _identity, aten.dropout.default: _dropout,
     aten._to_copy.default: _convert, aten.to.dtype: _convert,
     aten.to.dtype_layout: _convert, aten.to.device: _convert, aten.type_as.default: _convert,

@@ -9,7 +9,10 @@ import operator
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 import torch
+
+from weft.models.ir import F32
 
 from .capture import UnsupportedOp
 from .lowering import is_number, is_tensor_node, result_type
@@ -361,10 +364,16 @@ def match_attention(anchor):
             raise UnsupportedOp(anchor, "q, k, v not of rank 4 ([b, h, s, d])")
         if operands[0].shape[1] % operands[1].shape[1]:
             raise UnsupportedOp(anchor, "kv heads not dividing q heads")
-        scale = arg(6, "scale")
-        from weft.models.ir import F32
-        attrs = {"causal": bool(arg(5, "is_causal", False)),
-                 "scale": F32(float(scale)) if scale is not None else None}
+        attrs = {"causal": bool(arg(5, "is_causal", False))}
+        scale, head_dim = arg(6, "scale"), operands[0].shape[3]
+        default = 1.0 / math.sqrt(head_dim)
+        if scale is not None and float(scale) != default:
+            if float(np.float32(scale)) == float(scale):
+                attrs["scale"] = F32(float(scale))
+            else:
+                # weft's scale attribute is f32; fold a scale it cannot hold
+                # into q so f64 models keep f64 accuracy.
+                operands[0] = lw.scale(operands[0], float(scale) / default)
         return lw.op("attention", operands, shape, dtype, attrs)
     return [(anchor, Match("attention(gqa)" if grouped else "attention", [q, k, v], emit))]
 
