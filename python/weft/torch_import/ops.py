@@ -256,6 +256,8 @@ def _slice(lw, node):
     if step != 1:
         raise UnsupportedOp(node, f"slice with step {step}")
     length = shape[dim]
+    if length == 0:
+        raise UnsupportedOp(node, "an empty slice")
     return _split_pieces(lw, x, dim, [start, length, n - start - length])[1]
 
 
