@@ -341,3 +341,43 @@ def test_more_mapped_ops_and_argument_order():
     (out,) = run_reference(imported, *inputs, weft_run=weft_run)
     assert torch.isfinite(out).all()
     assert rel_err(out, module(*inputs)) <= F64_TOL
+
+
+class MiniGPT(nn.Module):
+    """nanoGPT's GPT at a small size: token and position embeddings (the
+    positions from torch.arange, folded to a constant), blocks, the final
+    LayerNorm and an lm_head tied to the token embedding."""
+
+    def __init__(self, vocab=50, layers=2):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, HIDDEN), nn.Embedding(SEQ, HIDDEN)
+        self.h = nn.ModuleList(NanoGPTBlock() for _ in range(layers))
+        self.ln_f = nn.LayerNorm(HIDDEN)
+        self.lm_head = nn.Linear(HIDDEN, vocab, bias=False)
+        self.wte.weight = self.lm_head.weight
+
+    def forward(self, idx):
+        pos = torch.arange(0, idx.size(1), dtype=torch.long, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def test_mini_gpt_with_tied_weights():
+    weft_run = require_weft_run()
+    module = randomized(MiniGPT()).double()
+    idx = torch.randint(0, 50, (BATCH, SEQ), generator=torch.Generator().manual_seed(11))
+    imported = import_module(module, (idx,))
+    # The tied table is one argument (parameters() lists it once), read by
+    # the embedding and the lm_head.
+    parameters = [a for a in imported.arguments if a.kind == "parameter"]
+    assert len(parameters) == len(list(module.parameters()))
+    tied = next(a.name for a in parameters if a.shape == (50, HIDDEN))
+    assert re.search(rf"weft\.embedding %\w+, %{tied} ", imported.text)
+    assert re.search(rf"weft\.linear %\w+, %{tied} ", imported.text)
+    assert "arith.constant dense<[0, 1, 2" in imported.text
+    assert imported.raised.count("gelu(tanh)") == 2
+    (out,) = run_reference(imported, idx, weft_run=weft_run)
+    assert torch.isfinite(out).all()
+    assert rel_err(out, module(idx)) <= F64_TOL

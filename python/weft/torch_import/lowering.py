@@ -24,6 +24,29 @@ class ImportBuilder(FunctionBuilder):
                           f": {tensor_type(shape, dtype)}")
         return value
 
+    def dense_constant(self, tensor, dtype, hint="cst"):
+        """An arith.constant holding every element of a (small) tensor."""
+        value = Value(self._fresh(hint), tuple(tensor.shape), dtype)
+        flat = tensor.detach().reshape(-1).tolist()
+        if dtype == "i1":
+            items = ["true" if v else "false" for v in flat]
+        elif dtype in FLOAT_TYPES:
+            items = [format_float(v) for v in flat]
+        else:
+            items = [str(int(v)) for v in flat]
+        literal = items[0] if tensor.dim() == 0 else _nested(items, list(tensor.shape))
+        self.lines.append(f"{value.name} = arith.constant dense<{literal}> "
+                          f": {tensor_type(tensor.shape, dtype)}")
+        return value
+
+
+def _nested(items, shape):
+    if len(shape) == 1:
+        return "[" + ", ".join(items) + "]"
+    step = len(items) // shape[0] if shape[0] else 0
+    return "[" + ", ".join(_nested(items[i * step:(i + 1) * step], shape[1:])
+                           for i in range(shape[0])) + "]"
+
 
 def result_type(node):
     """(shape, weft dtype) of a node's single tensor result."""

@@ -1,6 +1,8 @@
 """One handler per ATen op: (Lowering, node) -> weft Value (or a list of
 them for split-like ops). Shapes and element types of results come from the
 traced node, so each handler only decides which weft ops compute it."""
+import math
+
 import torch
 
 from weft.pointwise import POINTWISE
@@ -280,6 +282,20 @@ def _cat(lw, node):
     return lw.op("concat", pieces, shape, dtype, {"dim": dim})
 
 
+# Tensor factories with static arguments are evaluated at import time and
+# become constants; a large one would bloat the IR, so it is refused.
+MAX_FOLDED_ELEMENTS = 1 << 16
+
+
+def _factory(lw, node):
+    shape, dtype = result_type(node)
+    if math.prod(shape) > MAX_FOLDED_ELEMENTS:
+        raise UnsupportedOp(node, f"a constant of {math.prod(shape)} elements "
+                                  f"(at most {MAX_FOLDED_ELEMENTS} are folded into the IR)")
+    kwargs = {k: v for k, v in node.kwargs.items() if k not in ("device", "pin_memory")}
+    return lw.f.dense_constant(node.target(*node.args, **kwargs), dtype, hint=node.name)
+
+
 HANDLERS = {
     aten.add.Tensor: _binary("add"), aten.add.Scalar: _binary("add"),
     aten.sub.Tensor: _binary("sub"), aten.sub.Scalar: _binary("sub"),
@@ -310,6 +326,9 @@ HANDLERS = {
     aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
     aten.chunk.default: _split, aten.unbind.int: _split,
     aten.slice.Tensor: _slice, aten.select.int: _select, aten.cat.default: _cat,
+    aten.arange.default: _factory, aten.arange.start: _factory,
+    aten.arange.start_step: _factory, aten.zeros.default: _factory,
+    aten.ones.default: _factory, aten.full.default: _factory,
 }
 
 # Unary pointwise ops without attributes whose PyTorch function is the ATen op
