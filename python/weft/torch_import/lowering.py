@@ -2,6 +2,7 @@
 (patterns.py), then the nodes still needed, in graph order, one handler each
 (ops.py). A node no output depends on is never lowered, so the pieces of a
 raised pattern leave nothing behind."""
+import math
 import operator
 
 import torch
@@ -110,11 +111,18 @@ class Lowering:
         return value if value.shape == shape else self.op("reshape", [value], shape, value.dtype)
 
     def constant(self, number, dtype, shape=()):
+        self._finite(number)
         return self.f.constant(float(number), shape, dtype, hint=f"{self.node.name}.c")
 
     def scale(self, value, factor):
+        self._finite(factor)
         return value if factor == 1 else self.op("scale", [value], value.shape, value.dtype,
                                                  {"value": float(factor)})
+
+
+    def _finite(self, number):
+        if not math.isfinite(float(number)):
+            raise UnsupportedOp(self.node, f"the non-finite constant {number}")
 
 
 def live_nodes(graph, matches):
