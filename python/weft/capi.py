@@ -168,7 +168,7 @@ class Context:
         return module
 
     def close(self):
-        if self._handle:
+        if getattr(self, "_handle", None):
             for module in self._modules:
                 module.close()
             self._lib.weftContextDestroy(self._handle)
