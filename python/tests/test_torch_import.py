@@ -277,7 +277,8 @@ class PatternVariants(nn.Module):
         B, T, C = x.shape
         h = self.norm(x)
         q = self.q_proj(h).view(B, T, self.heads, self.head_dim).transpose(1, 2)
-        k, v = self.kv_proj(h).view(B, T, 2 * self.kv_heads, self.head_dim).transpose(1, 2).chunk(2, dim=1)
+        kv = self.kv_proj(h).view(B, T, 2 * self.kv_heads, self.head_dim).transpose(1, 2)
+        k, v = kv.chunk(2, dim=1)
         n_rep = self.heads // self.kv_heads
         y = F.scaled_dot_product_attention(
             self.rotate(q, cos, sin), self.rotate(k, cos, sin).repeat_interleave(n_rep, dim=1),

@@ -2,6 +2,7 @@
 static shapes and dtypes on every node (node.meta["val"]), the parameters,
 buffers and constants lifted to leading placeholders, and source lines kept
 in node.meta["stack_trace"]."""
+import re
 from dataclasses import dataclass
 
 import torch
@@ -37,21 +38,20 @@ def op_name(node):
     return getattr(target, "__name__", str(target))
 
 
+_FRAME = re.compile(r'File "(?P<path>.*)", line (?P<line>\d+)(?:, in (?P<func>.*))?$')
+
+
 def source_line(node):
     """'FILE:LINE in FUNC: CODE' of the innermost frame of the node's stack
     trace (the model's own line), or ''."""
     trace = node.meta.get("stack_trace") or ""
     lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
     for i in range(len(lines) - 1, -1, -1):
-        if lines[i].startswith("File "):
-            head = lines[i][len("File "):]
-            # File "PATH", line N, in FUNC
-            parts = [p.strip() for p in head.split(",")]
-            path = parts[0].strip('"')
-            line = parts[1].replace("line", "").strip() if len(parts) > 1 else "?"
-            func = parts[2].replace("in", "", 1).strip() if len(parts) > 2 else ""
-            code = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("File ") else ""
-            where = f"{path}:{line}" + (f" in {func}" if func else "")
+        frame = _FRAME.match(lines[i])
+        if frame:
+            where = f"{frame['path']}:{frame['line']}"
+            where += f" in {frame['func']}" if frame["func"] else ""
+            code = lines[i + 1] if i + 1 < len(lines) and not _FRAME.match(lines[i + 1]) else ""
             return where + (f": {code}" if code else "")
     return ""
 

@@ -5,6 +5,7 @@ import math
 
 import torch
 
+from weft.models.ir import I64Array
 from weft.pointwise import POINTWISE
 
 from .capture import UnsupportedOp
@@ -36,6 +37,8 @@ def _binary(kind):
         a, b = node.args[0], node.args[1]
         alpha = node.kwargs.get("alpha", 1)
         kind_now = kind
+        if node.kwargs.get("rounding_mode"):
+            raise UnsupportedOp(node, f"division with rounding_mode={node.kwargs['rounding_mode']!r}")
         if kind == "rsub":  # b - alpha * a
             a, b, kind_now = b, a, "sub"
         if is_tensor_node(a) and is_tensor_node(b):
@@ -99,7 +102,6 @@ def _reduce(name, dims_index):
 
 
 def _i64_array(values):
-    from weft.models.ir import I64Array
     return I64Array(tuple(values))
 
 

@@ -34,7 +34,8 @@ def match_rms_norm(anchor):
     shape = tuple(traced(x).shape)
     dims = [d % len(shape) for d in mean.args[1]] if shape else []
     keepdim = len(mean.args) > 2 and mean.args[2] or mean.kwargs.get("keepdim", False)
-    if power != 2 or c_square != 1.0 or dims != [len(shape) - 1] or not keepdim or not same_type(x, anchor):
+    if power != 2 or c_square != 1.0 or dims != [len(shape) - 1] or not keepdim \
+            or not same_type(x, anchor):
         return []
     matches = []
     for normed in tensor_users(anchor, MUL):
@@ -65,12 +66,11 @@ def _rms_match(x, weight, eps):
 def _scaled_chain(node, depth=3):
     """(n, c): node and the constant multiples of it above it, n = c * node."""
     chain = [(node, 1.0)]
-    for n, c in list(chain):
-        for user in n.users:
-            pair = plain_binary(user, MUL)
-            if depth and pair and (is_number(pair[0]) or is_number(pair[1])):
-                factor = pair[1] if is_number(pair[1]) else pair[0]
-                chain.extend((m, c * factor * d) for m, d in _scaled_chain(user, depth - 1))
+    for user in node.users:
+        pair = plain_binary(user, MUL)
+        if depth and pair and (is_number(pair[0]) or is_number(pair[1])):
+            factor = pair[1] if is_number(pair[1]) else pair[0]
+            chain.extend((m, factor * d) for m, d in _scaled_chain(user, depth - 1))
     return chain
 
 
