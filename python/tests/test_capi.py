@@ -16,6 +16,10 @@ MODEL = os.path.join(REPO, "test", "Tools", "weft-run", "Inputs", "gpt_mean_squa
 CASES = {
     "adamw": (dict(optimizer="adamw", tuning_table="none"),
               ["--optimizer=adamw", "--tuning-table=none"]),
+    # weight_copies=auto: TrainingCompiler's search over split, carried and
+    # converted copies, the same trials in both.
+    "auto_copies": (dict(optimizer="adamw", weight_copies="auto", tuning_table="none"),
+                    ["--optimizer=adamw", "--weight-copies=auto", "--tuning-table=none"]),
     "fused_budget": (dict(optimizer="adamw", fuse_elementwise=True, remat="budget",
                           memory_budget="4.5MiB"),
                      ["--optimizer=adamw", "--fuse-elementwise", "--remat=budget",
