@@ -19,7 +19,7 @@ from .ops import HANDLERS
 from .patterns import find_matches
 
 __all__ = ["Argument", "CaptureError", "ImportedModule", "UnsupportedOp",
-           "import_module", "run_reference"]
+           "import_module", "run_reference", "vjp_text"]
 
 
 @dataclass
@@ -45,6 +45,18 @@ def import_module(module, example_inputs, entry="forward"):
     graph = program.graph
     text, raised = lower_graph(graph, arguments, entry, find_matches(graph), HANDLERS)
     return ImportedModule(text, entry, arguments, raised, program)
+
+
+def vjp_text(imported, params, entry="vjp"):
+    """The imported forward y = f(args) as func @entry(args..., dy...) ->
+    sum_i sum(y_i * dy_i) (one dy per float output, in output order), the
+    arguments at indices `params` marked {weft.param}: weft-autodiff turns it
+    into @<entry>_step(args..., dy...) -> (that sum, d/d param for each param
+    in argument order), the vector-Jacobian product."""
+    graph = imported.program.graph
+    text, _ = lower_graph(graph, imported.arguments, entry, find_matches(graph), HANDLERS,
+                          params=frozenset(params), vjp=True)
+    return text
 
 
 def run_reference(imported, *inputs, weft_run=None, workdir=None):

@@ -8,7 +8,8 @@ import operator
 import torch
 import torch.fx
 
-from weft.models.ir import FunctionBuilder, Value, format_float, module_text, tensor_type
+from weft.models.ir import (FunctionBuilder, I64Array, Value, format_float, module_text,
+                            tensor_type)
 
 from .capture import UnsupportedOp, weft_dtype
 
@@ -141,21 +142,27 @@ def live_nodes(graph, matches):
     return live
 
 
-def lower_graph(graph, arguments, name, matches, handlers):
-    """weft IR text of `graph` as func @name(arguments...)."""
+def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False):
+    """weft IR text of `graph` as func @name(arguments...). The arguments at
+    indices `params` are marked {weft.param}. With `vjp`, the function takes
+    one more argument dy_i per float output y_i (after the graph's arguments)
+    and returns the 0-d sum_i sum(y_i * dy_i), whose gradients (weft-autodiff)
+    are the vector-Jacobian product."""
     lowering = Lowering(name)
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
-    for argument in arguments:
+    for index, argument in enumerate(arguments):
         node = placeholders[argument.name]
+        attrs = {"weft.param": True} if index in params else None
         lowering.values[node] = lowering.f.arg(argument.name, argument.shape, argument.dtype,
-                                               comment=argument.target or argument.kind)
+                                               attrs, comment=argument.target or argument.kind)
     live = live_nodes(graph, matches)
     for node in graph.nodes:
         if node not in live or node.op == "placeholder":
             continue
         lowering.node = node
         if node.op == "output":
-            lowering.f.ret(*[lowering.value(v) for v in _flatten_outputs(node)])
+            outputs = [lowering.value(v) for v in _flatten_outputs(node)]
+            lowering.f.ret(*(_vjp_loss(lowering, outputs) if vjp else outputs))
         elif node.op != "call_function":
             raise UnsupportedOp(node, f"FX node kind {node.op}")
         elif node in matches:
@@ -172,6 +179,25 @@ def lower_graph(graph, arguments, name, matches, handlers):
             lowering.values[node] = handler(lowering, node)
             _check_result(lowering, node)
     return module_text([lowering.f]), lowering.raised
+
+
+def _vjp_loss(lowering, outputs):
+    """[sum_i sum(y_i * dy_i)] over the float outputs, dy_i new arguments,
+    accumulated in the widest float type among them."""
+    floats = [y for y in outputs if y.dtype in FLOAT_TYPES]
+    if not floats:
+        raise UnsupportedOp(lowering.node, "no float output to differentiate")
+    dtype = next(t for t in FLOAT_TYPES if any(y.dtype == t for y in floats))
+    loss = None
+    for i, y in enumerate(floats):
+        dy = lowering.f.arg(f"dy{i}", y.shape, y.dtype, comment=f"cotangent of result {i}")
+        term = lowering.op("mul", [y, dy], y.shape, y.dtype)
+        if y.shape:
+            term = lowering.op("reduce_sum", [term], (), y.dtype,
+                               {"dims": I64Array(tuple(range(len(y.shape))))})
+        term = lowering.convert(term, dtype)
+        loss = term if loss is None else lowering.op("add", [loss, term], (), dtype)
+    return [loss]
 
 
 def _flatten_outputs(node):

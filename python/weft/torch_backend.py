@@ -1,0 +1,290 @@
+"""The "weft" TorchDynamo backend and weft.compile, for CPU tensors: each
+captured graph is imported (weft.torch_import) and run on weft-run's
+reference interpreter, compiled once per argument shapes and dtypes. When an
+argument requires grad, the graph runs as a torch.autograd.Function whose
+backward is Weft's own autodiff (weft-opt --weft-autodiff) of
+sum(y * dy), so gradients land in .grad and any torch optimizer works.
+docs/torch-import.md, "The torch.compile backend".
+
+    model = weft.compile(model)                  # or
+    model = torch.compile(model, backend="weft", options={"strict": True})
+"""
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+import warnings
+
+import torch
+import torch.fx
+import torch.fx.traceback as fx_traceback
+from torch.utils import _pytree as pytree
+
+from weft import npz
+from weft.torch_import import CaptureError, UnsupportedOp, import_module, vjp_text
+
+__all__ = ["compile", "parse_memory_budget", "register", "weft_backend"]
+
+# option -> (allowed values in words, check)
+OPTIONS = {
+    "strict": ("True, False or None (None: the WEFT_STRICT environment variable)",
+               lambda v: v is None or isinstance(v, bool)),
+    "dump_dir": ("a directory path (str) or None (None: the WEFT_DUMP_DIR environment variable)",
+                 lambda v: v is None or isinstance(v, (str, os.PathLike))),
+    "memory_budget": ("None, a positive number of bytes, or a string such as '20GiB' "
+                      "(units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)",
+                      lambda v: v is None or _budget_bytes(v) is not None),
+}
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_BUDGET = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
+
+
+def _budget_bytes(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value) if value > 0 and value == value and value != float("inf") else None
+    if isinstance(value, str):
+        match = _BUDGET.match(value)
+        if match and match[2].lower() in _UNITS:
+            size = int(float(match[1]) * _UNITS[match[2].lower()])
+            return size if size > 0 else None
+    return None
+
+
+def parse_memory_budget(value):
+    """Bytes of a memory budget (None stays None); ValueError naming the
+    allowed forms otherwise."""
+    validate_options({"memory_budget": value})
+    return None if value is None else _budget_bytes(value)
+
+
+def validate_options(options):
+    """The options with defaults filled in; ValueError naming the option and
+    its allowed values for an unknown option or a bad value."""
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise ValueError(f"options must be a dict of {sorted(OPTIONS)}, got {type(options).__name__}")
+    for name, value in options.items():
+        if name not in OPTIONS:
+            raise ValueError(f"unknown weft option {name!r}; the options are "
+                             + ", ".join(sorted(OPTIONS)))
+        allowed, check = OPTIONS[name]
+        if not check(value):
+            raise ValueError(f"weft option {name!r} = {value!r} is not allowed: it takes {allowed}")
+    settings = {name: None for name in OPTIONS}
+    settings.update(options)
+    return settings
+
+
+def _tool(name):
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    build = os.environ.get("WEFT_BUILD_DIR", os.path.join(root, "build"))
+    path = os.path.join(build, "bin", name)
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(f"{path} is not built (set WEFT_BUILD_DIR to a Weft build directory)")
+    return path
+
+
+def _run(text, entry, values, workdir):
+    """weft-run's reference interpreter on @entry of `text` with `values`
+    (tensors, in argument order); the results as tensors."""
+    ir_path = os.path.join(workdir, "module.mlir")
+    in_path, out_path = os.path.join(workdir, "in.npz"), os.path.join(workdir, "out.npz")
+    with open(ir_path, "w") as f:
+        f.write(text)
+    npz.save(in_path, {f"arg{i}": t.detach().contiguous() for i, t in enumerate(values)})
+    proc = subprocess.run([_tool("weft-run"), ir_path, "--entry", entry, "--inputs", in_path,
+                           "--outputs", out_path], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"weft-run failed (rc {proc.returncode}) on @{entry}:\n"
+                           f"{proc.stderr[-4000:]}")
+    return npz.ordered(npz.load(out_path), "res")
+
+
+def run_reference_step(text, entry, values):
+    with tempfile.TemporaryDirectory(prefix="weft-backend-") as workdir:
+        return _run(text, entry, values, workdir)
+
+
+def _autodiff(text, entry):
+    proc = subprocess.run([_tool("weft-opt"), "-", f"--weft-autodiff=entry={entry} optimizer=none"],
+                          input=text, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"weft-opt --weft-autodiff failed (rc {proc.returncode}):\n"
+                           f"{proc.stderr[-4000:]}")
+    return proc.stdout
+
+
+class _Specialized(torch.nn.Module):
+    """The Dynamo graph with its non-tensor arguments (SymInts after a
+    dynamic recompile) bound to this call's values, so torch.export sees a
+    static graph of tensors. The graph runs under an FX interpreter with
+    node meta preserved, so each ATen node keeps the model's source line."""
+
+    def __init__(self, gm, args):
+        super().__init__()
+        self.gm = gm
+        self.template = [None if isinstance(a, torch.Tensor) else a for a in args]
+
+    def forward(self, *tensors):
+        tensors = iter(tensors)
+        args = [next(tensors) if a is None else a for a in self.template]
+        with fx_traceback.preserve_node_meta():
+            return torch.fx.Interpreter(self.gm).run(*args)
+
+
+class _Compiled:
+    """One specialization: the imported forward, its VJP step (built on the
+    first backward, per set of arguments needing gradients)."""
+
+    def __init__(self, imported, dump):
+        self.imported = imported
+        program = imported.program
+        self.out_spec = program.call_spec.out_spec
+        self.output_values = [n.meta["val"] for n in _output_nodes(program.graph)]
+        self.dump = dump
+        self.steps = {}
+        self.inputs = [i for i, a in enumerate(imported.arguments) if a.kind == "input"]
+
+    def forward(self, tensors):
+        return run_reference_step(self.imported.text, self.imported.entry,
+                                  self.imported.argument_values(*tensors))
+
+    def vjp(self, tensors, needs, dys):
+        """Gradients of sum(y * dy) for the tensors whose `needs` is set
+        (None for the others)."""
+        params = tuple(self.inputs[i] for i, n in enumerate(needs) if n)
+        if params not in self.steps:
+            text = _autodiff(vjp_text(self.imported, params, entry="vjp"), "vjp")
+            self.dump(text, "vjp_step")
+            self.steps[params] = text
+        values = self.imported.argument_values(*tensors)
+        floats = [dy for dy, v in zip(dys, self.output_values) if v.dtype.is_floating_point]
+        results = run_reference_step(self.steps[params], "vjp_step", values + floats)
+        grads = iter(results[1:])
+        return [next(grads) if n else None for n in needs]
+
+
+class _WeftFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, compiled, *tensors):
+        outputs = compiled.forward(tensors)
+        ctx.compiled = compiled
+        ctx.save_for_backward(*tensors)
+        ctx.mark_non_differentiable(*[o for o in outputs if not o.is_floating_point()])
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *dys):
+        tensors = ctx.saved_tensors
+        needs = ctx.needs_input_grad[1:]
+        dys = [torch.zeros_like(v) if dy is None else dy
+               for dy, v in zip(dys, ctx.compiled.output_values)]
+        return (None, *ctx.compiled.vjp(tensors, needs, dys))
+
+
+_EAGER = object()
+
+
+class WeftGraph:
+    """What the backend returns for one Dynamo graph: imports and runs it
+    on the reference interpreter, once per argument shapes and dtypes."""
+
+    _count = 0
+
+    def __init__(self, gm, settings):
+        self.gm = gm
+        self.settings = settings
+        self.cache = {}
+        WeftGraph._count += 1
+        self.number = WeftGraph._count
+
+    @property
+    def strict(self):
+        if self.settings["strict"] is not None:
+            return self.settings["strict"]
+        return os.environ.get("WEFT_STRICT", "0") not in ("", "0")
+
+    def _key(self, args):
+        return tuple((tuple(a.shape), a.dtype, a.device.type) if isinstance(a, torch.Tensor)
+                     else (type(a).__name__, a) for a in args)
+
+    def _dump(self, key):
+        directory = self.settings["dump_dir"] or os.environ.get("WEFT_DUMP_DIR")
+        tag = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
+
+        def dump(text, what):
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+                with open(os.path.join(directory, f"graph{self.number}_{tag}_{what}.mlir"), "w") as f:
+                    f.write(text)
+        return dump
+
+    def _compile(self, args, key):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        devices = sorted({t.device.type for t in tensors} - {"cpu"})
+        try:
+            if devices:
+                raise NotImplementedError(f"weft runs CPU tensors only (on the reference "
+                                          f"interpreter); this graph has {', '.join(devices)} "
+                                          "tensors and the GPU runtime path is not built yet")
+            imported = import_module(_Specialized(self.gm, args), tuple(tensors))
+        except (UnsupportedOp, CaptureError, NotImplementedError) as error:
+            if self.strict:
+                raise
+            message = " ".join(str(error).split())
+            warnings.warn(f"weft: running this graph in eager PyTorch: {message}", stacklevel=2)
+            return _EAGER
+        dump = self._dump(key)
+        dump(imported.text, "forward")
+        return _Compiled(imported, dump)
+
+    def __call__(self, *args):
+        key = self._key(args)
+        if key not in self.cache:
+            self.cache[key] = self._compile(args, key)
+        compiled = self.cache[key]
+        if compiled is _EAGER:
+            return self.gm(*args)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            outputs = _WeftFunction.apply(compiled, *tensors)
+        else:
+            outputs = compiled.forward(tensors)
+        return pytree.tree_unflatten(list(outputs), compiled.out_spec)
+
+
+def _output_nodes(graph):
+    output = next(n for n in graph.nodes if n.op == "output")
+    return [a for a in pytree.tree_leaves(output.args[0]) if isinstance(a, torch.fx.Node)]
+
+
+def weft_backend(gm, example_inputs, options=None):
+    """The TorchDynamo backend: `torch.compile(model, backend="weft",
+    options={...})`. Options: strict, dump_dir, memory_budget (see OPTIONS)."""
+    settings = validate_options(options)
+    return WeftGraph(gm, settings)
+
+
+def register():
+    """Registers weft_backend as torch.compile's backend "weft" (once)."""
+    from torch._dynamo.backends import registry
+    if "weft" not in registry._COMPILER_FNS:
+        registry.register_backend(weft_backend, name="weft")
+
+
+def compile(model, memory_budget=None, **options):
+    """torch.compile(model, backend="weft") with Weft's options (strict,
+    dump_dir) and a memory budget (bytes or '20GiB'; not enforced on the
+    reference interpreter, which allocates each value on its own)."""
+    options = dict(options)
+    options["memory_budget"] = memory_budget
+    settings = validate_options(options)
+    register()
+    return torch.compile(model, backend="weft",
+                         options={k: v for k, v in settings.items() if v is not None} or None)
