@@ -267,7 +267,16 @@ def _output_nodes(graph):
 def weft_backend(gm, example_inputs, options=None):
     """The TorchDynamo backend: `torch.compile(model, backend="weft",
     options={...})`. Options: strict, dump_dir, memory_budget (see OPTIONS)."""
-    settings = validate_options(options)
+    try:
+        settings = validate_options(options)
+    except ValueError as error:
+        # Dynamo would wrap an error raised here in BackendCompilerFailed; the
+        # graph raises it as the ValueError it is, on this (first) call.
+        message = str(error)
+
+        def bad_options(*args):
+            raise ValueError(message)
+        return bad_options
     return WeftGraph(gm, settings)
 
 
@@ -279,12 +288,14 @@ def register():
 
 
 def compile(model, memory_budget=None, **options):
-    """torch.compile(model, backend="weft") with Weft's options (strict,
-    dump_dir) and a memory budget (bytes or '20GiB'; not enforced on the
+    """torch.compile(model, backend="weft", dynamic=False) with Weft's
+    options (strict, dump_dir) and a memory budget (bytes or '20GiB'; not enforced on the
     reference interpreter, which allocates each value on its own)."""
     options = dict(options)
     options["memory_budget"] = memory_budget
     settings = validate_options(options)
     register()
-    return torch.compile(model, backend="weft",
+    # dynamic=False: each new shape gets a static Dynamo graph whose guards
+    # pick it, so every (shapes, dtypes) is imported once
+    return torch.compile(model, backend="weft", dynamic=False,
                          options={k: v for k, v in settings.items() if v is not None} or None)
