@@ -12,7 +12,7 @@ import torch.nn as nn
 
 import weft
 from harness import require_weft_run
-from test_torch_import import NanoGPTBlock
+from test_torch_import import LlamaBlock, NanoGPTBlock, randomized, rotary_tables
 from weft.torch_import import UnsupportedOp
 
 TOL = 1e-9
@@ -171,3 +171,21 @@ def test_unsupported_op_strict(monkeypatch):
     torch._dynamo.reset()
     with pytest.raises(UnsupportedOp, match=r"aten\.sort"):
         weft.compile(model, strict=True)(torch.randn(3, 8, dtype=torch.float64))
+
+
+def test_llama_block_gradients(tmp_path):
+    """RMSNorm, rotary embeddings and GQA raised to fused ops and
+    differentiated by weft-autodiff: gradients against eager float64."""
+    model = randomized(LlamaBlock()).double().train()
+    reference = copy.deepcopy(model)
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 32, 64, generator=gen, dtype=torch.float64)
+    cos, sin = rotary_tables(32, 64 // 4, torch.float64)
+    dy = torch.randn(2, 32, 64, generator=gen, dtype=torch.float64)
+    (weft.compile(model, dump_dir=str(tmp_path))(x, cos, sin) * dy).sum().backward()
+    (reference(x, cos, sin) * dy).sum().backward()
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        assert rel(p.grad, q.grad) <= TOL, name
+    (step,) = glob.glob(str(tmp_path / "*_vjp_step.mlir"))
+    text = open(step).read()
+    assert "weft.rope" in text and "weft.rms_norm" in text and "weft.attention" in text
