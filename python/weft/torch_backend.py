@@ -183,7 +183,7 @@ class _WeftFunction(torch.autograd.Function):
     def backward(ctx, *dys):
         tensors = ctx.saved_tensors
         needs = ctx.needs_input_grad[1:]
-        dys = [torch.zeros_like(v) if dy is None else dy
+        dys = [torch.zeros(tuple(v.shape), dtype=v.dtype) if dy is None else dy
                for dy, v in zip(dys, ctx.compiled.output_values)]
         return (None, *ctx.compiled.vjp(tensors, needs, dys))
 
