@@ -1,6 +1,6 @@
 """Captures a module's forward with torch.export: an ATen-level FX graph with
 static shapes and dtypes on every node (node.meta["val"]), the parameters,
-buffers and constants lifted to leading placeholders, and source lines kept
+buffers and constants lifted to leading graph inputs, and source lines kept
 in node.meta["stack_trace"]."""
 import re
 from dataclasses import dataclass
@@ -98,11 +98,11 @@ def capture(module, example_inputs):
     except Exception as error:  # export's own errors: many classes, one meaning
         raise CaptureError(f"torch.export could not capture "
                            f"{type(module).__name__}.forward: {error}") from error
-    placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    graph_inputs = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
     arguments = []
     for spec in program.graph_signature.input_specs:
         kind = _KINDS.get(spec.kind)
-        node = placeholders[spec.arg.name]
+        node = graph_inputs[spec.arg.name]
         value = node.meta.get("val")
         if kind is None or not isinstance(value, torch.Tensor):
             raise CaptureError(f"input {spec.arg.name} ({spec.kind.name}) is not a tensor")

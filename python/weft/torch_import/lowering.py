@@ -149,9 +149,9 @@ def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False)
     and returns the 0-d sum_i sum(y_i * dy_i), whose gradients (weft-autodiff)
     are the vector-Jacobian product."""
     lowering = Lowering(name)
-    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    graph_inputs = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     for index, argument in enumerate(arguments):
-        node = placeholders[argument.name]
+        node = graph_inputs[argument.name]
         attrs = {"weft.param": True} if index in params else None
         lowering.values[node] = lowering.f.arg(argument.name, argument.shape, argument.dtype,
                                                attrs, comment=argument.target or argument.kind)
