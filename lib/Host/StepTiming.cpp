@@ -171,10 +171,10 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
      << llvm::format("\"segments_ms\": {\"forward\": %.6f, \"backward\": %.6f, "
                      "\"optimizer\": %.6f},\n \"entries\": [",
                      forward, backward, optimizer);
-  static const char *kinds[] = {"launch", "gemm", "event"};
+  static const char *kinds[] = {"launch", "gemm", "event", "collective"};
   for (size_t i = 0; i < n; ++i) {
     const weft_step_entry &e = entries[i];
-    os << (i ? ",\n  " : "\n  ") << "{\"kind\": \"" << kinds[int(e.kind) % 3]
+    os << (i ? ",\n  " : "\n  ") << "{\"kind\": \"" << kinds[int(e.kind) % 4]
        << "\", \"name\": " << jsonString(names[i]) << ", \"index\": " << e.index
        << ", \"segment\": \"" << segmentName(segments[i]) << "\"";
     if (e.kind == WEFT_ENTRY_GEMM)

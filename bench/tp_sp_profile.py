@@ -1,0 +1,109 @@
+"""Where a tensor-parallel step's time goes: the prepared anchor packages of
+tp_sp_bench.py (one GPU, tp = T, tp = T + SP) timed entry by entry and as
+whole steps under NCCL settings, in one call on max(T) GPUs.
+
+  tp_sp_profile.py DIR --out OUT [--tp 2,4] [--ctas 0,8,16] [--runs 3]
+
+For each package, `weft-run --time-segments RUNS` times every schedule entry
+with the streams joined after each one (so nothing overlaps there: the sum per
+category is what each category costs alone), grouped as GEMMs, attention,
+other kernels and collectives; then the whole step (median of 20 graph
+replays after 5, max over ranks, overlap on) for each NCCL_MAX_CTAS of
+--ctas (0: NCCL's default). The overlap a step gets is the entry sum minus
+its step time. Writes OUT/tp_sp_profile.json and prints a table.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tarfile  # noqa: E402
+
+import tp_sp_phases as ph  # noqa: E402
+from tp_sp_bench import ANCHOR  # noqa: E402
+from weft.gpu.device import unpack_weft_run  # noqa: E402
+
+WARMUP, STEPS = 5, 20
+
+
+def category(entry):
+    if entry["kind"] == "collective":
+        return "collective"
+    if entry["kind"] == "gemm":
+        return "gemm"
+    if entry["kind"] == "launch":
+        return "attention" if entry["name"].startswith("weft_attn") else "other"
+    return "event"
+
+
+def profile(sh, name, ranks, runs, out):
+    data = ph.data_file(sh.dir, ANCHOR, 1, "anchor_x.npz")
+    json_path = sh.path(f"timing_{name}.json")
+    sh.weft(f"anchor_{name}.weftpkg", "--steps", 1, "--init-state", 0, "--data", data,
+            "--time-segments", runs, "--timing-json", json_path, ranks=ranks,
+            log=f"profile_{name}")
+    files = [json_path] if ranks == 1 else sorted(glob.glob(json_path + ".rank*"))
+    per_rank = []
+    for path in files:
+        shutil.copy(path, out)
+        timing = json.load(open(path))
+        sums = {}
+        for entry in timing["entries"]:
+            sums[category(entry)] = sums.get(category(entry), 0.0) + entry["ms"]
+        sums["total"] = timing["total_ms"]
+        per_rank.append(sums)
+    return {k: max(r.get(k, 0.0) for r in per_rank) for k in per_rank[0]}
+
+
+def step_ms(sh, name, ranks, ctas):
+    data = ph.data_file(sh.dir, ANCHOR, 1, "anchor_x.npz")
+    env = dict(sh.weft_env)
+    if ctas:
+        env["NCCL_MAX_CTAS"] = str(ctas)
+    out = sh.run([sh.path("weft-run"), sh.path(f"anchor_{name}.weftpkg")] +
+                 (["--nproc-per-node", str(ranks)] if ranks > 1 else []) +
+                 [str(a) for a in ("--steps", WARMUP + STEPS, "--graph", "--init-state", 0,
+                                   "--data", data)],
+                 ranks, f"step_{name}_ctas{ctas}", env=env)
+    per_rank = [ph.rank_steps(out, r) for r in range(ranks)]
+    return max(statistics.median(t for _, t in steps[WARMUP:]) for steps in per_rank)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dir")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--tp", default="2")
+    parser.add_argument("--ctas", default="0")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--budget", type=float, default=400)
+    args = parser.parse_args()
+    directory = os.path.abspath(args.dir)
+    with tarfile.open(os.path.join(directory, "packages.tar.xz"), "r:xz") as tar:
+        tar.extractall(directory, members=[m for m in tar.getmembers() if not os.path.exists(
+            os.path.join(directory, m.name))], filter="data")
+    sh = ph.Shell(directory, unpack_weft_run(directory), ph.Budget(args.budget))
+    tps = [int(t) for t in args.tp.split(",")]
+    ctas = [int(c) for c in args.ctas.split(",")]
+    names = [("one", 1)] + [(n, t) for t in tps for n in (f"tp{t}", f"tp{t}sp")]
+    results = {"profile": {}, "step_ms": {}}
+    os.makedirs(args.out, exist_ok=True)
+    for name, ranks in names:
+        results["profile"][name] = profile(sh, name, ranks, args.runs, args.out)
+        print(name, json.dumps({k: round(v, 2) for k, v in results["profile"][name].items()}),
+              flush=True)
+    for name, ranks in names:
+        for c in ctas if ranks > 1 else [0]:
+            results["step_ms"][f"{name}/ctas{c}"] = ms = step_ms(sh, name, ranks, c)
+            print(f"step {name} NCCL_MAX_CTAS={c or 'default'}: {ms:.2f} ms", flush=True)
+    with open(os.path.join(args.out, "tp_sp_profile.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
