@@ -85,7 +85,8 @@ struct TrainingPipelineOptions
                      "the masters' bf16 high halves, low halves in i16"))};
   Option<std::string> memoryReport{
       *this, "memory-report",
-      llvm::cl::desc("Write the step's memory and FLOP report as JSON here")};
+      llvm::cl::desc("Write the step's memory and FLOP report as JSON here, or, for "
+                     "a path ending in .html, the memory plan drawn as a page")};
   Option<bool> fuseElementwise{
       *this, "fuse-elementwise",
       llvm::cl::desc("Group pointwise, norm and row-reduction ops into "

@@ -129,7 +129,9 @@ LogicalResult TrainingCompiler::runAutoCopies(OwningOpRef<ModuleOp> &module) {
         hooks.reportBadOption("memory-report: " + message);
       return failure();
     }
-    weft::writeTrainingStepReport(*chosen.report, file->os());
+    auto step = module->lookupSymbol<func::FuncOp>(options.entry + "_step");
+    if (!step || failed(weft::writeMemoryReport(step, *chosen.report, reportPath, file->os())))
+      return failure();
     file->keep();
     return success();
   };

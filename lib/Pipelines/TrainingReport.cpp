@@ -50,7 +50,8 @@ struct TrainingReportPass
             << report << "': " << error.message();
         return signalPassFailure();
       }
-      writeTrainingStepReport(*built, file.os());
+      if (failed(writeMemoryReport(step, *built, report, file.os())))
+        return signalPassFailure();
       file.keep();
     }
 

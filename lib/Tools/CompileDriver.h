@@ -177,7 +177,7 @@ struct CompileOptions {
                "reduce-scatters after them)"),
       cl::init("both"), cl::cat(category)};
   cl::opt<std::string> memoryReport{
-      "memory-report", cl::desc("Write the memory and FLOP report as JSON"),
+      "memory-report", cl::desc("Write the memory and FLOP report as JSON, or (a path ending in .html) the memory plan drawn as a self-contained page"),
       cl::value_desc("file.json"), cl::cat(category)};
 };
 

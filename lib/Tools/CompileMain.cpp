@@ -31,7 +31,7 @@ constexpr const char *kUsage =
     "weft-compile: build the training step of a forward graph\n\n"
     "  weft-compile FILE --entry NAME --train [--optimizer=adamw]\n"
     "    [--memory-budget=SIZE] [--remat=POLICY [--remat-layers=N]]\n"
-    "    [--memory-report=OUT.json] [-o OUT.mlir]\n"
+    "    [--memory-report=OUT.json | PLAN.html] [-o OUT.mlir]\n"
     "  weft-compile FILE --emit=kernels -o DIR [--block-q=N --block-k=N]\n"
     "    [--tuning-table=FILE|none]\n"
     "    [--chip=sm_90a] [--train --entry NAME ...]\n"

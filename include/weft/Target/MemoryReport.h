@@ -103,6 +103,21 @@ buildTrainingStepReport(mlir::func::FuncOp step, std::optional<int64_t> budget,
 void writeTrainingStepReport(const TrainingStepReport &report,
                              llvm::raw_ostream &os);
 
+/// The memory plan of `step` (which carries weft-plan-memory's offsets) as a
+/// self-contained HTML page: the arena over the schedule, a block per buffer
+/// coloured by category, recomputed ones hatched, the budget and the peak as
+/// lines (MemoryReportHtml.cpp). Fails with a diagnostic when the step's
+/// liveness cannot be computed.
+mlir::LogicalResult writeMemoryPlanHtml(mlir::func::FuncOp step,
+                                        const TrainingStepReport &report,
+                                        llvm::raw_ostream &os);
+
+/// --memory-report's file: the HTML page when `path` ends in .html (or
+/// .htm), the JSON report otherwise.
+mlir::LogicalResult writeMemoryReport(mlir::func::FuncOp step,
+                                      const TrainingStepReport &report,
+                                      llvm::StringRef path, llvm::raw_ostream &os);
+
 } // namespace weft
 
 #endif // WEFT_TARGET_MEMORYREPORT_H
