@@ -9,4 +9,7 @@ def __getattr__(name):
     if name == "compile":
         from .torch_backend import compile
         return compile
+    if name == "explain":
+        from .explanation import explain
+        return explain
     raise AttributeError(f"module 'weft' has no attribute {name!r}")

@@ -12,6 +12,7 @@ from weft.models.ir import (FunctionBuilder, I64Array, Value, format_float, modu
                             tensor_type)
 
 from .capture import UnsupportedOp, weft_dtype
+from .layers import block_layers
 
 FLOAT_TYPES = ("f64", "f32", "f16", "bf16")
 
@@ -74,6 +75,7 @@ class Lowering:
         self.values = {}
         self.raised = []
         self.node = None  # the node being lowered, for error messages
+        self.layer = None  # its block's index (weft.layer), None outside the blocks
 
     # -- values -------------------------------------------------------------
 
@@ -98,6 +100,9 @@ class Lowering:
     # -- emission helpers -----------------------------------------------------
 
     def op(self, name, operands, shape, dtype, attrs=None):
+        if self.layer is not None:
+            attrs = dict(attrs or {})
+            attrs["weft.layer"] = self.layer
         return self.f.op(name, operands, (tuple(shape), dtype), attrs, hint=self.node.name)
 
     def convert(self, value, dtype):
@@ -156,10 +161,12 @@ def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False)
         lowering.values[node] = lowering.f.arg(argument.name, argument.shape, argument.dtype,
                                                attrs, comment=argument.target or argument.kind)
     live = live_nodes(graph, matches)
+    layers = block_layers(graph)
     for node in graph.nodes:
         if node not in live or node.op == "placeholder":
             continue
         lowering.node = node
+        lowering.layer = layers.get(node)
         if node.op == "output":
             outputs = [lowering.value(v) for v in _flatten_outputs(node)]
             lowering.f.ret(*(_vjp_loss(lowering, outputs) if vjp else outputs))
