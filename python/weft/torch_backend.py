@@ -23,6 +23,8 @@ from torch.utils import _pytree as pytree
 
 from weft import npz
 from weft.torch_import import CaptureError, UnsupportedOp, import_module, vjp_text
+from weft.torch_import.capture import capture
+from weft.torch_split import SplitCompiled, WeftPart, split_graph
 
 __all__ = ["compile", "parse_memory_budget", "register", "weft_backend"]
 
@@ -237,12 +239,38 @@ class WeftGraph:
         except (UnsupportedOp, CaptureError, NotImplementedError) as error:
             if self.strict:
                 raise
+            if isinstance(error, UnsupportedOp):
+                split = self._split(args, tensors, key)
+                if split is not None:
+                    return split
             message = " ".join(str(error).split())
             warnings.warn(f"weft: running this graph in eager PyTorch: {message}", stacklevel=2)
             return _EAGER
         dump = self._dump(key)
         dump(imported.text, "forward")
         return _Compiled(imported, dump)
+
+    def _split(self, args, tensors, key):
+        """The graph split around the ops Weft cannot import (they run
+        eagerly, each named by a one-line warning), or None when no region
+        is worth compiling."""
+        program, arguments = capture(_Specialized(self.gm, args), tuple(tensors))
+        dump = self._dump(key)
+        count = [0]
+
+        def make_compiled(imported):
+            count[0] += 1
+            dump(imported.text, f"part{count[0]}_forward")
+            return _Compiled(imported, dump)
+
+        def warn(op, source):
+            where = f" at {' '.join(source.split())}" if source else ""
+            warnings.warn(f"weft: running {op}{where} in eager PyTorch; the rest of the "
+                          "graph runs on weft", stacklevel=4)
+        split = split_graph(program, arguments,
+                            lambda graph, arguments: WeftPart(graph, arguments, make_compiled,
+                                                              _WeftFunction), warn)
+        return None if split is None else SplitCompiled(program, arguments, split)
 
     def __call__(self, *args):
         key = self._key(args)
@@ -252,6 +280,8 @@ class WeftGraph:
         if compiled is _EAGER:
             return self.gm(*args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if isinstance(compiled, SplitCompiled):
+            return compiled(tensors)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             outputs = _WeftFunction.apply(compiled, *tensors)
         else:

@@ -16,6 +16,7 @@ class UnsupportedOp(Exception):
     message names the op and the model's source line that produced it."""
 
     def __init__(self, node, reason=None):
+        self.node = node
         self.op = op_name(node)
         self.source = source_line(node)
         text = f"unsupported op {self.op}"
