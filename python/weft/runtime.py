@@ -461,6 +461,12 @@ class _StepBuffer(ctypes.Structure):
                 ("has_initial_data", ctypes.c_int), ("copy_of", ctypes.c_int)]
 
 
+class _StepMemory(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "planned_bytes", "total_bytes", "used_before_load", "used_after_arena",
+        "used_after_load", "used_peak")]
+
+
 # One planned buffer of a step; shape is None when the package gives no type.
 StepBuffer = namedtuple("StepBuffer", "index name type role offset size first last arg result "
                                       "shape dtype has_initial_data copy_of")
@@ -494,6 +500,7 @@ def _step_lib():
             "weft_step_run": (c_int, [c_void_p]),
             "weft_step_enqueue": (c_int, [c_void_p]),
             "weft_step_describe": (ctypes.c_char_p, [c_void_p]),
+            "weft_step_memory_info": (c_int, [c_void_p, ctypes.POINTER(_StepMemory)]),
         }
         for name, (restype, argtypes) in signatures.items():
             try:
@@ -592,6 +599,14 @@ class Step:
 
     def describe(self):
         return _step_lib().weft_step_describe(self._live()).decode()
+
+    def memory_info(self):
+        """weft_step_memory as a dict: planned_bytes (the arena the step
+        needs; also for a prepared step), and for a loaded one the device's
+        total_bytes and used bytes before and after loading, and the peak."""
+        raw = _StepMemory()
+        _check(_step_lib().weft_step_memory_info(self._live(), ctypes.byref(raw)))
+        return {name: getattr(raw, name) for name, _ in _StepMemory._fields_}
 
     def free(self):
         handle, self.handle = self.handle, None

@@ -164,9 +164,36 @@ def _matmul(lw, node):
     return lw.op("matmul", [a, b], shape, dtype)
 
 
+_ARANGES = (aten.arange.default, aten.arange.start, aten.arange.start_step)
+
+
+def _arange_rows(node):
+    """(start, length) when `node` is torch.arange with step 1, else None."""
+    if not isinstance(node, torch.fx.Node) or node.target not in _ARANGES:
+        return None
+    args = [a for a in node.args]
+    start, end = (0, args[0]) if node.target is aten.arange.default else (args[0], args[1])
+    step = args[2] if len(args) > 2 else node.kwargs.get("step", 1)
+    if step != 1 or not all(isinstance(v, int) for v in (start, end)) or end <= start:
+        return None
+    return start, end - start
+
+
 def _embedding(lw, node):
     shape, dtype = result_type(node)
-    table, ids = lw.value(node.args[0]), lw.value(node.args[1])
+    # wpe(torch.arange(T)), nanoGPT's position embedding: rows start..start+T
+    # of the table, a slice rather than a gather by an i64 constant (which a
+    # GPU package cannot hold).
+    rows = _arange_rows(node.args[1])
+    table_value = lw.value(node.args[0])
+    if rows and rows[0] + rows[1] <= table_value.shape[0]:
+        start, length = rows
+        n = table_value.shape[0]
+        if length == n:
+            return lw.reshape(table_value, shape)
+        piece = _split_pieces(lw, table_value, 0, [start, length, n - start - length])[1]
+        return lw.reshape(piece, shape)
+    table, ids = table_value, lw.value(node.args[1])
     if ids.dtype != "i64":
         raise UnsupportedOp(node, f"embedding ids of type {ids.dtype}; weft takes i64 ids")
     return lw.op("embedding", [ids, table], shape, dtype)
