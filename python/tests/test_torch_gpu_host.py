@@ -150,6 +150,7 @@ def test_package_cache_hit_without_the_compiler(tmp_path, monkeypatch):
     assert (tmp_path / f"{key}.mlir").read_text() == text
     assert options["memory_budget"] == f"{1 << 30}B"
     # Without the compiler: the cache answers; a miss names key and cause.
+    capi_path = capi.library_path()
     monkeypatch.setattr(capi, "_lib", None)
     monkeypatch.setenv("WEFT_CAPI_LIB", "/nonexistent/libweft_c.so")
     again, same = torch_gpu.training_package(text, options, str(tmp_path))
@@ -157,8 +158,23 @@ def test_package_cache_hit_without_the_compiler(tmp_path, monkeypatch):
     with pytest.raises(torch_gpu.PackageUnavailable,
                        match=r"is not in the package cache .* compiler cannot run here: "
                              r"libweft_c.so not found at /nonexistent"):
-        torch_gpu.training_package(text + "\n", options, str(tmp_path))
+        torch_gpu.training_package(text.replace(" {weft.param}", "", 1), options, str(tmp_path))
     assert torch_gpu.package_key(text, options) != torch_gpu.package_key(text, {})
+    # The miss left its request; where the compiler runs, it becomes the package.
+    (request,) = tmp_path.glob("*.request.json")
+    monkeypatch.setenv("WEFT_CAPI_LIB", capi_path)
+    assert torch_gpu.main(["compile", str(tmp_path), "--into", str(tmp_path / "more")]) == 0
+    assert (tmp_path / "more" / request.name.replace(".request.json", ".weftpkg")).exists()
+
+
+def test_key_ignores_node_names_and_comments():
+    text = ("func.func @forward(%x: tensor<2xbf16> {weft.param},  // x\n"
+            "    %y_1: tensor<2xbf16>) -> tensor<bf16> {\n"
+            "  %add = weft.add %x, %y_1 : (tensor<2xbf16>, tensor<2xbf16>) -> tensor<2xbf16>\n")
+    renamed = text.replace("%y_1", "%arg_b").replace("%add", "%add_7").replace("// x", "// w")
+    assert torch_gpu.package_key(text, {}) == torch_gpu.package_key(renamed, {})
+    swapped = text.replace("%x, %y_1 :", "%y_1, %x :")
+    assert torch_gpu.package_key(text, {}) != torch_gpu.package_key(swapped, {})
 
 
 def test_compile_only_fills_the_cache_and_runs_eagerly(tmp_path):

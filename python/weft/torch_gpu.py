@@ -18,6 +18,8 @@ the CUDA package into the cache and run eagerly).
 import hashlib
 import json
 import os
+import re
+import sys
 import tempfile
 
 import torch
@@ -70,10 +72,53 @@ def compile_options(memory_budget):
     return options
 
 
+_COMMENT = re.compile(r"//[^\n]*")
+_VALUE = re.compile(r"%[A-Za-z_][A-Za-z0-9_$.]*|%[0-9]+")
+
+
+def canonical_ir(text):
+    """`text` without comments and with its SSA names numbered in order of
+    first use: two PyTorch versions that name the FX nodes differently give
+    the same key, as the compiled step (arguments bound by position) is the
+    same."""
+    names = {}
+
+    def number(match):
+        return names.setdefault(match.group(0), f"%v{len(names)}")
+    lines = (_VALUE.sub(number, _COMMENT.sub("", line)).rstrip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
 def package_key(text, options):
-    """The cache key of a package: SHA-256 of the IR and the options."""
-    blob = text + "\n// weft compile options: " + json.dumps(options, sort_keys=True)
+    """The cache key of a package: SHA-256 of the canonical IR and the options."""
+    blob = canonical_ir(text) + "\n// weft compile options: " + json.dumps(options, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def write_request(cache, key, text, options):
+    """On a cache miss where the compiler cannot run: DIR/<key>.request.json
+    with the IR and options, which `python -m weft.torch_gpu compile DIR`
+    compiles on a machine that has the compiler. Best effort."""
+    try:
+        os.makedirs(cache, exist_ok=True)
+        with open(os.path.join(cache, key + ".request.json"), "w") as f:
+            json.dump({"text": text, "options": options}, f)
+    except OSError:
+        pass
+
+
+def compile_requests(directory, into=None):
+    """Compiles every <key>.request.json of `directory` into <key>.weftpkg in
+    `into` (default: the same directory); returns the keys compiled."""
+    into = into or directory
+    done = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".request.json"):
+            with open(os.path.join(directory, name)) as f:
+                request = json.load(f)
+            _package, key = training_package(request["text"], request["options"], into)
+            done.append(key)
+    return done
 
 
 def cache_directory(settings):
@@ -96,9 +141,14 @@ def training_package(text, options, cache):
         capi.load()
     except OSError as error:
         where = f"not in the package cache {cache}" if cache else "no package cache is set"
+        if cache:
+            write_request(cache, key, text, options)
         raise PackageUnavailable(
             f"the training step package {key[:16]} is {where} (WEFT_PACKAGE_CACHE), and the "
-            f"compiler cannot run here: {error}") from error
+            f"compiler cannot run here: {error}" + (
+                f"; its request is {key[:16]}.request.json there: compile it with "
+                f"`python -m weft.torch_gpu compile DIR` where the compiler runs" if cache
+                else "")) from error
     with capi.Context() as context:
         module = context.parse(text, name="torch_graph.mlir")
         package = module.compile_training_step(entry="forward", **options)
@@ -311,3 +361,19 @@ class CompiledGpuGraph:
             return GpuStepFunction.apply(self, *tensors)
         loss, _grads = self.run(tensors)
         return loss
+
+
+def main(argv):
+    """python -m weft.torch_gpu compile DIR [--into CACHE]: the packages of
+    the requests a GPU machine left in DIR (a cache miss without the
+    compiler), compiled into CACHE (default DIR)."""
+    if len(argv) not in (2, 4) or argv[0] != "compile" or (len(argv) == 4 and argv[2] != "--into"):
+        print("usage: python -m weft.torch_gpu compile DIR [--into CACHE]", file=sys.stderr)
+        return 2
+    keys = compile_requests(argv[1], argv[3] if len(argv) == 4 else None)
+    print(f"compiled {len(keys)} package(s): {', '.join(k[:16] for k in keys) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
