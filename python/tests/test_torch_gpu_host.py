@@ -226,3 +226,104 @@ def test_loss_output_reasons():
     program = torch.export.export(Two(), (torch.randn(3),), strict=False)
     assert torch_gpu.loss_output(program) == "it returns 2 values, not one scalar loss"
     assert GPT  # the GPU test's model is importable without a GPU
+
+
+class SimulatedStep:
+    """A stand-in for rt.Step over host memory: the layout the GPU path
+    binds (arguments, loss as result 0, gradients as results 1..), buffers
+    one after another in a CPU arena, device copies as memmoves, and a run
+    that is the training step on weft-run."""
+
+    def __init__(self, imported, params, step_text):
+        self.text, self.calls, self.layout, offset = step_text, [], [], 0
+
+        def add(name, role, arg, result, shape, dtype):
+            nonlocal offset
+            size = max(1, torch.Size(shape).numel()) * torch.tensor([], dtype=torch_gpu.TORCH_DTYPES[dtype]).element_size()
+            self.layout.append(rt.StepBuffer(len(self.layout), name, "", role, offset, size, 0, 0,
+                                             arg, result, tuple(shape), dtype, False, -1))
+            offset += size
+        for i, a in enumerate(imported.arguments):
+            add(f"arg{i}", "parameter" if i in params else "input", i, -1, a.shape, a.dtype)
+        add("loss", "output", -1, 0, (), "f64")
+        for k, i in enumerate(params):
+            add(f"grad{k}", "gradient", -1, k + 1, imported.arguments[i].shape,
+                imported.arguments[i].dtype)
+        self.arena = torch.zeros(offset, dtype=torch.uint8)
+
+    def buffers(self):
+        return self.layout
+
+    def _view(self, b):
+        flat = self.arena[b.offset:b.offset + b.size].view(torch_gpu.TORCH_DTYPES[b.dtype])
+        return flat.view(b.shape)
+
+    def copy_in_device(self, index, source, nbytes):
+        assert nbytes == self.layout[index].size
+        self.calls.append(("in", index))
+        ctypes.memmove(self.arena.data_ptr() + self.layout[index].offset, source, nbytes)
+
+    def copy_out_device(self, index, destination, nbytes):
+        assert nbytes == self.layout[index].size
+        self.calls.append(("out", index))
+        ctypes.memmove(destination, self.arena.data_ptr() + self.layout[index].offset, nbytes)
+
+    def enqueue(self):
+        self.calls.append(("run",))
+        args = [self._view(b) for b in self.layout if b.arg >= 0]
+        results = run_ir(self.text, [a.clone() for a in args], entry="forward_step")
+        for b in self.layout:
+            if b.result >= 0:
+                self._view(b).copy_(results[b.result].reshape(b.shape))
+
+
+class Functional(nn.Module):
+    """model(idx, targets) with the parameters as inputs, as Dynamo lifts them."""
+
+    def __init__(self, model):
+        super().__init__()
+        # In a list, not a submodule: torch.export would lift its parameters too.
+        self.model, self.names = [model], [n for n, _ in model.named_parameters()]
+
+    def forward(self, *tensors):
+        params = dict(zip(self.names, tensors[:len(self.names)]))
+        return torch.func.functional_call(self.model[0], params, tensors[len(self.names):])
+
+
+def test_autograd_function_over_a_simulated_step():
+    """CompiledGpuGraph and GpuStepFunction end to end on CPU: the call's
+    tensors bound by position, the loss returned, and after backward every
+    parameter's .grad equal to eager float64 (the step on weft-run)."""
+    require_weft_run()
+    model = make_model().double()
+    params = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    idx, targets = batch()
+    tensors = params + [idx, targets]
+    imported = import_module(Functional(model), tuple(tensors))
+    assert [a.kind for a in imported.arguments] == ["input"] * len(tensors)
+    indices = list(range(len(params)))
+    text = subprocess.run([tool("weft-opt"), "-", "--weft-autodiff=entry=forward optimizer=none"],
+                          input=training_text(imported, indices), capture_output=True, text=True,
+                          check=True).stdout
+    simulated = SimulatedStep(imported, indices, text)
+    step = object.__new__(torch_gpu.GpuTrainingStep)
+    step.imported, step.params, step.device_type = imported, indices, "cpu"
+    step.layout = torch_gpu.StepLayout(simulated.buffers(), imported.arguments, indices)
+    step.loaded = {}
+    step._step = lambda device: simulated
+    compiled = object.__new__(torch_gpu.CompiledGpuGraph)
+    compiled.step, compiled.tensor_params = step, indices
+    loss = compiled(tensors)
+    (2.0 * loss).backward()  # grad_output 2 scales every gradient
+    assert [c[0] for c in simulated.calls] == ["in"] * len(tensors) + ["run"] + \
+        ["out"] * (1 + len(params))
+    want = model(idx, targets)
+    (2.0 * want).backward()
+    assert rel(loss.detach(), want.detach()) <= 1e-9
+    for (name, p), got in zip(model.named_parameters(), params):
+        assert rel(got.grad, p.grad) <= 1e-9, name
+    with torch.no_grad():
+        assert rel(compiled(tensors), want.detach()) <= 1e-9
+    with pytest.raises(torch_gpu.LayoutError, match=r"step buffer arg1 \(argument 1, .*\) "
+                                                    r"expects \[64, 256\] f64 on cpu, got \[64, 255\]"):
+        compiled(tensors[:1] + [torch.zeros(64, 255, dtype=torch.float64)] + tensors[2:])

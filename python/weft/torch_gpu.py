@@ -16,6 +16,7 @@ ahead of time on another one (the `compile_only` option: CPU tensors compile
 the CUDA package into the cache and run eagerly).
 """
 import hashlib
+import contextlib
 import json
 import os
 import re
@@ -220,14 +221,15 @@ class StepLayout:
                              f"{_spec(buffer.shape, buffer.dtype)}")
 
 
-def check_tensor(buffer, tensor, what):
+def check_tensor(buffer, tensor, what, device_type="cuda"):
     """LayoutError naming the buffer, the expected and the given tensor when
     `tensor` is not a CUDA tensor of the buffer's shape and dtype."""
     expected = _spec(buffer.shape, buffer.dtype)
     got_dtype = WEFT_DTYPES.get(tensor.dtype, str(tensor.dtype))
     if (tuple(tensor.shape) != buffer.shape or got_dtype != buffer.dtype
-            or tensor.device.type != "cuda"):
-        raise LayoutError(f"step buffer {buffer.name} ({what}) expects {expected} on cuda, got "
+            or tensor.device.type != device_type):
+        raise LayoutError(f"step buffer {buffer.name} ({what}) expects {expected} on "
+                          f"{device_type}, got "
                          f"{_spec(tuple(tensor.shape), got_dtype)} on {tensor.device}")
     nbytes = tensor.numel() * tensor.element_size()
     if nbytes != buffer.size:
@@ -242,10 +244,16 @@ def stream_handle(stream):
     return stream.cuda_stream or rt.CU_STREAM_LEGACY
 
 
+def _device_scope(device):
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
 class GpuTrainingStep:
     """One compiled training step for one set of argument shapes and dtypes:
     the package, its layout, and the step loaded (lazily, per device and
     stream) with its arena a torch uint8 tensor."""
+
+    device_type = "cuda"  # the host-side tests run a simulated step on "cpu"
 
     def __init__(self, imported, params, memory_budget, cache):
         self.imported = imported
@@ -278,14 +286,16 @@ class GpuTrainingStep:
         """(loss, [gradient per parameter]) of one step on the tensors (the
         graph's tensor arguments), queued on torch's current stream."""
         values = self.imported.argument_values(*tensors)
-        device = next(v.device for v in values if v.device.type == "cuda")
+        device = next((v.device for v in values if v.device.type == self.device_type), None)
+        if device is None:
+            raise LayoutError(f"the step runs on {self.device_type} tensors; the call has none")
         step = self._step(device)
         layout = self.layout
-        with torch.cuda.device(device):
+        with _device_scope(device):
             for index, (buffer, value) in enumerate(zip(layout.inputs, values)):
                 argument = self.imported.arguments[index]
                 value = value.detach()
-                check_tensor(buffer, value, f"argument {index}, {argument.name}")
+                check_tensor(buffer, value, f"argument {index}, {argument.name}", self.device_type)
                 value = value.contiguous()
                 if buffer.size:
                     step.copy_in_device(buffer.index, value.data_ptr(), buffer.size)
