@@ -7,8 +7,13 @@
 #       training package through the C API into build/pkgcache (the test's
 #       --compile-only mode: CPU tensors, the backend's compile_only option).
 #       Needs libweft_c.so: $WEFT_CAPI_LIB, else build/lib/libweft_c.so.
+#       With --with-compiler it also packs libweft_c.so and the shared
+#       libraries GPU machines lack (libLLVM, libz3, libzip; ~45 MB xz) into
+#       build/weftc (bench/torch_backend_gpu_ship.py), so that a cache miss
+#       there (another PyTorch tracing another graph) compiles on the spot.
 #   GPU machine:    bench/torch_backend_gpu_check.sh run
-#       carry build/pkgcache and build/lib/libweft_runtime.so; runs the test
+#       carry build/pkgcache and build/lib/libweft_runtime.so (and build/weftc
+#       when prepared with --with-compiler); runs the test
 #       against them (pytest when it and numpy are there, else the file as a
 #       script) and writes $OUT/torch_backend_gpu.json when $OUT is set; a
 #       cache miss leaves its request (IR + options) in $OUT for
@@ -20,6 +25,7 @@ CACHE=${WEFT_PACKAGE_CACHE:-$REPO/build/pkgcache}
 RUNTIME=${WEFT_RUNTIME_LIB:-$REPO/build/lib/libweft_runtime.so}
 PYTHON=${PYTHON:-python3}
 TEST=python/tests/test_torch_backend_gpu.py
+COMPILER_DIR=$REPO/build/weftc
 
 case "${1:-}" in
 prepare)
@@ -33,7 +39,13 @@ prepare)
   WEFT_CAPI_LIB=$CAPI WEFT_RUNTIME_LIB=$RUNTIME WEFT_PACKAGE_CACHE=$CACHE PYTHONPATH=python \
     "$PYTHON" "$TEST" --compile-only
   ls "$CACHE"/*.weftpkg >/dev/null 2>&1 || { echo "no package in $CACHE" >&2; exit 1; }
-  echo "prepared: carry build/pkgcache and build/lib/libweft_runtime.so ($(du -sh "$CACHE" | cut -f1))"
+  carry="build/pkgcache build/lib/libweft_runtime.so"
+  if [ "${2:-}" = "--with-compiler" ]; then
+    rm -rf "$COMPILER_DIR"
+    "$PYTHON" bench/torch_backend_gpu_ship.py pack "$CAPI" "$COMPILER_DIR"
+    carry="$carry build/weftc ($(du -sh "$COMPILER_DIR" | cut -f1))"
+  fi
+  echo "prepared: carry $carry; package cache $(du -sh "$CACHE" | cut -f1)"
   ;;
 run)
   [ -f "$RUNTIME" ] || { echo "no runtime library at $RUNTIME (carry build/lib/libweft_runtime.so)" >&2; exit 1; }
@@ -52,6 +64,12 @@ EOF
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
   export WEFT_RUNTIME_LIB=$RUNTIME WEFT_PACKAGE_CACHE=$CACHE PYTHONPATH=$REPO/python
+  if [ -f "$COMPILER_DIR/libweft_c.so.xz" ]; then
+    libs=$("$PYTHON" bench/torch_backend_gpu_ship.py unpack "$COMPILER_DIR")
+    export WEFT_CAPI_LIB=$libs/libweft_c.so
+    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "compiler: $WEFT_CAPI_LIB (cache misses compile here)"
+  fi
   [ -n "${OUT:-}" ] && export WEFT_GPU_REPORT=$OUT/torch_backend_gpu.json
   set +e
   if "$PYTHON" -c "import pytest, numpy" 2>/dev/null; then
@@ -71,7 +89,7 @@ EOF
   exit $status
   ;;
 *)
-  echo "usage: $0 prepare | run   (prepare here, run on the GPU machine)" >&2
+  echo "usage: $0 prepare [--with-compiler] | run   (prepare here, run on the GPU machine)" >&2
   exit 2
   ;;
 esac
