@@ -204,6 +204,10 @@ def train_and_compare():
         assert not failures, f"step {step}:\n" + "\n".join(failures)
         optimizer.step()
     report["weft_step_runs"] = torch_gpu.RUNS["steps"] - runs_before
+    report["weft_arena_bytes"] = torch_gpu.RUNS["arena_bytes"]
+    print(f"weft's arena (a torch uint8 tensor): {report['weft_arena_bytes'] / 2**20:.2f} MiB; "
+          f"torch.cuda.max_memory_allocated: {torch.cuda.max_memory_allocated(device) / 2**20:.2f} "
+          "MiB since the last reset", flush=True)
     assert report["weft_step_runs"] == STEPS, (
         f"{report['weft_step_runs']} of {STEPS} calls ran on Weft's step (the rest ran eagerly)")
     out = os.environ.get("WEFT_GPU_REPORT")

@@ -38,7 +38,7 @@ WEFT_DTYPES = {v: k for k, v in TORCH_DTYPES.items()}
 
 
 # Runs of compiled steps in this process (tests check that calls ran on Weft).
-RUNS = {"steps": 0}
+RUNS = {"steps": 0, "arena_bytes": 0}
 
 
 class PackageUnavailable(RuntimeError):
@@ -280,6 +280,7 @@ class GpuTrainingStep:
                 step = rt.load_step(self.package, device=device.index or 0, stream=key[1],
                                     arena=arena.data_ptr(), arena_bytes=arena.numel())
             self.loaded[key] = (step, arena)
+            RUNS["arena_bytes"] = arena.numel()
         return self.loaded[key][0]
 
     def run(self, tensors):
