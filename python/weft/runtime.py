@@ -10,6 +10,15 @@ repository's build/lib. With PyTorch, launch into its context and stream:
     rt.launch(fn, (blocks, 1, 1), (128, 1, 1), 0,
               torch.cuda.current_stream().cuda_stream,
               [("ptr", x.data_ptr()), ("i32", x.numel())])
+
+A compiled step (a package from weft.capi) on torch's stream and memory:
+
+    arena = torch.empty(planned_bytes, dtype=torch.uint8, device="cuda")
+    step = rt.load_step(package, stream=torch.cuda.current_stream().cuda_stream
+                        or rt.CU_STREAM_LEGACY, arena=arena.data_ptr(),
+                        arena_bytes=arena.numel())
+    step.copy_in_device(step.find("arg0"), x.data_ptr(), x.numel() * x.element_size())
+    step.enqueue()                  # queued on torch's stream, no host wait
 """
 import ctypes
 import os
