@@ -65,7 +65,7 @@ EOF
   "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
   export WEFT_RUNTIME_LIB=$RUNTIME WEFT_PACKAGE_CACHE=$CACHE PYTHONPATH=$REPO/python
   if [ -f "$COMPILER_DIR/libweft_c.so.xz" ]; then
-    libs=$("$PYTHON" bench/torch_backend_gpu_ship.py unpack "$COMPILER_DIR")
+    libs=$("$PYTHON" bench/torch_backend_gpu_ship.py unpack "$COMPILER_DIR" "${TMPDIR:-/tmp}/weftc-lib")
     export WEFT_CAPI_LIB=$libs/libweft_c.so
     export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     echo "compiler: $WEFT_CAPI_LIB (cache misses compile here)"

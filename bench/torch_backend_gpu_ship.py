@@ -4,7 +4,7 @@ weft-run: the library and the shared libraries GPU machines lack (libLLVM,
 libz3, libzip), xz-compressed.
 
     python3 bench/torch_backend_gpu_ship.py pack build/lib/libweft_c.so build/weftc
-    python3 bench/torch_backend_gpu_ship.py unpack build/weftc   # -> build/weftc/lib
+    python3 bench/torch_backend_gpu_ship.py unpack build/weftc /tmp/weftc-lib
 """
 import lzma
 import os
@@ -31,8 +31,8 @@ def pack(library, directory):
     print("packed", ", ".join(os.path.basename(p) for p in shipped), "into", directory)
 
 
-def unpack(directory):
-    libs = os.path.join(directory, "lib")
+def unpack(directory, libs):
+    """Into `libs`, outside the carried directory, which stays small."""
     os.makedirs(libs, exist_ok=True)
     for name in sorted(os.listdir(directory)):
         target = os.path.join(libs, name[:-3])
@@ -46,8 +46,8 @@ def unpack(directory):
 def main(argv):
     if len(argv) == 3 and argv[0] == "pack":
         pack(argv[1], argv[2])
-    elif len(argv) == 2 and argv[0] == "unpack":
-        print(unpack(argv[1]))
+    elif len(argv) == 3 and argv[0] == "unpack":
+        print(unpack(argv[1], argv[2]))
     else:
         print(__doc__, file=sys.stderr)
         return 2
