@@ -20,3 +20,9 @@ def case_directory(tmp_path_factory):
     """weft-run cases go under pytest's temporary root (pruned by pytest), each
     in a fresh directory of its own (harness.run_ir)."""
     os.environ["WEFT_TEST_TMP"] = str(tmp_path_factory.mktemp("weft-cases"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--compile-only", action="store_true", default=False,
+                     help="test_torch_backend_gpu.py: compile the CUDA packages into "
+                          "$WEFT_PACKAGE_CACHE on this (CPU) machine instead of running them")

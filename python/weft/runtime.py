@@ -10,6 +10,15 @@ repository's build/lib. With PyTorch, launch into its context and stream:
     rt.launch(fn, (blocks, 1, 1), (128, 1, 1), 0,
               torch.cuda.current_stream().cuda_stream,
               [("ptr", x.data_ptr()), ("i32", x.numel())])
+
+A compiled step (a package from weft.capi) on torch's stream and memory:
+
+    arena = torch.empty(planned_bytes, dtype=torch.uint8, device="cuda")
+    step = rt.load_step(package, stream=torch.cuda.current_stream().cuda_stream
+                        or rt.CU_STREAM_LEGACY, arena=arena.data_ptr(),
+                        arena_bytes=arena.numel())
+    step.copy_in_device(step.find("arg0"), x.data_ptr(), x.numel() * x.element_size())
+    step.enqueue()                  # queued on torch's stream, no host wait
 """
 import ctypes
 import os
@@ -436,3 +445,218 @@ def gemm_run(desc, algo, a, b, c, d, bias=None, workspace=None, workspace_bytes=
     tensor.data_ptr()) or None."""
     _check(_gemm_lib().weft_gemm_run(ctypes.byref(desc), ctypes.byref(algo), a, b, c, d, bias,
                                      workspace, workspace_bytes, stream or None))
+
+
+# ---- Running a compiled step (weft_step_*) ----------------------------------
+
+CU_STREAM_LEGACY = 1  # cuda.h's CU_STREAM_LEGACY: the legacy default stream (handle 0 in torch)
+STEP_ROLES = ("parameter", "optimizer_state", "input", "output", "gradient", "activation",
+              "temporary", "workspace")
+STEP_MAX_RANK = 8
+
+
+class _StepOptions(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_int), ("graph", ctypes.c_int),
+                ("debug_buffers", ctypes.c_int), ("stream", ctypes.c_void_p),
+                ("arena", ctypes.c_uint64), ("arena_bytes", ctypes.c_size_t)]
+
+
+class _StepBuffer(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_char_p), ("role", ctypes.c_int),
+                ("offset", ctypes.c_size_t), ("size", ctypes.c_size_t),
+                ("first", ctypes.c_uint), ("last", ctypes.c_uint),
+                ("arg", ctypes.c_int), ("result", ctypes.c_int), ("rank", ctypes.c_int),
+                ("shape", ctypes.c_longlong * STEP_MAX_RANK), ("dtype", ctypes.c_char_p),
+                ("has_initial_data", ctypes.c_int), ("copy_of", ctypes.c_int)]
+
+
+class _StepMemory(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "planned_bytes", "total_bytes", "used_before_load", "used_after_arena",
+        "used_after_load", "used_peak")]
+
+
+# One planned buffer of a step; shape is None when the package gives no type.
+StepBuffer = namedtuple("StepBuffer", "index name type role offset size first last arg result "
+                                      "shape dtype has_initial_data copy_of")
+
+_step_declared = False
+
+
+def _step_lib():
+    """lib() with the weft_step_* signatures declared; refuses a library whose
+    weft_step_options has another size than this binding's."""
+    global _step_declared
+    runtime = lib()
+    if not _step_declared:
+        c_int, c_size_t, c_void_p, c_uint64 = (ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p,
+                                               ctypes.c_uint64)
+        step_out = ctypes.POINTER(c_void_p)
+        options = ctypes.POINTER(_StepOptions)
+        signatures = {
+            "weft_step_options_size": (c_size_t, []),
+            "weft_step_load": (c_int, [c_void_p, c_size_t, options, step_out]),
+            "weft_step_prepare": (c_int, [c_void_p, c_size_t, c_int, options, step_out]),
+            "weft_step_free": (c_int, [c_void_p]),
+            "weft_step_buffer_count": (c_size_t, [c_void_p]),
+            "weft_step_buffer_info": (c_int, [c_void_p, c_size_t, ctypes.POINTER(_StepBuffer)]),
+            "weft_step_find_buffer": (c_int, [c_void_p, ctypes.c_char_p,
+                                              ctypes.POINTER(c_size_t)]),
+            "weft_step_bind": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
+            "weft_step_read": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
+            "weft_step_copy_in_device": (c_int, [c_void_p, c_size_t, c_uint64, c_size_t]),
+            "weft_step_copy_out_device": (c_int, [c_void_p, c_size_t, c_uint64, c_size_t]),
+            "weft_step_run": (c_int, [c_void_p]),
+            "weft_step_enqueue": (c_int, [c_void_p]),
+            "weft_step_describe": (ctypes.c_char_p, [c_void_p]),
+            "weft_step_memory_info": (c_int, [c_void_p, ctypes.POINTER(_StepMemory)]),
+        }
+        for name, (restype, argtypes) in signatures.items():
+            try:
+                function = getattr(runtime, name)
+            except AttributeError:
+                raise WeftError(ERROR_VERSION_MISMATCH, 0,
+                                f"{library_path()} (runtime {version()}) has no {name}; this "
+                                f"binding needs runtime 0.6.0 or later",
+                                "WEFT_ERROR_VERSION_MISMATCH") from None
+            function.restype = restype
+            function.argtypes = argtypes
+        size = runtime.weft_step_options_size()
+        if size != ctypes.sizeof(_StepOptions):
+            raise WeftError(ERROR_VERSION_MISMATCH, 0,
+                            f"weft_step_options is {size} bytes in {library_path()} but "
+                            f"{ctypes.sizeof(_StepOptions)} in this binding",
+                            "WEFT_ERROR_VERSION_MISMATCH")
+        _step_declared = True
+    return runtime
+
+
+def _step_options(device, graph, debug_buffers, stream, arena, arena_bytes):
+    for name, value in (("device", device), ("stream", stream or 0), ("arena", arena or 0),
+                        ("arena_bytes", arena_bytes or 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"step option {name} must be a non-negative int, got {value!r}")
+    return _StepOptions(device, int(bool(graph)), int(bool(debug_buffers)), stream or None,
+                        arena or 0, arena_bytes or 0)
+
+
+class Step:
+    """A loaded (or, from prepare_step, only prepared) package. Buffers are
+    addressed by index (buffers(), find()); every failing call raises
+    WeftError with the runtime's message. Freed by free() or leaving a `with`."""
+
+    def __init__(self, handle, package):
+        self.handle = handle
+        self._package = package
+        self._buffers = None
+
+    def _live(self):
+        if self.handle is None:
+            raise WeftError(ERROR_INVALID_ARGUMENT, 0, "the step is freed",
+                            "WEFT_ERROR_INVALID_ARGUMENT")
+        return self.handle
+
+    def buffers(self):
+        """Every planned buffer as a StepBuffer, in the package's order."""
+        if self._buffers is None:
+            runtime, handle = _step_lib(), self._live()
+            result = []
+            for index in range(runtime.weft_step_buffer_count(handle)):
+                raw = _StepBuffer()
+                _check(runtime.weft_step_buffer_info(handle, index, ctypes.byref(raw)))
+                shape = tuple(raw.shape[:raw.rank]) if raw.rank >= 0 else None
+                result.append(StepBuffer(index, raw.name.decode(), raw.type.decode(),
+                                         STEP_ROLES[raw.role], raw.offset, raw.size, raw.first,
+                                         raw.last, raw.arg, raw.result, shape,
+                                         raw.dtype.decode(), bool(raw.has_initial_data),
+                                         raw.copy_of))
+            self._buffers = result
+        return self._buffers
+
+    def find(self, name):
+        """The index of the buffer named `name` (WeftError NOT_FOUND otherwise)."""
+        index = ctypes.c_size_t()
+        _check(_step_lib().weft_step_find_buffer(self._live(), name.encode(), ctypes.byref(index)))
+        return index.value
+
+    def copy_in_device(self, index, source, nbytes):
+        """Queues a device-to-device copy of nbytes from the device address
+        `source` into buffer `index` on the step's (or the caller's) stream."""
+        _check(_step_lib().weft_step_copy_in_device(self._live(), index, source, nbytes))
+
+    def copy_out_device(self, index, destination, nbytes):
+        _check(_step_lib().weft_step_copy_out_device(self._live(), index, destination, nbytes))
+
+    def bind(self, index, data):
+        """Copies host bytes (exactly the buffer's size) into buffer `index`."""
+        data = bytes(data)
+        _check(_step_lib().weft_step_bind(self._live(), index, data, len(data)))
+
+    def read(self, index):
+        """The bytes of buffer `index` after the work queued so far."""
+        out = ctypes.create_string_buffer(self.buffers()[index].size)
+        _check(_step_lib().weft_step_read(self._live(), index, out, len(out.raw)))
+        return out.raw
+
+    def run(self):
+        """One run, waited for."""
+        _check(_step_lib().weft_step_run(self._live()))
+
+    def enqueue(self):
+        """One run queued on the caller's stream (or stream 0); nothing waits."""
+        _check(_step_lib().weft_step_enqueue(self._live()))
+
+    def describe(self):
+        return _step_lib().weft_step_describe(self._live()).decode()
+
+    def memory_info(self):
+        """weft_step_memory as a dict: planned_bytes (the arena the step
+        needs; also for a prepared step), and for a loaded one the device's
+        total_bytes and used bytes before and after loading, and the peak."""
+        raw = _StepMemory()
+        _check(_step_lib().weft_step_memory_info(self._live(), ctypes.byref(raw)))
+        return {name: getattr(raw, name) for name, _ in _StepMemory._fields_}
+
+    def free(self):
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            _check(_step_lib().weft_step_free(handle))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+    def __del__(self):
+        if getattr(self, "handle", None) is not None and _lib is not None:
+            _lib.weft_step_free(self.handle)
+            self.handle = None
+
+
+def load_step(package, *, device=0, graph=False, debug_buffers=False, stream=None, arena=None,
+              arena_bytes=0):
+    """Loads a package (bytes, as weft.capi compiles it) on the GPU. stream: a
+    CUstream handle to run and copy on (an int, e.g. torch's
+    current_stream().cuda_stream, CU_STREAM_LEGACY for its default stream
+    whose handle is 0; None: the step's own). arena/arena_bytes: device
+    memory for the arena (e.g. a torch uint8 tensor's data_ptr() and numel());
+    it must stay alive as long as the step."""
+    package = bytes(package)
+    options = _step_options(device, graph, debug_buffers, stream, arena, arena_bytes)
+    handle = ctypes.c_void_p()
+    _check(_step_lib().weft_step_load(package, len(package), ctypes.byref(options),
+                                      ctypes.byref(handle)))
+    return Step(handle.value, package)
+
+
+def prepare_step(package, device_sm, *, stream=None, arena=None, arena_bytes=0):
+    """Host-only: what load_step checks and resolves before its first driver
+    call, for a device of compute capability device_sm (e.g. 90); the Step can
+    be inspected (buffers, describe) but not run."""
+    package = bytes(package)
+    options = _step_options(0, False, False, stream, arena, arena_bytes)
+    handle = ctypes.c_void_p()
+    _check(_step_lib().weft_step_prepare(package, len(package), device_sm, ctypes.byref(options),
+                                         ctypes.byref(handle)))
+    return Step(handle.value, package)

@@ -1,9 +1,11 @@
-"""The "weft" TorchDynamo backend and weft.compile, for CPU tensors: each
+"""The "weft" TorchDynamo backend and weft.compile. CPU tensors: each
 captured graph is imported (weft.torch_import) and run on weft-run's
 reference interpreter, compiled once per argument shapes and dtypes. When an
 argument requires grad, the graph runs as a torch.autograd.Function whose
 backward is Weft's own autodiff (weft-opt --weft-autodiff) of
 sum(y * dy), so gradients land in .grad and any torch optimizer works.
+CUDA tensors: a graph returning a scalar loss runs as Weft's compiled
+training step on the GPU runtime (weft.torch_gpu); other graphs run eagerly.
 docs/torch-import.md, "The torch.compile backend".
 
     model = weft.compile(model)                  # or
@@ -22,6 +24,9 @@ import torch.fx.traceback as fx_traceback
 from torch.utils import _pytree as pytree
 
 from weft import npz
+from weft import torch_gpu
+from weft.capi import CompileError
+from weft.runtime import WeftError
 from weft.torch_import import CaptureError, UnsupportedOp, import_module, vjp_text
 from weft.torch_import.capture import capture
 from weft.torch_split import SplitCompiled, WeftPart, split_graph
@@ -37,6 +42,11 @@ OPTIONS = {
     "memory_budget": ("None, a positive number of bytes, or a string such as '20GiB' "
                       "(units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)",
                       lambda v: v is None or _budget_bytes(v) is not None),
+    "package_cache": ("a directory path (str) or None (None: the WEFT_PACKAGE_CACHE "
+                      "environment variable)",
+                      lambda v: v is None or isinstance(v, (str, os.PathLike))),
+    "compile_only": ("True, False or None (None: the WEFT_COMPILE_ONLY environment variable)",
+                     lambda v: v is None or isinstance(v, bool)),
 }
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -206,14 +216,24 @@ class WeftGraph:
         WeftGraph._count += 1
         self.number = WeftGraph._count
 
+    def _flag(self, name, variable):
+        if self.settings[name] is not None:
+            return self.settings[name]
+        return os.environ.get(variable, "0") not in ("", "0")
+
     @property
     def strict(self):
-        if self.settings["strict"] is not None:
-            return self.settings["strict"]
-        return os.environ.get("WEFT_STRICT", "0") not in ("", "0")
+        return self._flag("strict", "WEFT_STRICT")
+
+    @property
+    def compile_only(self):
+        return self._flag("compile_only", "WEFT_COMPILE_ONLY")
 
     def _key(self, args):
-        return tuple((tuple(a.shape), a.dtype, a.device.type) if isinstance(a, torch.Tensor)
+        # CUDA keys include which tensors require grad: they are the step's parameters.
+        return tuple((tuple(a.shape), a.dtype, a.device.type,
+                      a.requires_grad if a.device.type == "cuda" else None)
+                     if isinstance(a, torch.Tensor)
                      else (type(a).__name__, a) for a in args)
 
     def _dump(self, key):
@@ -227,27 +247,48 @@ class WeftGraph:
                     f.write(text)
         return dump
 
+    def _compile_gpu(self, imported, tensors, dump):
+        """The CUDA training step of a graph returning a scalar loss, or (on
+        CPU tensors with compile_only) its package compiled into the cache."""
+        reason = torch_gpu.loss_output(imported.program)
+        if reason:
+            raise NotImplementedError(f"weft runs CUDA graphs that return a scalar loss (the "
+                                      f"training call); this one does not: {reason}")
+        compiled = torch_gpu.CompiledGpuGraph(imported, [t.requires_grad for t in tensors],
+                                              self.settings["memory_budget"],
+                                              torch_gpu.cache_directory(self.settings))
+        dump(compiled.step.text, "training")
+        return compiled
+
     def _compile(self, args, key):
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         devices = sorted({t.device.type for t in tensors} - {"cpu"})
+        dump = self._dump(key)
         try:
-            if devices:
-                raise NotImplementedError(f"weft runs CPU tensors only (on the reference "
-                                          f"interpreter); this graph has {', '.join(devices)} "
-                                          "tensors and the GPU runtime path is not built yet")
+            if devices and devices != ["cuda"]:
+                raise NotImplementedError(f"weft runs CPU and CUDA tensors; this graph has "
+                                          f"{', '.join(devices)} tensors")
+            if devices and any(t.device.type == "cpu" for t in tensors):
+                raise NotImplementedError("this graph mixes CPU and CUDA tensors")
             imported = import_module(_Specialized(self.gm, args), tuple(tensors))
-        except (UnsupportedOp, CaptureError, NotImplementedError) as error:
+            dump(imported.text, "forward")
+            if devices or self.compile_only:
+                compiled = self._compile_gpu(imported, tensors, dump)
+                # compile_only: the package is in the cache; the graph runs eagerly.
+                return compiled if devices else _EAGER
+        except (UnsupportedOp, CaptureError, NotImplementedError, CompileError, WeftError,
+                torch_gpu.PackageUnavailable, torch_gpu.LayoutError) as error:
             if self.strict:
                 raise
-            if isinstance(error, UnsupportedOp):
+            # Split graphs run their parts on the reference interpreter:
+            # CPU tensors only (a CUDA graph with such an op runs eagerly).
+            if isinstance(error, UnsupportedOp) and not devices and not self.compile_only:
                 split = self._split(args, tensors, key)
                 if split is not None:
                     return split
             message = " ".join(str(error).split())
             warnings.warn(f"weft: running this graph in eager PyTorch: {message}", stacklevel=2)
             return _EAGER
-        dump = self._dump(key)
-        dump(imported.text, "forward")
         return _Compiled(imported, dump)
 
     def _split(self, args, tensors, key):
@@ -282,6 +323,9 @@ class WeftGraph:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if isinstance(compiled, SplitCompiled):
             return compiled(tensors)
+        if isinstance(compiled, torch_gpu.CompiledGpuGraph):
+            return pytree.tree_unflatten([compiled(tensors)],
+                                         compiled.step.imported.program.call_spec.out_spec)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             outputs = _WeftFunction.apply(compiled, *tensors)
         else:
@@ -319,8 +363,11 @@ def register():
 
 def compile(model, memory_budget=None, **options):
     """torch.compile(model, backend="weft", dynamic=False) with Weft's
-    options (strict, dump_dir) and a memory budget (bytes or '20GiB'; not enforced on the
-    reference interpreter, which allocates each value on its own)."""
+    options (strict, dump_dir, package_cache, compile_only) and a memory
+    budget (bytes or '20GiB'): the CUDA training step's planned peak (the
+    compiler refuses a graph it cannot fit, which then runs eagerly); not
+    enforced on the reference interpreter, which allocates each value on its
+    own."""
     options = dict(options)
     options["memory_budget"] = memory_budget
     settings = validate_options(options)

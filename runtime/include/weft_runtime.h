@@ -9,7 +9,7 @@
 
 #include <cuda.h>
 
-#define WEFT_RUNTIME_VERSION "0.5.0"
+#define WEFT_RUNTIME_VERSION "0.6.0"
 
 #if defined(_WIN32)
 #define WEFT_API
@@ -236,7 +236,8 @@ WEFT_API weft_status weft_gemm_run_aux(const weft_gemm_desc *desc, const weft_ge
 /* ---- Running a compiled step (a package of weft-compile --emit=package) ---
  * weft_step_load reads the package (bounds, checksums, format version), runs
  * its schedule checks, refuses a package built for another arch than the device,
- * allocates ONE arena of the planned size (cuMemAlloc), copies the package's
+ * allocates ONE arena of the planned size (cuMemAlloc; or takes the caller's, see
+ * weft_step_options.arena), copies the package's
  * initial data, loads every kernel image (the cubin when it runs on the
  * device, else the PTX), resolves every launch's arguments (buffers -> arena
  * addresses, immediates, tensor maps encoded once) and chooses the GEMM
@@ -251,7 +252,29 @@ typedef struct weft_step_options {
   int graph;         /* capture the schedule into a CUDA graph at the first run, replay it */
   int debug_buffers; /* each buffer its own cuMemAlloc, filled with 0xFF (NaN for
                         floats) when its live range ends, so reads of dead data show */
+  /* Since 0.6.0. Zero-initialise the whole struct (`weft_step_options o = {0};`):
+   * zero fields keep the behaviour of 0.5.0, and fields added later will be
+   * appended after these. weft_step_options_size() gives the size compiled in. */
+  /* The caller's stream (e.g. PyTorch's current stream; CU_STREAM_LEGACY for
+   * the legacy default stream, whose handle is 0): a run starts after the work
+   * queued on it so far (an event recorded on it, which the step's stream 0
+   * waits for; the other streams fork from stream 0 as always), and work queued
+   * on it after the run starts after the whole step (every stream joins stream
+   * 0, whose end the caller's stream waits for). weft_step_copy_in_device /
+   * weft_step_copy_out_device are queued on it. 0: the step's own stream 0. */
+  CUstream stream;
+  /* The caller's memory for the arena (e.g. a framework's allocation): the
+   * runtime then allocates no arena, refuses `arena_bytes` smaller than the
+   * planned arena (naming both) and an arena not aligned to the package's
+   * buffer alignment, and never frees it. The memory must outlive the step:
+   * launches, tensor maps and GEMMs hold its addresses. Not with
+   * debug_buffers. 0 (and arena_bytes 0): one cuMemAlloc of the planned size. */
+  CUdeviceptr arena;
+  size_t arena_bytes;
 } weft_step_options;
+
+/* sizeof(weft_step_options) as the library was compiled, for bindings. */
+WEFT_API size_t weft_step_options_size(void);
 
 typedef enum weft_step_role {
   WEFT_ROLE_PARAMETER = 0,
@@ -319,14 +342,29 @@ WEFT_API weft_status weft_step_buffer_info(const weft_step *step, size_t index,
 WEFT_API weft_status weft_step_find_buffer(const weft_step *step, const char *name,
                                            size_t *index);
 /* Copies `bytes` (exactly the buffer's size) from the host into a buffer
- * (synchronous); weft_step_read copies it back after the work queued so far. */
+ * (synchronous); weft_step_read copies it back after the work queued so far.
+ * Both first wait for the caller's stream when options.stream is set. */
 WEFT_API weft_status weft_step_bind(weft_step *step, size_t index, const void *host,
                                     size_t bytes);
 WEFT_API weft_status weft_step_read(weft_step *step, size_t index, void *host, size_t bytes);
 WEFT_API weft_status weft_step_device_pointer(const weft_step *step, size_t index,
                                               CUdeviceptr *pointer);
+/* Queues a device-to-device copy of `bytes` (exactly the buffer's size) from
+ * `source` into a buffer, or out of a buffer into `destination`, on the
+ * caller's stream (options.stream) or else the step's stream 0, ordered with
+ * the runs queued there; nothing waits. The other pointer is any device
+ * memory of the step's context (e.g. a PyTorch tensor's data_ptr()). */
+WEFT_API weft_status weft_step_copy_in_device(weft_step *step, size_t index, CUdeviceptr source,
+                                              size_t bytes);
+WEFT_API weft_status weft_step_copy_out_device(weft_step *step, size_t index,
+                                               CUdeviceptr destination, size_t bytes);
 /* Runs the schedule once and waits for it. */
 WEFT_API weft_status weft_step_run(weft_step *step);
+/* Queues one run (as weft_step_run does, on the caller's stream when
+ * options.stream is set) and returns without waiting: a kernel's failure then
+ * shows at the caller's next synchronisation. A partitioned step's
+ * collectives are then not watched: wait with weft_comm_synchronize. */
+WEFT_API weft_status weft_step_enqueue(weft_step *step);
 WEFT_API weft_status weft_step_memory_info(weft_step *step, weft_step_memory *memory);
 /* One schedule entry, for timing and listings. Pointers stay valid until
  * weft_step_free. */

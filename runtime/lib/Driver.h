@@ -39,6 +39,7 @@ namespace weft::runtime {
   X(cuMemsetD8Async)                                                                               \
   X(cuMemcpyHtoD_v2)                                                                               \
   X(cuMemcpyDtoH_v2)                                                                               \
+  X(cuMemcpyDtoDAsync_v2)                                                                          \
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy_v2)                                                                            \
   X(cuStreamSynchronize)                                                                           \

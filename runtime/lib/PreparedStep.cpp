@@ -308,6 +308,35 @@ static weft_status checkRanks(const pkg::Package &package, int worldSize) {
   return WEFT_OK;
 }
 
+// The caller's arena (weft_step_options.arena): it holds the planned arena and
+// keeps the package's buffer alignment, or the step is refused before any
+// driver call.
+static weft_status checkExternalArena(const pkg::Package &package, const weft_step_options &options) {
+  if (!options.arena && !options.arena_bytes)
+    return WEFT_OK;
+  if (!options.arena)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("weft_step_options: arena_bytes is %zu but arena is 0; give both (the "
+                       "caller's arena) or neither (the runtime allocates it)",
+                       options.arena_bytes));
+  if (options.debug_buffers)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                "weft_step_options: debug_buffers allocates each buffer on its own, so it "
+                "cannot use the caller's arena; set one of debug_buffers and arena");
+  if (options.arena_bytes < package.arenaBytes)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("weft_step_options: the caller's arena has %zu bytes but the step's "
+                       "planned arena needs %llu bytes",
+                       options.arena_bytes, (unsigned long long)package.arenaBytes));
+  uint64_t alignment = std::max<uint64_t>(package.alignment, 1);
+  if (options.arena % alignment)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("weft_step_options: the caller's arena at 0x%llx is not aligned to the "
+                       "package's %llu-byte buffer alignment",
+                       (unsigned long long)options.arena, (unsigned long long)alignment));
+  return WEFT_OK;
+}
+
 weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
                         const weft_step_options &options, PreparedStep &prepared,
                         int worldSize, int rank) {
@@ -367,6 +396,8 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
   } else {
     prepared.arenaBytes = package.arenaBytes;
   }
+  if (weft_status status = checkExternalArena(package, options))
+    return status;
 
   // Images the kernels use, each checked against the device once.
   prepared.images.resize(package.images.size());
@@ -432,7 +463,8 @@ std::string describeStep(const PreparedStep &prepared) {
   text += format("arena %llu bytes (%s), %u stream(s), %u event(s), %zu schedule entries\n",
                  (unsigned long long)prepared.arenaBytes,
                  prepared.options.debug_buffers ? "debug: one allocation per buffer"
-                                            : "one allocation",
+                 : prepared.options.arena       ? "the caller's memory"
+                                                : "one allocation",
                  prepared.options.debug_buffers ? 1u : package.numStreams, prepared.numEvents,
                  prepared.schedule.size());
   if (prepared.worldSize > 0)

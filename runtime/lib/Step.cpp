@@ -18,9 +18,7 @@
 using namespace weft;
 using namespace weft::runtime;
 
-namespace {
-
-weft_status readMemory(weft_step &step, size_t &used) {
+weft_status weft::runtime::readMemory(weft_step &step, size_t &used) {
   size_t freeBytes = 0, totalBytes = 0;
   if (CUresult result = step.api->cuMemGetInfo_v2(&freeBytes, &totalBytes))
     return failCuda(result, "cuMemGetInfo");
@@ -29,6 +27,8 @@ weft_status readMemory(weft_step &step, size_t &used) {
   step.memory.used_peak = std::max(step.memory.used_peak, used);
   return WEFT_OK;
 }
+
+namespace {
 
 // Releases what load made; errors are ignored (the step is going away), the
 // context is made current for the frees.
@@ -51,6 +51,9 @@ void release(weft_step &step) {
     for (CUevent event : *list)
       if (event)
         api.cuEventDestroy_v2(event);
+  for (CUevent event : {step.callerReady, step.stepDone})
+    if (event)
+      api.cuEventDestroy_v2(event);
   for (CUstream stream : step.streams)
     if (stream)
       api.cuStreamDestroy_v2(stream);
@@ -68,7 +71,9 @@ void release(weft_step &step) {
   step.loaded = false;
 }
 
-weft_status allocateBuffers(weft_step &step) {
+} // namespace
+
+weft_status weft::runtime::allocateBuffers(weft_step &step) {
   const DriverApi &api = *step.api;
   const pkg::Package &package = step.prepared.package;
   step.address.assign(package.buffers.size(), 0);
@@ -89,15 +94,23 @@ weft_status allocateBuffers(weft_step &step) {
     }
     return WEFT_OK;
   }
-  if (package.arenaBytes == 0)
-    return WEFT_OK;
-  if (CUresult result = api.cuMemAlloc_v2(&step.arena, package.arenaBytes))
-    return failCuda(result, format("cuMemAlloc of the %llu-byte arena",
-                                   (unsigned long long)package.arenaBytes));
+  // The caller's arena: prepareStep checked its size and alignment; it is
+  // never freed here (step.arena stays 0).
+  CUdeviceptr base = step.prepared.options.arena;
+  if (!base) {
+    if (package.arenaBytes == 0)
+      return WEFT_OK;
+    if (CUresult result = api.cuMemAlloc_v2(&step.arena, package.arenaBytes))
+      return failCuda(result, format("cuMemAlloc of the %llu-byte arena",
+                                     (unsigned long long)package.arenaBytes));
+    base = step.arena;
+  }
   for (size_t i = 0; i < package.buffers.size(); ++i)
-    step.address[i] = step.arena + package.buffers[i].offset;
+    step.address[i] = base + package.buffers[i].offset;
   return WEFT_OK;
 }
+
+namespace {
 
 weft_status loadModules(weft_step &step) {
   const pkg::Package &package = step.prepared.package;
@@ -215,7 +228,9 @@ weft_status prepareGemms(weft_step &step) {
   return WEFT_OK;
 }
 
-weft_status createStreams(weft_step &step) {
+} // namespace
+
+weft_status weft::runtime::createStreams(weft_step &step) {
   const DriverApi &api = *step.api;
   // Debug mode runs everything on one stream: poisoning must follow every use.
   unsigned count = step.prepared.options.debug_buffers ? 1 : step.prepared.package.numStreams;
@@ -235,14 +250,25 @@ weft_status createStreams(weft_step &step) {
     return status;
   if (weft_status status = create(step.forks, count))
     return status;
-  return create(step.joins, count);
+  if (weft_status status = create(step.joins, count))
+    return status;
+  if (step.prepared.options.stream) {
+    std::vector<CUevent> bridge;
+    weft_status status = create(bridge, 2);
+    // Kept even on failure, so release() destroys what was created.
+    step.callerReady = bridge[0];
+    step.stepDone = bridge[1];
+    if (status)
+      return status;
+  }
+  return WEFT_OK;
 }
 
 // Issues the schedule on the step's streams: stream 0 forks to the others
 // first and joins them at the end, so a capture on stream 0 sees all work.
 // `afterEntry` (weft_step_run_timed) runs after each entry with its position.
-weft_status issue(weft_step &step,
-                  const std::function<weft_status(size_t)> &afterEntry = nullptr) {
+weft_status weft::runtime::issue(weft_step &step,
+                                 const std::function<weft_status(size_t)> &afterEntry) {
   const DriverApi &api = *step.api;
   const PreparedStep &prepared = step.prepared;
   bool debug = prepared.options.debug_buffers;
@@ -327,6 +353,8 @@ weft_status issue(weft_step &step,
   return WEFT_OK;
 }
 
+namespace {
+
 weft_status captureGraph(weft_step &step) {
   const DriverApi &api = *step.api;
   CUstream main = step.streams[0];
@@ -348,7 +376,9 @@ weft_status captureGraph(weft_step &step) {
   return WEFT_OK;
 }
 
-weft_status makeCurrent(weft_step &step, const char *caller) {
+} // namespace
+
+weft_status weft::runtime::makeCurrent(weft_step &step, const char *caller) {
   if (!step.loaded)
     return fail(WEFT_ERROR_INVALID_ARGUMENT,
                 format("%s: the step was prepared for inspection only (weft_step_prepare); "
@@ -362,6 +392,8 @@ weft_status makeCurrent(weft_step &step, const char *caller) {
       return failCuda(result, format("%s: cuCtxSetCurrent", caller));
   return WEFT_OK;
 }
+
+namespace {
 
 weft_status loadStep(weft_step &step, const void *bytes, size_t size,
                      const weft_step_options &options, weft_comm *comm) {
@@ -408,6 +440,65 @@ weft_status loadStep(weft_step &step, const void *bytes, size_t size,
     if (weft_status status = prepareCollectives(step))
       return status;
   return readMemory(step, step.memory.used_after_load);
+}
+
+} // namespace
+
+// options.stream: stream 0 starts after the work the caller queued so far.
+weft_status weft::runtime::followCaller(weft_step &step) {
+  CUstream caller = step.prepared.options.stream;
+  if (!caller)
+    return WEFT_OK;
+  const DriverApi &api = *step.api;
+  if (CUresult result = api.cuEventRecord(step.callerReady, caller))
+    return failCuda(result, "cuEventRecord on the caller's stream");
+  if (CUresult result = api.cuStreamWaitEvent(step.streams[0], step.callerReady, 0))
+    return failCuda(result, "cuStreamWaitEvent (stream 0 after the caller's stream)");
+  return WEFT_OK;
+}
+
+// options.stream: the caller's later work starts after the whole step (every
+// stream has joined stream 0 by the end of issue()).
+weft_status weft::runtime::rejoinCaller(weft_step &step) {
+  CUstream caller = step.prepared.options.stream;
+  if (!caller)
+    return WEFT_OK;
+  const DriverApi &api = *step.api;
+  if (CUresult result = api.cuEventRecord(step.stepDone, step.streams[0]))
+    return failCuda(result, "cuEventRecord at the end of the step");
+  if (CUresult result = api.cuStreamWaitEvent(caller, step.stepDone, 0))
+    return failCuda(result, "cuStreamWaitEvent (the caller's stream after the step)");
+  return WEFT_OK;
+}
+
+namespace {
+
+// One run queued (issued, or the graph launched) between the caller's work
+// before and after it; nothing waits.
+weft_status enqueueRun(weft_step &step) {
+  if (weft_status status = followCaller(step))
+    return status;
+  if (step.prepared.options.graph) {
+    if (!step.graphExec)
+      if (weft_status status = captureGraph(step))
+        return status;
+    if (CUresult result = step.api->cuGraphLaunch(step.graphExec, step.streams[0]))
+      return failCuda(result, "cuGraphLaunch");
+  } else if (weft_status status = issue(step)) {
+    return status;
+  }
+  ++step.runs;
+  return rejoinCaller(step);
+}
+
+// weft_step_bind / weft_step_read are synchronous: with options.stream they
+// first wait for the caller's stream (device copies queued there).
+weft_status waitForCaller(weft_step &step, const char *caller) {
+  if (!step.prepared.options.stream)
+    return WEFT_OK;
+  if (CUresult result = step.api->cuStreamSynchronize(step.prepared.options.stream))
+    return failCuda(result, format("cuStreamSynchronize of the caller's stream (%s)", caller));
+  return WEFT_OK;
 }
 
 weft_step_options optionsOrDefault(const weft_step_options *options) {
@@ -564,6 +655,8 @@ weft_status weft_step_bind(weft_step *step, size_t index, const void *host, size
                          (unsigned long long)b.size, bytes, host ? "" : " from NULL"));
     if (weft_status status = makeCurrent(*step, "weft_step_bind"))
       return status;
+    if (weft_status status = waitForCaller(*step, "weft_step_bind"))
+      return status;
     if (bytes == 0)
       return WEFT_OK;
     if (CUresult result = step->api->cuMemcpyHtoD_v2(step->address[index], host, bytes))
@@ -583,6 +676,8 @@ weft_status weft_step_read(weft_step *step, size_t index, void *host, size_t byt
                          (unsigned long long)b.size, bytes, host ? "" : " into NULL"));
     if (weft_status status = makeCurrent(*step, "weft_step_read"))
       return status;
+    if (weft_status status = waitForCaller(*step, "weft_step_read"))
+      return status;
     if (CUresult result = step->api->cuStreamSynchronize(step->streams[0]))
       return failCuda(result, "cuStreamSynchronize (weft_step_read)");
     if (bytes == 0)
@@ -592,6 +687,18 @@ weft_status weft_step_read(weft_step *step, size_t index, void *host, size_t byt
     return WEFT_OK;
   });
 }
+
+weft_status weft_step_enqueue(weft_step *step) {
+  return apiCall("weft_step_enqueue", [&]() -> weft_status {
+    if (!step)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT, "weft_step_enqueue: step is NULL");
+    if (weft_status status = makeCurrent(*step, "weft_step_enqueue"))
+      return status;
+    return enqueueRun(*step);
+  });
+}
+
+size_t weft_step_options_size(void) { return sizeof(weft_step_options); }
 
 weft_status weft_step_device_pointer(const weft_step *step, size_t index, CUdeviceptr *pointer) {
   return apiCall("weft_step_device_pointer", [&]() -> weft_status {
@@ -613,17 +720,8 @@ weft_status weft_step_run(weft_step *step) {
       return fail(WEFT_ERROR_INVALID_ARGUMENT, "weft_step_run: step is NULL");
     if (weft_status status = makeCurrent(*step, "weft_step_run"))
       return status;
-    const DriverApi &api = *step->api;
-    if (step->prepared.options.graph) {
-      if (!step->graphExec)
-        if (weft_status status = captureGraph(*step))
-          return status;
-      if (CUresult result = api.cuGraphLaunch(step->graphExec, step->streams[0]))
-        return failCuda(result, "cuGraphLaunch");
-    } else if (weft_status status = issue(*step)) {
+    if (weft_status status = enqueueRun(*step))
       return status;
-    }
-    ++step->runs;
     if (weft_status status = waitForStep(*step, nullptr, "the step"))
       return status;
     size_t used = 0;
@@ -655,127 +753,6 @@ const char *weft_step_describe(weft_step *step) {
     return "";
   step->description = describeStep(step->prepared);
   return step->description.c_str();
-}
-
-size_t weft_step_entry_count(const weft_step *step) {
-  return step ? step->prepared.schedule.size() : 0;
-}
-
-weft_status weft_step_entry_info(const weft_step *step, size_t entry, weft_step_entry *info) {
-  return apiCall("weft_step_entry_info", [&]() -> weft_status {
-    if (!step || !info)
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("weft_step_entry_info: %s is NULL", !step ? "step" : "info"));
-    const PreparedStep &prepared = step->prepared;
-    if (entry >= prepared.schedule.size())
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("weft_step_entry_info: entry %zu, but the schedule has %zu", entry,
-                         prepared.schedule.size()));
-    const ScheduleStep &e = prepared.schedule[entry];
-    *info = weft_step_entry{};
-    switch (e.kind) {
-    case pkg::EntryKind::Launch: {
-      const ResolvedLaunch &l = prepared.launches[e.item];
-      info->kind = WEFT_ENTRY_LAUNCH;
-      info->name = prepared.package.kernels[l.kernel].name.c_str();
-      info->index = l.index;
-      info->stream = l.stream;
-      break;
-    }
-    case pkg::EntryKind::Gemm: {
-      const ResolvedGemm &g = prepared.gemms[e.item];
-      info->kind = WEFT_ENTRY_GEMM;
-      info->name = "gemm";
-      info->index = g.index;
-      info->stream = g.stream;
-      info->m = g.desc.m;
-      info->n = g.desc.n;
-      info->k = g.desc.k;
-      info->batch = g.desc.batch;
-      break;
-    }
-    case pkg::EntryKind::Event: {
-      const pkg::Event &ev = prepared.package.events[e.item];
-      info->kind = WEFT_ENTRY_EVENT;
-      info->name = ev.record ? "record_event" : "wait_event";
-      info->index = ev.index;
-      info->stream = ev.stream;
-      break;
-    }
-    case pkg::EntryKind::Collective: {
-      const pkg::Collective &c = prepared.package.collectives[e.item];
-      info->kind = WEFT_ENTRY_COLLECTIVE;
-      info->name = pkg::collectiveKindName(c.kind);
-      info->index = c.index;
-      info->stream = c.stream;
-      break;
-    }
-    }
-    return WEFT_OK;
-  });
-}
-
-weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_t count,
-                                float *total_ms) {
-  return apiCall("weft_step_run_timed", [&]() -> weft_status {
-    if (!step || !entry_ms)
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("weft_step_run_timed: %s is NULL", !step ? "step" : "entry_ms"));
-    size_t entries = step->prepared.schedule.size();
-    if (count != entries)
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("weft_step_run_timed: count %zu, but the schedule has %zu entries",
-                         count, entries));
-    if (weft_status status = makeCurrent(*step, "weft_step_run_timed"))
-      return status;
-    const DriverApi &api = *step->api;
-    if (!api.cuEventSynchronize || !api.cuEventElapsedTime_v2)
-      return fail(WEFT_ERROR_DRIVER_MISSING,
-                  "weft_step_run_timed: the driver lacks cuEventElapsedTime_v2 (CUDA 12.8+)");
-    if (step->timing.size() != entries + 1) {
-      for (CUevent event : step->timing)
-        if (event)
-          api.cuEventDestroy_v2(event);
-      step->timing.assign(entries + 1, nullptr);
-      for (CUevent &event : step->timing)
-        if (CUresult result = api.cuEventCreate(&event, CU_EVENT_DEFAULT))
-          return failCuda(result, "cuEventCreate (timing)");
-    }
-    CUstream main = step->streams[0];
-    // Stream 0 waits for the others, so its event marks the end of all work
-    // issued so far.
-    auto mark = [&](size_t at) -> weft_status {
-      for (size_t s = 1; s < step->streams.size(); ++s) {
-        if (CUresult result = api.cuEventRecord(step->joins[s], step->streams[s]))
-          return failCuda(result, "cuEventRecord (timing join)");
-        if (CUresult result = api.cuStreamWaitEvent(main, step->joins[s], 0))
-          return failCuda(result, "cuStreamWaitEvent (timing join)");
-      }
-      if (CUresult result = api.cuEventRecord(step->timing[at], main))
-        return failCuda(result, "cuEventRecord (timing)");
-      return WEFT_OK;
-    };
-    if (weft_status status = mark(0))
-      return status;
-    if (weft_status status =
-            issue(*step, [&](size_t position) { return mark(position + 1); }))
-      return status;
-    ++step->runs;
-    if (weft_status status = waitForStep(*step, step->timing[entries], "the timed step"))
-      return status;
-    for (size_t i = 0; i < entries; ++i)
-      if (CUresult result =
-              api.cuEventElapsedTime_v2(&entry_ms[i], step->timing[i], step->timing[i + 1]))
-        return failCuda(result, format("cuEventElapsedTime (entry %zu)", i));
-    if (total_ms)
-      if (CUresult result =
-              api.cuEventElapsedTime_v2(total_ms, step->timing[0], step->timing[entries]))
-        return failCuda(result, "cuEventElapsedTime (whole step)");
-    if (CUresult result = api.cuStreamSynchronize(main))
-      return failCuda(result, "cuStreamSynchronize after the timed step");
-    size_t used = 0;
-    return readMemory(*step, used);
-  });
 }
 
 } // extern "C"

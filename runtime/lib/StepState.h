@@ -7,6 +7,7 @@
 #include "Nccl.h"
 #include "PreparedStep.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct weft_step {
   std::vector<CUstream> streams;
   std::vector<CUevent> events, forks, joins;
   std::vector<CUevent> timing; // weft_step_run_timed: one before and one after each entry
+  // options.stream: recorded on the caller's stream before a run (stream 0
+  // waits for it) and on stream 0 after it (the caller's stream waits).
+  CUevent callerReady = nullptr, stepDone = nullptr;
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;
   weft_step_memory memory = {};
@@ -58,6 +62,22 @@ namespace weft::runtime {
 weft_status prepareCollectives(weft_step &step);
 // Enqueues collective `item` on `stream` and records its event.
 weft_status issueCollective(weft_step &step, uint32_t item, CUstream stream);
+// Step.cpp, exposed for the host-side tests over a recording driver table:
+// the buffers' addresses (the one arena: allocated, or the caller's), and
+// the streams and events of a run.
+weft_status allocateBuffers(weft_step &step);
+weft_status createStreams(weft_step &step);
+// Shared with StepTiming.cpp: the cuMemGetInfo reading (`used`, and the
+// peak); the schedule issued on the step's streams (`afterEntry` after each
+// entry); the step's context made current (refusing a prepared-only step);
+// with options.stream, stream 0 after the caller's work, and the caller's
+// stream after the step.
+weft_status readMemory(weft_step &step, size_t &used);
+weft_status issue(weft_step &step,
+                  const std::function<weft_status(size_t)> &afterEntry = nullptr);
+weft_status makeCurrent(weft_step &step, const char *caller);
+weft_status followCaller(weft_step &step);
+weft_status rejoinCaller(weft_step &step);
 // Waits for `until` (an event; null: stream 0): cuStreamSynchronize for a one-GPU step, the
 // communicator's watched wait (errors, dead peers, timeout) for a partitioned one.
 weft_status waitForStep(weft_step &step, CUevent until, const char *what);

@@ -19,7 +19,7 @@ from .ops import HANDLERS
 from .patterns import find_matches
 
 __all__ = ["Argument", "CaptureError", "ImportedModule", "UnsupportedOp",
-           "import_module", "run_reference", "vjp_text"]
+           "import_module", "run_reference", "training_text", "vjp_text"]
 
 
 @dataclass
@@ -56,6 +56,17 @@ def vjp_text(imported, params, entry="vjp"):
     graph = imported.program.graph
     text, _ = lower_graph(graph, imported.arguments, entry, find_matches(graph), HANDLERS,
                           params=frozenset(params), vjp=True)
+    return text
+
+
+def training_text(imported, params):
+    """The imported forward with the arguments at indices `params` marked
+    {weft.param}: what weft-compile --train (or the C API's
+    weftCompileTrainingStep) turns into the training step, whose loss is the
+    forward's 0-d result."""
+    graph = imported.program.graph
+    text, _ = lower_graph(graph, imported.arguments, imported.entry, find_matches(graph),
+                          HANDLERS, params=frozenset(params))
     return text
 
 

@@ -164,12 +164,69 @@ def _matmul(lw, node):
     return lw.op("matmul", [a, b], shape, dtype)
 
 
+_ARANGES = (aten.arange.default, aten.arange.start, aten.arange.start_step)
+
+
+def _arange_rows(node):
+    """(start, length) when `node` is torch.arange with step 1, else None."""
+    if not isinstance(node, torch.fx.Node) or node.target not in _ARANGES:
+        return None
+    args = [a for a in node.args]
+    start, end = (0, args[0]) if node.target is aten.arange.default else (args[0], args[1])
+    step = args[2] if len(args) > 2 else node.kwargs.get("step", 1)
+    if step != 1 or not all(isinstance(v, int) for v in (start, end)) or end <= start:
+        return None
+    return start, end - start
+
+
 def _embedding(lw, node):
     shape, dtype = result_type(node)
-    table, ids = lw.value(node.args[0]), lw.value(node.args[1])
+    # wpe(torch.arange(T)), nanoGPT's position embedding: rows start..start+T
+    # of the table, a slice rather than a gather by an i64 constant (which a
+    # GPU package cannot hold).
+    rows = _arange_rows(node.args[1])
+    table_value = lw.value(node.args[0])
+    if rows and rows[0] + rows[1] <= table_value.shape[0]:
+        start, length = rows
+        n = table_value.shape[0]
+        if length == n:
+            return lw.reshape(table_value, shape)
+        piece = _split_pieces(lw, table_value, 0, [start, length, n - start - length])[1]
+        return lw.reshape(piece, shape)
+    table, ids = table_value, lw.value(node.args[1])
     if ids.dtype != "i64":
         raise UnsupportedOp(node, f"embedding ids of type {ids.dtype}; weft takes i64 ids")
     return lw.op("embedding", [ids, table], shape, dtype)
+
+
+def _cross_entropy(lw, node):
+    """F.cross_entropy(logits [N, C], labels [N]) with the mean reduction:
+    weft.cross_entropy. Class weights, other reductions, label smoothing, an
+    ignore_index other than the default and [N, C, d...] inputs are refused;
+    a label equal to the default ignore_index (-100) is not skipped, so
+    labels must lie in [0, C)."""
+    shape, dtype = result_type(node)
+    logits, labels = node.args[0], node.args[1]
+    weight = _arg(node, 2, "weight")
+    reduction = _arg(node, 3, "reduction", 1)
+    ignore_index = _arg(node, 4, "ignore_index", -100)
+    smoothing = _arg(node, 5, "label_smoothing", 0.0)
+    if weight is not None:
+        raise UnsupportedOp(node, "cross_entropy with class weights")
+    if reduction != 1:
+        raise UnsupportedOp(node, f"cross_entropy with reduction {['none', 'mean', 'sum'][reduction]!r}"
+                                  "; weft's is the mean")
+    if smoothing:
+        raise UnsupportedOp(node, f"cross_entropy with label_smoothing={smoothing}")
+    if ignore_index != -100:
+        raise UnsupportedOp(node, f"cross_entropy with ignore_index={ignore_index}")
+    x, ids = lw.value(logits), lw.value(labels)
+    if len(x.shape) != 2:
+        raise UnsupportedOp(node, f"cross_entropy of rank-{len(x.shape)} logits {list(x.shape)}; "
+                                  "weft takes [N, classes] (flatten the positions first)")
+    if ids.dtype != "i64":
+        raise UnsupportedOp(node, f"cross_entropy labels of type {ids.dtype}; weft takes i64")
+    return lw.op("cross_entropy", [lw.float_value(logits), ids], shape, dtype)
 
 
 # -- shapes and types -----------------------------------------------------------------
@@ -314,6 +371,7 @@ HANDLERS = {
     aten.linear.default: _linear, aten.matmul.default: _matmul,
     aten.mm.default: _matmul, aten.bmm.default: _matmul,
     aten.embedding.default: _embedding,
+    aten.cross_entropy_loss.default: _cross_entropy,
     aten.view.default: _reshape, aten.reshape.default: _reshape,
     aten._unsafe_view.default: _reshape, aten.unsqueeze.default: _reshape,
     aten.squeeze.dim: _reshape, aten.squeeze.dims: _reshape, aten.squeeze.default: _reshape,

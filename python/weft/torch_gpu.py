@@ -1,0 +1,390 @@
+"""The GPU path of the "weft" torch.compile backend: a captured graph that
+returns a scalar loss (the training call `loss = model(x, targets)`) runs as
+Weft's compiled training step (optimizer none) on the CUDA runtime, on
+torch's current stream, in an arena that is a torch uint8 CUDA tensor (so
+torch's caching allocator and its statistics see it). The call is an
+autograd Function: its forward copies the arguments into the step's buffers
+(device to device), runs the step and returns the loss; the parameter
+gradients the same run computed are kept, and backward returns grad_output
+times them. docs/torch-import.md, "CUDA tensors".
+
+Packages are compiled through the C API (weft.capi) for sm_90a, or read from
+a package cache (the `package_cache` option or $WEFT_PACKAGE_CACHE) keyed by
+the SHA-256 of the IR and the compile options, so a machine without the
+compiler's libraries (a GPU machine without MLIR) runs packages compiled
+ahead of time on another one (the `compile_only` option: CPU tensors compile
+the CUDA package into the cache and run eagerly).
+"""
+import hashlib
+import contextlib
+import json
+import os
+import re
+import sys
+import tempfile
+
+import torch
+
+from weft import runtime as rt
+from weft.torch_import import training_text
+
+TARGET = "sm_90a"
+
+# Weft element types of the step's buffers <-> torch dtypes.
+TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+                "f64": torch.float64, "i64": torch.int64, "i32": torch.int32,
+                "i16": torch.int16, "i1": torch.bool}
+WEFT_DTYPES = {v: k for k, v in TORCH_DTYPES.items()}
+
+
+# Runs of compiled steps in this process (tests check that calls ran on Weft).
+RUNS = {"steps": 0, "arena_bytes": 0}
+
+
+class PackageUnavailable(RuntimeError):
+    """No package in the cache and the compiler cannot make one here."""
+
+
+class LayoutError(ValueError):
+    """The step's buffers do not match the captured graph (or a call's
+    tensors do not match the step): names the buffer, expected and got."""
+
+
+def loss_output(program):
+    """None when the captured program returns one 0-d float tensor (a loss),
+    else the reason it does not, in words."""
+    outputs = [n for n in program.graph.nodes if n.op == "output"][0]
+    leaves = [a for a in torch.utils._pytree.tree_leaves(outputs.args[0])]
+    values = [getattr(a, "meta", {}).get("val") for a in leaves]
+    if len(values) != 1 or not isinstance(values[0], torch.Tensor):
+        return f"it returns {len(values)} values, not one scalar loss"
+    value = values[0]
+    if value.dim() != 0 or not value.is_floating_point():
+        return (f"it returns a {value.dtype} tensor of shape {list(value.shape)}, not a "
+                "0-d float loss")
+    return None
+
+
+def compile_options(memory_budget):
+    """The C API options of the training step the GPU path runs."""
+    options = {"optimizer": "none", "target": TARGET}
+    if memory_budget is not None:
+        options["memory_budget"] = f"{int(memory_budget)}B"
+    return options
+
+
+_COMMENT = re.compile(r"//[^\n]*")
+_VALUE = re.compile(r"%[A-Za-z_][A-Za-z0-9_$.]*|%[0-9]+")
+
+
+def canonical_ir(text):
+    """`text` without comments and with its SSA names numbered in order of
+    first use: two PyTorch versions that name the FX nodes differently give
+    the same key, as the compiled step (arguments bound by position) is the
+    same."""
+    names = {}
+
+    def number(match):
+        return names.setdefault(match.group(0), f"%v{len(names)}")
+    lines = (_VALUE.sub(number, _COMMENT.sub("", line)).rstrip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def package_key(text, options):
+    """The cache key of a package: SHA-256 of the canonical IR and the options."""
+    blob = canonical_ir(text) + "\n// weft compile options: " + json.dumps(options, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def write_request(cache, key, text, options):
+    """On a cache miss where the compiler cannot run: DIR/<key>.request.json
+    with the IR and options, which `python -m weft.torch_gpu compile DIR`
+    compiles on a machine that has the compiler. Best effort."""
+    try:
+        os.makedirs(cache, exist_ok=True)
+        with open(os.path.join(cache, key + ".request.json"), "w") as f:
+            json.dump({"text": text, "options": options}, f)
+    except OSError:
+        pass
+
+
+def compile_requests(directory, into=None):
+    """Compiles every <key>.request.json of `directory` into <key>.weftpkg in
+    `into` (default: the same directory); returns the keys compiled."""
+    into = into or directory
+    done = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".request.json"):
+            with open(os.path.join(directory, name)) as f:
+                request = json.load(f)
+            _package, key = training_package(request["text"], request["options"], into)
+            done.append(key)
+    return done
+
+
+def cache_directory(settings):
+    directory = settings.get("package_cache") or os.environ.get("WEFT_PACKAGE_CACHE")
+    return os.fspath(directory) if directory else None
+
+
+def training_package(text, options, cache):
+    """The package bytes of the training step of `text`: from the cache
+    directory `cache` when it holds them, else compiled through the C API
+    (and stored there when `cache` is set). PackageUnavailable when neither
+    works, naming the key and why the compiler cannot run."""
+    key = package_key(text, options)
+    path = os.path.join(cache, key + ".weftpkg") if cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return f.read(), key
+    try:
+        from weft import capi
+        capi.load()
+    except OSError as error:
+        where = f"not in the package cache {cache}" if cache else "no package cache is set"
+        if cache:
+            write_request(cache, key, text, options)
+        raise PackageUnavailable(
+            f"the training step package {key[:16]} is {where} (WEFT_PACKAGE_CACHE), and the "
+            f"compiler cannot run here: {error}" + (
+                f"; its request is {key[:16]}.request.json there: compile it with "
+                f"`python -m weft.torch_gpu compile DIR` where the compiler runs" if cache
+                else "")) from error
+    with capi.Context() as context:
+        module = context.parse(text, name="torch_graph.mlir")
+        package = module.compile_training_step(entry="forward", **options)
+    if path:
+        os.makedirs(cache, exist_ok=True)
+        # Written whole, then renamed: a concurrent reader never sees a part.
+        with tempfile.NamedTemporaryFile(dir=cache, delete=False, suffix=".tmp") as f:
+            f.write(package)
+        os.chmod(f.name, 0o644)
+        os.replace(f.name, path)
+        with open(os.path.join(cache, key + ".mlir"), "w") as f:
+            f.write(text)
+    return package, key
+
+
+def _spec(shape, dtype):
+    return f"{list(shape)} {dtype}"
+
+
+class StepLayout:
+    """Which step buffer each function argument, the loss and each parameter
+    gradient are, read from a prepared (host-only) or loaded step: argument i
+    is the buffer with arg == i, the loss result 0, and the gradient of the
+    k-th parameter (argument order) result k + 1. Every shape and dtype is
+    checked against the imported function's; LayoutError names the buffer,
+    the expected and the found."""
+
+    def __init__(self, buffers, arguments, params):
+        by_arg = {b.arg: b for b in buffers if b.arg >= 0}
+        by_result = {b.result: b for b in buffers if b.result >= 0}
+        for b in buffers:
+            if b.copy_of >= 0:
+                raise LayoutError(f"step buffer {b.name} is a weight copy of argument "
+                                 f"{b.copy_of}; the torch backend binds no weight copies")
+        extra = sorted(set(by_arg) - set(range(len(arguments))))
+        if extra:
+            raise LayoutError(f"the step takes arguments {extra} beyond the {len(arguments)} of "
+                             "the captured graph (a seed or step count); the torch backend "
+                             "binds only the graph's")
+        self.inputs = []
+        for index, argument in enumerate(arguments):
+            buffer = by_arg.get(index)
+            if buffer is None:
+                raise LayoutError(f"the step has no buffer for argument {index} "
+                                 f"({argument.name})")
+            self._check(buffer, argument.shape, argument.dtype, f"argument {index} "
+                        f"({argument.name})")
+            self.inputs.append(buffer)
+        self.loss = by_result.get(0)
+        if self.loss is None or self.loss.shape != ():
+            raise LayoutError("the step's result 0 is not a 0-d loss buffer")
+        self.grads = []
+        for k, index in enumerate(params):
+            buffer = by_result.get(k + 1)
+            argument = arguments[index]
+            if buffer is None:
+                raise LayoutError(f"the step has no gradient result {k + 1} for parameter "
+                                 f"argument {index} ({argument.name})")
+            self._check(buffer, argument.shape, argument.dtype,
+                        f"the gradient of argument {index} ({argument.name})")
+            self.grads.append(buffer)
+        self.params = list(params)
+
+    @staticmethod
+    def _check(buffer, shape, dtype, what):
+        if buffer.shape != tuple(shape) or buffer.dtype != dtype:
+            raise LayoutError(f"step buffer {buffer.name} for {what}: expected "
+                             f"{_spec(shape, dtype)}, the step has "
+                             f"{_spec(buffer.shape, buffer.dtype)}")
+
+
+def check_tensor(buffer, tensor, what, device_type="cuda"):
+    """LayoutError naming the buffer, the expected and the given tensor when
+    `tensor` is not a CUDA tensor of the buffer's shape and dtype."""
+    expected = _spec(buffer.shape, buffer.dtype)
+    got_dtype = WEFT_DTYPES.get(tensor.dtype, str(tensor.dtype))
+    if (tuple(tensor.shape) != buffer.shape or got_dtype != buffer.dtype
+            or tensor.device.type != device_type):
+        raise LayoutError(f"step buffer {buffer.name} ({what}) expects {expected} on "
+                          f"{device_type}, got "
+                         f"{_spec(tuple(tensor.shape), got_dtype)} on {tensor.device}")
+    nbytes = tensor.numel() * tensor.element_size()
+    if nbytes != buffer.size:
+        raise LayoutError(f"step buffer {buffer.name} ({what}) holds {buffer.size} bytes, the "
+                         f"tensor {nbytes}")
+
+
+def stream_handle(stream):
+    """The CUstream of a torch stream for the runtime: its default stream's
+    handle is 0, which the runtime reads as "the step's own stream", so it
+    becomes CU_STREAM_LEGACY."""
+    return stream.cuda_stream or rt.CU_STREAM_LEGACY
+
+
+def _device_scope(device):
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
+class GpuTrainingStep:
+    """One compiled training step for one set of argument shapes and dtypes:
+    the package, its layout, and the step loaded (lazily, per device and
+    stream) with its arena a torch uint8 tensor."""
+
+    device_type = "cuda"  # the host-side tests run a simulated step on "cpu"
+
+    def __init__(self, imported, params, memory_budget, cache):
+        self.imported = imported
+        self.params = list(params)
+        self.text = training_text(imported, self.params)
+        self.options = compile_options(memory_budget)
+        self.package, self.key = training_package(self.text, self.options, cache)
+        # Host-only: the layout is checked before any GPU work.
+        prepared = rt.prepare_step(self.package, 90)
+        try:
+            self.layout = StepLayout(prepared.buffers(), imported.arguments, self.params)
+            self.arena_bytes = prepared.memory_info()["planned_bytes"]
+        finally:
+            prepared.free()
+        self.loaded = {}  # (device index, stream handle) -> (Step, arena tensor)
+
+    def _step(self, device):
+        stream = torch.cuda.current_stream(device)
+        key = (device.index, stream_handle(stream))
+        if key not in self.loaded:
+            with torch.cuda.device(device):
+                rt.context_ensure(device.index or 0)  # torch's context is current: kept
+                arena = torch.empty(max(self.arena_bytes, 1), dtype=torch.uint8, device=device)
+                step = rt.load_step(self.package, device=device.index or 0, stream=key[1],
+                                    arena=arena.data_ptr(), arena_bytes=arena.numel())
+            self.loaded[key] = (step, arena)
+            RUNS["arena_bytes"] = arena.numel()
+        return self.loaded[key][0]
+
+    def run(self, tensors):
+        """(loss, [gradient per parameter]) of one step on the tensors (the
+        graph's tensor arguments), queued on torch's current stream."""
+        values = self.imported.argument_values(*tensors)
+        device = next((v.device for v in values if v.device.type == self.device_type), None)
+        if device is None:
+            raise LayoutError(f"the step runs on {self.device_type} tensors; the call has none")
+        step = self._step(device)
+        layout = self.layout
+        with _device_scope(device):
+            for index, (buffer, value) in enumerate(zip(layout.inputs, values)):
+                argument = self.imported.arguments[index]
+                value = value.detach()
+                check_tensor(buffer, value, f"argument {index}, {argument.name}", self.device_type)
+                value = value.contiguous()
+                if buffer.size:
+                    step.copy_in_device(buffer.index, value.data_ptr(), buffer.size)
+            step.enqueue()
+            RUNS["steps"] += 1
+            loss = torch.empty((), dtype=TORCH_DTYPES[layout.loss.dtype], device=device)
+            step.copy_out_device(layout.loss.index, loss.data_ptr(), layout.loss.size)
+            grads = []
+            for buffer in layout.grads:
+                grad = torch.empty(buffer.shape, dtype=TORCH_DTYPES[buffer.dtype], device=device)
+                if buffer.size:
+                    step.copy_out_device(buffer.index, grad.data_ptr(), buffer.size)
+                grads.append(grad)
+        return loss, grads
+
+    def free(self):
+        """Frees the loaded steps before their arenas."""
+        for step, _arena in self.loaded.values():
+            step.free()
+        self.loaded.clear()
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+
+
+class GpuStepFunction(torch.autograd.Function):
+    """forward(step, *tensors) -> the loss; backward: grad_output times the
+    gradients the forward's run computed, for the parameters (None for the
+    other tensors)."""
+
+    @staticmethod
+    def forward(ctx, compiled, *tensors):
+        loss, grads = compiled.run(tensors)
+        ctx.grads = dict(zip(compiled.tensor_params, grads))
+        ctx.count = len(tensors)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grads = []
+        for index in range(ctx.count):
+            grad = ctx.grads.get(index)
+            grads.append(None if grad is None else grad * grad_output.to(grad.dtype))
+        ctx.grads = None
+        return (None, *grads)
+
+
+class CompiledGpuGraph:
+    """What the backend keeps for one CUDA key: the training step and which
+    tensor arguments (positions among the call's tensors) are its
+    parameters."""
+
+    def __init__(self, imported, requires_grad, memory_budget, cache):
+        inputs = [i for i, a in enumerate(imported.arguments) if a.kind == "input"]
+        if len(inputs) != len(requires_grad):
+            raise LayoutError(f"the captured graph takes {len(inputs)} tensor inputs, the call "
+                             f"passes {len(requires_grad)}")
+        params = [inputs[i] for i, needs in enumerate(requires_grad) if needs]
+        if not params:
+            raise NotImplementedError("no argument requires grad, so there is no training "
+                                      "step to run (the GPU path runs training calls)")
+        self.tensor_params = [i for i, needs in enumerate(requires_grad) if needs]
+        self.step = GpuTrainingStep(imported, params, memory_budget, cache)
+
+    def run(self, tensors):
+        return self.step.run(tensors)
+
+    def __call__(self, tensors):
+        if torch.is_grad_enabled():
+            return GpuStepFunction.apply(self, *tensors)
+        loss, _grads = self.run(tensors)
+        return loss
+
+
+def main(argv):
+    """python -m weft.torch_gpu compile DIR [--into CACHE]: the packages of
+    the requests a GPU machine left in DIR (a cache miss without the
+    compiler), compiled into CACHE (default DIR)."""
+    if len(argv) not in (2, 4) or argv[0] != "compile" or (len(argv) == 4 and argv[2] != "--into"):
+        print("usage: python -m weft.torch_gpu compile DIR [--into CACHE]", file=sys.stderr)
+        return 2
+    keys = compile_requests(argv[1], argv[3] if len(argv) == 4 else None)
+    print(f"compiled {len(keys)} package(s): {', '.join(k[:16] for k in keys) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
