@@ -27,6 +27,33 @@ PYTHON=${PYTHON:-python3}
 TEST=python/tests/test_torch_backend_gpu.py
 COMPILER_DIR=$REPO/build/weftc
 
+gpu_env() {
+  [ -f "$RUNTIME" ] || { echo "no runtime library at $RUNTIME (carry build/lib/libweft_runtime.so)" >&2; exit 1; }
+  mkdir -p "$CACHE"
+  compgen -G "$CACHE/*.weftpkg" >/dev/null || [ -f "$COMPILER_DIR/libweft_c.so.xz" ] ||
+    { echo "no package in $CACHE and no compiler in $COMPILER_DIR (carry build/pkgcache or build/weftc)" >&2; exit 1; }
+  # cuBLASLt: the one PyTorch ships (nvidia wheels) when the loader has none.
+  if [ -z "${WEFT_CUBLASLT:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcublasLt.so.1[23] '; then
+    WEFT_CUBLASLT=$("$PYTHON" - <<'EOF'
+import glob, os, site, torch
+roots = site.getsitepackages() + [os.path.dirname(os.path.dirname(torch.__file__))]
+found = sorted(p for r in roots for p in glob.glob(os.path.join(r, "nvidia", "**", "libcublasLt.so.1[23]"), recursive=True))
+print(found[-1] if found else "")
+EOF
+)
+    [ -n "$WEFT_CUBLASLT" ] && export WEFT_CUBLASLT && echo "cuBLASLt: $WEFT_CUBLASLT"
+  fi
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+  "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+  export WEFT_RUNTIME_LIB=$RUNTIME WEFT_PACKAGE_CACHE=$CACHE PYTHONPATH=$REPO/python
+  if [ -f "$COMPILER_DIR/libweft_c.so.xz" ]; then
+    libs=$("$PYTHON" bench/torch_backend_gpu_ship.py unpack "$COMPILER_DIR" "${TMPDIR:-/tmp}/weftc-lib")
+    export WEFT_CAPI_LIB=$libs/libweft_c.so
+    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "compiler: $WEFT_CAPI_LIB (cache misses compile here)"
+  fi
+}
+
 case "${1:-}" in
 prepare)
   if [ -f build/build.ninja ]; then
@@ -48,28 +75,7 @@ prepare)
   echo "prepared: carry $carry; package cache $(du -sh "$CACHE" | cut -f1)"
   ;;
 run)
-  [ -f "$RUNTIME" ] || { echo "no runtime library at $RUNTIME (carry build/lib/libweft_runtime.so)" >&2; exit 1; }
-  ls "$CACHE"/*.weftpkg >/dev/null 2>&1 || { echo "no package in $CACHE (carry build/pkgcache)" >&2; exit 1; }
-  # cuBLASLt: the one PyTorch ships (nvidia wheels) when the loader has none.
-  if [ -z "${WEFT_CUBLASLT:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcublasLt.so.1[23] '; then
-    WEFT_CUBLASLT=$("$PYTHON" - <<'EOF'
-import glob, os, site, torch
-roots = site.getsitepackages() + [os.path.dirname(os.path.dirname(torch.__file__))]
-found = sorted(p for r in roots for p in glob.glob(os.path.join(r, "nvidia", "**", "libcublasLt.so.1[23]"), recursive=True))
-print(found[-1] if found else "")
-EOF
-)
-    [ -n "$WEFT_CUBLASLT" ] && export WEFT_CUBLASLT && echo "cuBLASLt: $WEFT_CUBLASLT"
-  fi
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-  "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
-  export WEFT_RUNTIME_LIB=$RUNTIME WEFT_PACKAGE_CACHE=$CACHE PYTHONPATH=$REPO/python
-  if [ -f "$COMPILER_DIR/libweft_c.so.xz" ]; then
-    libs=$("$PYTHON" bench/torch_backend_gpu_ship.py unpack "$COMPILER_DIR" "${TMPDIR:-/tmp}/weftc-lib")
-    export WEFT_CAPI_LIB=$libs/libweft_c.so
-    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    echo "compiler: $WEFT_CAPI_LIB (cache misses compile here)"
-  fi
+  gpu_env
   [ -n "${OUT:-}" ] && export WEFT_GPU_REPORT=$OUT/torch_backend_gpu.json
   set +e
   if "$PYTHON" -c "import pytest, numpy" 2>/dev/null; then
@@ -88,8 +94,15 @@ EOF
   fi
   exit $status
   ;;
+bench)
+  # bench/torch_train_bench.py with the same runtime, package cache and
+  # compiler: the models of issue 19 against eager and torch.compile.
+  shift
+  gpu_env
+  exec "$PYTHON" bench/torch_train_bench.py "$@"
+  ;;
 *)
-  echo "usage: $0 prepare [--with-compiler] | run   (prepare here, run on the GPU machine)" >&2
+  echo "usage: $0 prepare [--with-compiler] | run | bench [ARGS]   (prepare here; run and bench on the GPU machine)" >&2
   exit 2
   ;;
 esac

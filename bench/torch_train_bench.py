@@ -1,0 +1,261 @@
+"""Issue 19's acceptance run: PyTorch models no one wrote for Weft, trained in
+bf16 autocast over f32 parameters with torch.optim.AdamW (fused) on the
+shipped character data (examples/data/charlang.txt, bytes as tokens), as
+eager PyTorch, torch.compile (default backend) and torch.compile(backend=
+"weft"), one process, one GPU.
+
+  python bench/torch_train_bench.py [--models nanogpt,llama,gpt2] [--steps 200]
+                                    [--check 20] [--json OUT.json]
+
+Per model and mode: the median step time (forward + backward + optimizer,
+CUDA events) of 10 steps after 3 warm-ups, torch.cuda.max_memory_allocated
+over them, and the losses of `--steps` steps from the same initialisation and
+batches. Accuracy: the first `--check` losses of eager bf16 and of Weft
+against an eager float64 run (same batches, f64 AdamW): Weft's largest error
+must be within 2x eager bf16's; and Weft must not fall back (strict).
+
+Models (random initialisation, no download):
+  nanogpt  a nanoGPT-style GPT written as its users write it (12 x 768,
+           12 heads, seq 1024, batch 8, vocab 50304, tied lm_head)
+  llama    transformers' LlamaForCausalLM (hidden 1024, 8 layers, 16 heads,
+           4 kv heads, seq 2048, batch 4, vocab 32000)
+  gpt2     transformers' GPT2LMHeadModel (GPT-2 small, seq 1024, batch 8)
+The GPU machine compiles Weft's packages itself when libweft_c.so and its
+libraries are shipped (bench/torch_backend_gpu_check.sh prepare
+--with-compiler: build/weftc, WEFT_CAPI_LIB / LD_LIBRARY_PATH).
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+DATA = os.path.join(ROOT, "examples", "data", "charlang.txt")
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.n_head, self.n_embd = n_head, n_embd
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, n_embd):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.gelu = nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = MLP(n_embd)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab_size, n_embd),
+            wpe=nn.Embedding(block_size, n_embd),
+            h=nn.ModuleList([Block(n_embd, n_head) for _ in range(n_layer)]),
+            ln_f=nn.LayerNorm(n_embd)))
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, idx, targets):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+class HFLoss(nn.Module):
+    """A Hugging Face causal LM called as (idx, targets) -> loss."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, idx, targets):
+        return self.model(input_ids=idx, labels=targets).loss
+
+
+def make(name):
+    torch.manual_seed(0)
+    if name == "nanogpt":
+        return GPT(), 8, 1024, 50304, "shift"
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    if name == "llama":
+        return HFLoss(LlamaForCausalLM(LlamaConfig(
+            hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
+            num_key_value_heads=4, max_position_embeddings=2048, vocab_size=32000,
+            attn_implementation="sdpa"))), 4, 2048, 32000, "same"
+    if name == "gpt2":
+        return HFLoss(GPT2LMHeadModel(GPT2Config(
+            n_embd=768, n_layer=12, n_head=12, n_positions=1024, vocab_size=50304,
+            attn_implementation="sdpa"))), 8, 1024, 50304, "same"
+    raise SystemExit(f"unknown model {name!r}: nanogpt, llama or gpt2")
+
+
+def batches(batch, seq, labels, count, device):
+    """`count` batches of windows of the character data: inputs and targets
+    (the next characters; HF models shift the labels themselves)."""
+    data = torch.frombuffer(bytearray(open(DATA, "rb").read()), dtype=torch.uint8).long()
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(count):
+        starts = torch.randint(0, len(data) - seq - 1, (batch,), generator=generator)
+        window = torch.stack([data[s:s + seq + 1] for s in starts.tolist()])
+        idx = window[:, :seq]
+        targets = window[:, 1:] if labels == "shift" else idx
+        yield idx.to(device), targets.to(device)
+
+
+def train(model, mode, spec, steps, device, budget=None, autocast=True):
+    """Losses of `steps` steps, and the median time and peak memory of steps
+    3..12 (forward + backward + AdamW)."""
+    import torch._dynamo
+    torch._dynamo.reset()
+    _, batch, seq, _, labels = spec
+    f64 = mode == "float64"
+    dtype = torch.float64 if f64 else torch.float32 if autocast else torch.bfloat16
+    model = model.to(device=device, dtype=dtype).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=not f64)
+    if mode == "compiled":
+        forward = torch.compile(model)
+    elif mode == "weft":
+        import weft
+        forward = weft.compile(model, strict=True, memory_budget=budget)
+    else:
+        forward = model
+    losses, times = [], []
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    for step, (idx, targets) in enumerate(batches(batch, seq, labels, steps, device)):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast and not f64):
+            loss = forward(idx, targets)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        end.record()
+        losses.append(loss.detach())
+        if 3 <= step < 13:
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+    losses = [float(x) for x in losses]
+    result = {"losses": losses, "ms": sorted(times)[len(times) // 2] if times else None,
+              "peak_gib": torch.cuda.max_memory_allocated() / 2**30}
+    del optimizer, forward
+    torch.cuda.empty_cache()
+    return result
+
+
+def run_model(name, args, device):
+    spec = make(name)
+    base = spec[0]
+    out = {"params_m": sum(p.numel() for p in base.parameters()) / 1e6,
+           "batch": spec[1], "seq": spec[2], "runs": {}}
+    for mode in args.modes.split(","):
+        steps = args.check if mode == "float64" else args.steps
+        t0 = time.time()
+        try:
+            out["runs"][mode] = train(copy.deepcopy(base), mode, spec, steps, device,
+                                      autocast=args.precision == "autocast")
+        except Exception as error:  # one model's failure must not hide the others
+            out["runs"][mode] = {"error": " ".join(repr(error).split())[-1500:]}
+        out["runs"][mode]["wall_s"] = time.time() - t0
+        r = out["runs"][mode]
+        print(f"{name} {mode}: " + (f"{r['ms']} ms/step, peak {r['peak_gib']:.2f} GiB, loss "
+                                    f"{r['losses'][0]:.4f} -> {r['losses'][-1]:.4f}"
+                                    if "error" not in r else r["error"][-600:]),
+              f"({r['wall_s']:.0f} s)", flush=True)
+    ref = out["runs"].get("float64", {}).get("losses")
+    if ref:
+        for mode in ("eager", "weft"):
+            losses = out["runs"].get(mode, {}).get("losses")
+            if losses:
+                n = min(len(ref), len(losses), args.check)
+                out["runs"][mode]["max_loss_error_vs_f64"] = max(
+                    abs(a - b) if math.isfinite(a) else math.inf for a, b in zip(losses[:n], ref[:n]))
+        e, w = (out["runs"].get(m, {}).get("max_loss_error_vs_f64") for m in ("eager", "weft"))
+        if e is not None and w is not None:
+            out["loss_check"] = {"weft": w, "eager_bf16": e, "passes": w <= 2 * e}
+            print(f"{name}: first {args.check} losses vs float64: weft {w:.4g}, eager bf16 "
+                  f"{e:.4g} -> {'within' if w <= 2 * e else 'NOT within'} 2x", flush=True)
+    c, w = (out["runs"].get(m, {}).get("ms") for m in ("compiled", "weft"))
+    if c and w:
+        out["weft_over_compiled"] = w / c
+        print(f"{name}: weft / torch.compile step time = {w / c:.3f}", flush=True)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="nanogpt,llama,gpt2")
+    parser.add_argument("--modes", default="float64,eager,compiled,weft")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--check", type=int, default=20)
+    parser.add_argument("--precision", choices=("autocast", "bf16"), default="autocast",
+                        help="bf16 autocast over f32 parameters (the acceptance run), or "
+                             "bf16 parameters without autocast")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "precision": args.precision,
+              "date": time.strftime("%Y-%m-%d"), "models": {}}
+    for name in args.models.split(","):
+        report["models"][name] = run_model(name, args, device)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
