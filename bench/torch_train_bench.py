@@ -155,7 +155,24 @@ def batches(batch, seq, labels, count, device):
         yield idx.to(device), targets.to(device)
 
 
-def train(model, mode, spec, steps, device, budget=None, autocast=True):
+def summarize(steps, top=25):
+    """Per step: the timed total, time by entry kind, and the `top` kernels
+    by time (same-named entries summed)."""
+    out = []
+    for step in steps:
+        by_kind, by_name = {}, {}
+        for e in step["entries"]:
+            by_kind[e["kind"]] = by_kind.get(e["kind"], 0.0) + e["ms"]
+            name = (f"gemm {e['m']}x{e['n']}x{e['k']}" if e["kind"] == "gemm" else e["name"])
+            count, ms = by_name.get(name, (0, 0.0))
+            by_name[name] = (count + 1, ms + e["ms"])
+        ranked = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
+        out.append({"total_ms": step["total_ms"], "by_kind_ms": by_kind,
+                    "top": [{"name": n, "count": c, "ms": ms} for n, (c, ms) in ranked]})
+    return out
+
+
+def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=False):
     """Losses of `steps` steps, and the median time and peak memory of steps
     3..12 (forward + backward + AdamW)."""
     import torch._dynamo
@@ -191,6 +208,9 @@ def train(model, mode, spec, steps, device, budget=None, autocast=True):
     losses = [float(x) for x in losses]
     result = {"losses": losses, "ms": sorted(times)[len(times) // 2] if times else None,
               "peak_gib": torch.cuda.max_memory_allocated() / 2**30}
+    if mode == "weft" and profile:
+        from weft import torch_gpu
+        result["profile"] = summarize(torch_gpu.profile())
     del optimizer, forward
     torch.cuda.empty_cache()
     return result
@@ -206,7 +226,8 @@ def run_model(name, args, device):
         t0 = time.time()
         try:
             out["runs"][mode] = train(copy.deepcopy(base), mode, spec, steps, device,
-                                      autocast=args.precision == "autocast")
+                                      autocast=args.precision == "autocast",
+                                      profile=args.profile)
         except Exception as error:  # one model's failure must not hide the others
             out["runs"][mode] = {"error": " ".join(repr(error).split())[-1500:]}
         out["runs"][mode]["wall_s"] = time.time() - t0
@@ -215,6 +236,11 @@ def run_model(name, args, device):
                                     f"{r['losses'][0]:.4f} -> {r['losses'][-1]:.4f}"
                                     if "error" not in r else r["error"][-600:]),
               f"({r['wall_s']:.0f} s)", flush=True)
+        for p in r.get("profile", []):
+            print(f"  weft step entry by entry: {p['total_ms']:.2f} ms; by kind "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in p["by_kind_ms"].items()), flush=True)
+            for t in p["top"][:15]:
+                print(f"    {t['ms']:7.3f} ms  x{t['count']:<3d} {t['name']}", flush=True)
     ref = out["runs"].get("float64", {}).get("losses")
     if ref:
         for mode in ("eager", "weft"):
@@ -244,6 +270,8 @@ def main():
     parser.add_argument("--precision", choices=("autocast", "bf16"), default="autocast",
                         help="bf16 autocast over f32 parameters (the acceptance run), or "
                              "bf16 parameters without autocast")
+    parser.add_argument("--profile", action="store_true",
+                        help="after Weft's steps, time its step entry by entry (3 runs)")
     parser.add_argument("--json")
     args = parser.parse_args()
     device = torch.device("cuda")

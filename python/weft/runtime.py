@@ -483,6 +483,16 @@ StepBuffer = namedtuple("StepBuffer", "index name type role offset size first la
 _step_declared = False
 
 
+class _StepEntry(ctypes.Structure):
+    """weft_step_entry."""
+    _fields_ = [("kind", ctypes.c_int), ("name", ctypes.c_char_p), ("index", ctypes.c_uint),
+                ("stream", ctypes.c_uint), ("m", ctypes.c_longlong), ("n", ctypes.c_longlong),
+                ("k", ctypes.c_longlong), ("batch", ctypes.c_longlong)]
+
+
+_ENTRY_KINDS = {0: "launch", 1: "gemm", 2: "event", 3: "collective"}
+
+
 def _step_lib():
     """lib() with the weft_step_* signatures declared; refuses a library whose
     weft_step_options has another size than this binding's."""
@@ -510,6 +520,10 @@ def _step_lib():
             "weft_step_enqueue": (c_int, [c_void_p]),
             "weft_step_describe": (ctypes.c_char_p, [c_void_p]),
             "weft_step_memory_info": (c_int, [c_void_p, ctypes.POINTER(_StepMemory)]),
+            "weft_step_entry_count": (c_size_t, [c_void_p]),
+            "weft_step_entry_info": (c_int, [c_void_p, c_size_t, ctypes.POINTER(_StepEntry)]),
+            "weft_step_run_timed": (c_int, [c_void_p, ctypes.POINTER(ctypes.c_float), c_size_t,
+                                            ctypes.POINTER(ctypes.c_float)]),
         }
         for name, (restype, argtypes) in signatures.items():
             try:
@@ -616,6 +630,29 @@ class Step:
         raw = _StepMemory()
         _check(_step_lib().weft_step_memory_info(self._live(), ctypes.byref(raw)))
         return {name: getattr(raw, name) for name, _ in _StepMemory._fields_}
+
+    def entries(self):
+        """The schedule's entries in issue order, as dicts (kind: launch,
+        gemm, event or collective; name; index; stream; GEMM m, n, k, batch)."""
+        runtime, handle = _step_lib(), self._live()
+        out = []
+        for i in range(runtime.weft_step_entry_count(handle)):
+            raw = _StepEntry()
+            _check(runtime.weft_step_entry_info(handle, i, ctypes.byref(raw)))
+            out.append({"kind": _ENTRY_KINDS.get(raw.kind, str(raw.kind)),
+                        "name": (raw.name or b"").decode(), "index": raw.index,
+                        "stream": raw.stream, "m": raw.m, "n": raw.n, "k": raw.k,
+                        "batch": raw.batch})
+        return out
+
+    def run_timed(self):
+        """One run with an event after every entry (weft_step_run_timed):
+        (milliseconds per entry, in entries() order, and of the whole run)."""
+        runtime, handle = _step_lib(), self._live()
+        count = runtime.weft_step_entry_count(handle)
+        entry_ms, total = (ctypes.c_float * count)(), ctypes.c_float()
+        _check(runtime.weft_step_run_timed(handle, entry_ms, count, ctypes.byref(total)))
+        return list(entry_ms), total.value
 
     def free(self):
         handle, self.handle = self.handle, None

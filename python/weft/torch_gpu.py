@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import tempfile
+import weakref
 
 import torch
 
@@ -248,6 +249,27 @@ def _device_scope(device):
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
+_LIVE = weakref.WeakSet()  # every GpuTrainingStep, for profile()
+
+
+def profile(runs=3):
+    """Every loaded training step run `runs` more times with an event after
+    each schedule entry, on the buffers of its last call: one dict per step
+    with the median total and per-entry milliseconds (kind, name, GEMM shape)."""
+    report = []
+    torch.cuda.synchronize()
+    for compiled in list(_LIVE):
+        for (device, _stream), (step, _arena) in compiled.loaded.items():
+            entries = step.entries()
+            timings = [step.run_timed() for _ in range(runs)]
+            for i, entry in enumerate(entries):
+                entry["ms"] = sorted(t[0][i] for t in timings)[runs // 2]
+            report.append({"key": compiled.key, "device": device,
+                           "total_ms": sorted(t[1] for t in timings)[runs // 2],
+                           "entries": entries})
+    return report
+
+
 class GpuTrainingStep:
     """One compiled training step for one set of argument shapes and dtypes:
     the package, its layout, and the step loaded (lazily, per device and
@@ -269,6 +291,8 @@ class GpuTrainingStep:
         finally:
             prepared.free()
         self.loaded = {}  # (device index, stream handle) -> (Step, arena tensor)
+        self.pending = []  # autograd contexts holding gradients as arena views
+        _LIVE.add(self)
 
     def _step(self, device):
         stream = torch.cuda.current_stream(device)
@@ -277,15 +301,35 @@ class GpuTrainingStep:
             with torch.cuda.device(device):
                 rt.context_ensure(device.index or 0)  # torch's context is current: kept
                 arena = torch.empty(max(self.arena_bytes, 1), dtype=torch.uint8, device=device)
+                # A CUDA graph of the schedule, captured at the first run:
+                # one launch a step instead of one call per kernel and GEMM.
                 step = rt.load_step(self.package, device=device.index or 0, stream=key[1],
-                                    arena=arena.data_ptr(), arena_bytes=arena.numel())
+                                    arena=arena.data_ptr(), arena_bytes=arena.numel(),
+                                    graph=self.device_type == "cuda")
             self.loaded[key] = (step, arena)
             RUNS["arena_bytes"] = arena.numel()
         return self.loaded[key][0]
 
-    def run(self, tensors):
+    def _views(self, key, buffers):
+        """Torch tensors over `buffers` in the loaded step's arena (no copy)."""
+        arena = self.loaded[key][1]
+        return [arena[b.offset:b.offset + b.size].view(TORCH_DTYPES[b.dtype]).view(b.shape)
+                for b in buffers]
+
+    def _settle(self):
+        """Before a run overwrites the arena: the gradients a forward handed
+        out as arena views and no backward has read yet become copies."""
+        for owner in self.pending:
+            owner.grads = {k: g.clone() for k, g in owner.grads.items()}
+        self.pending = []
+
+    def run(self, tensors, owner=None):
         """(loss, [gradient per parameter]) of one step on the tensors (the
-        graph's tensor arguments), queued on torch's current stream."""
+        graph's tensor arguments), queued on torch's current stream. On CUDA
+        the inputs are copied into the arena by one foreach copy and the
+        gradients are views of the arena: `owner` (an object with a `grads`
+        dict, the autograd context) gets copies before the next run
+        overwrites them; without an owner they are copies at once."""
         values = self.imported.argument_values(*tensors)
         device = next((v.device for v in values if v.device.type == self.device_type), None)
         if device is None:
@@ -293,10 +337,16 @@ class GpuTrainingStep:
         step = self._step(device)
         layout = self.layout
         with _device_scope(device):
+            checked = []
             for index, (buffer, value) in enumerate(zip(layout.inputs, values)):
                 argument = self.imported.arguments[index]
                 value = value.detach()
                 check_tensor(buffer, value, f"argument {index}, {argument.name}", self.device_type)
+                checked.append((buffer, value))
+            self._settle()
+            if self.device_type == "cuda":
+                return self._run_in_arena(device, step, checked, owner)
+            for buffer, value in checked:
                 value = value.contiguous()
                 if buffer.size:
                     step.copy_in_device(buffer.index, value.data_ptr(), buffer.size)
@@ -312,6 +362,26 @@ class GpuTrainingStep:
                 grads.append(grad)
         return loss, grads
 
+    def _run_in_arena(self, device, step, checked, owner):
+        key = (device.index, stream_handle(torch.cuda.current_stream(device)))
+        sized = [(b, v) for b, v in checked if b.size]
+        if sized:
+            torch._foreach_copy_(self._views(key, [b for b, _ in sized]), [v for _, v in sized])
+        step.enqueue()
+        RUNS["steps"] += 1
+        loss = self._views(key, [self.layout.loss])[0].clone()
+        grads = self._views(key, self.layout.grads)
+        if owner is None:
+            return loss, [g.clone() for g in grads]
+        self.pending.append(owner)
+        return loss, grads
+
+    def release(self, owner):
+        """`owner`'s gradients are read: the next run need not copy them."""
+        if owner in self.pending:
+            self.pending.remove(owner)
+        owner.grads = None
+
     def free(self):
         """Frees the loaded steps before their arenas."""
         for step, _arena in self.loaded.values():
@@ -325,6 +395,11 @@ class GpuTrainingStep:
             pass
 
 
+class _GradientHolder:
+    """A forward's gradients until its backward reads them."""
+    grads = None
+
+
 class GpuStepFunction(torch.autograd.Function):
     """forward(step, *tensors) -> the loss; backward: grad_output times the
     gradients the forward's run computed, for the parameters (None for the
@@ -332,19 +407,23 @@ class GpuStepFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, compiled, *tensors):
-        loss, grads = compiled.run(tensors)
-        ctx.grads = dict(zip(compiled.tensor_params, grads))
-        ctx.count = len(tensors)
+        holder = _GradientHolder()
+        loss, grads = compiled.run(tensors, owner=holder)
+        holder.grads = dict(zip(compiled.tensor_params, grads))
+        ctx.holder, ctx.count, ctx.step = holder, len(tensors), compiled.step
         return loss
 
     @staticmethod
     def backward(ctx, grad_output):
-        grads = []
-        for index in range(ctx.count):
-            grad = ctx.grads.get(index)
-            grads.append(None if grad is None else grad * grad_output.to(grad.dtype))
-        ctx.grads = None
-        return (None, *grads)
+        holder = ctx.holder
+        indices = sorted(holder.grads)
+        # New tensors, grad_output times each gradient (arena views or copies).
+        scaled = torch._foreach_mul([holder.grads[i] for i in indices],
+                                    grad_output.to(holder.grads[indices[0]].dtype)) \
+            if indices else []
+        by_index = dict(zip(indices, scaled))
+        ctx.step.release(holder)
+        return (None, *[by_index.get(i) for i in range(ctx.count)])
 
 
 class CompiledGpuGraph:
@@ -364,8 +443,8 @@ class CompiledGpuGraph:
         self.tensor_params = [i for i, needs in enumerate(requires_grad) if needs]
         self.step = GpuTrainingStep(imported, params, memory_budget, cache)
 
-    def run(self, tensors):
-        return self.step.run(tensors)
+    def run(self, tensors, owner=None):
+        return self.step.run(tensors, owner)
 
     def __call__(self, tensors):
         if torch.is_grad_enabled():
