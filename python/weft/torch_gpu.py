@@ -253,20 +253,30 @@ _LIVE = weakref.WeakSet()  # every GpuTrainingStep, for profile()
 
 
 def profile(runs=3):
-    """Every loaded training step run `runs` more times with an event after
-    each schedule entry, on the buffers of its last call: one dict per step
-    with the median total and per-entry milliseconds (kind, name, GEMM shape)."""
+    """Every training step that ran on CUDA, run `runs` more times with an
+    event after each schedule entry, on the inputs of its last call (copied
+    in again before each run: the planner reuses an input's bytes once it is
+    read): one dict per step with the median total and per-entry
+    milliseconds (kind, name, GEMM shape)."""
     report = []
     torch.cuda.synchronize()
     for compiled in list(_LIVE):
-        for (device, _stream), (step, _arena) in compiled.loaded.items():
-            entries = step.entries()
-            timings = [step.run_timed() for _ in range(runs)]
-            for i, entry in enumerate(entries):
-                entry["ms"] = sorted(t[0][i] for t in timings)[runs // 2]
-            report.append({"key": compiled.key, "device": device,
-                           "total_ms": sorted(t[1] for t in timings)[runs // 2],
-                           "entries": entries})
+        if compiled.last is None:
+            continue
+        key, sized = compiled.last
+        step = compiled.loaded[key][0]
+        views = compiled._views(key, [b for b, _ in sized])
+        entries, timings = step.entries(), []
+        for _ in range(runs):
+            if sized:
+                torch._foreach_copy_(views, [v for _, v in sized])
+            torch.cuda.synchronize()
+            timings.append(step.run_timed())
+        for i, entry in enumerate(entries):
+            entry["ms"] = sorted(t[0][i] for t in timings)[runs // 2]
+        report.append({"key": compiled.key, "device": key[0],
+                       "total_ms": sorted(t[1] for t in timings)[runs // 2],
+                       "entries": entries})
     return report
 
 
@@ -292,6 +302,7 @@ class GpuTrainingStep:
             prepared.free()
         self.loaded = {}  # (device index, stream handle) -> (Step, arena tensor)
         self.pending = []  # autograd contexts holding gradients as arena views
+        self.last = None  # (loaded key, [(input buffer, tensor)]) of the last CUDA run
         _LIVE.add(self)
 
     def _step(self, device):
@@ -369,6 +380,7 @@ class GpuTrainingStep:
             torch._foreach_copy_(self._views(key, [b for b, _ in sized]), [v for _, v in sized])
         step.enqueue()
         RUNS["steps"] += 1
+        self.last = (key, sized)
         loss = self._views(key, [self.layout.loss])[0].clone()
         grads = self._views(key, self.layout.grads)
         if owner is None:
