@@ -241,6 +241,24 @@ def test_pow_by_a_tensor_is_unsupported():
         import_module(PowByTensor(), (torch.randn(3, 4),))
 
 
+class NoGradOnParameter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        with torch.no_grad():
+            s = self.w * 2.0
+        return x * s
+
+
+def test_no_grad_region_reading_a_parameter_is_unsupported():
+    """Inlined, the region would let gradients reach w."""
+    with pytest.raises(UnsupportedOp, match=r"torch\.no_grad\(\) region reading tensors.*"
+                                             r"test_torch_import\.py:\d+ in forward: s = self\.w"):
+        import_module(NoGradOnParameter(), (torch.randn(3, 4),))
+
+
 class PointwiseAndLoss(nn.Module):
     """The generic pointwise ops (div by a tensor and by a constant's
     reciprocal, log, sqrt, pow by constants, sigmoid, cos, sin), a

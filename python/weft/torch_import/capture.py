@@ -124,12 +124,15 @@ def inline_set_grad_regions(graph_module):
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target is not hop:
             continue
+        body = getattr(graph_module, node.args[1].target)
         if not node.args[0] and any(getattr(n.meta.get("val"), "requires_grad", False)
                                     for n in node.all_input_nodes):
             # Inlined, the region would pass gradients torch.no_grad() stops.
+            # The call has no source line; the region's first op has the model's.
+            traces = [n.meta["stack_trace"] for n in body.graph.nodes if n.meta.get("stack_trace")]
+            node.meta.setdefault("stack_trace", traces[0] if traces else None)
             raise UnsupportedOp(node, "a torch.no_grad() region reading tensors that require "
                                       "grad (weft has no stop-gradient)")
-        body = getattr(graph_module, node.args[1].target)
         inputs = [n for n in body.graph.nodes if n.op == "placeholder"]
         with graph.inserting_before(node):
             out = graph.graph_copy(body.graph, dict(zip(inputs, node.args[2:])))
