@@ -167,6 +167,33 @@ def test_nanogpt(tmp_path):
     assert "weft.cross_entropy" in text and "ignore_index = -1 : i64" in text
 
 
+def test_nanogpt_adamw_steps_with_torch_compile():
+    """Plain torch.compile(backend="weft") (Dynamo's own shape handling)
+    and two AdamW steps on the compiled model: at each step the loss and
+    gradients match eager's from the same parameters (eager restarts from
+    the compiled model's, since AdamW's first steps move each weight by
+    about lr whatever the size of its gradient, so float32 noise in a
+    tiny gradient would otherwise grow into the parameters)."""
+    torch.manual_seed(0)
+    model = GPT().train()
+    reference = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="weft")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for step in range(2):
+        ids, targets = batch(10 + step)
+        reference.load_state_dict(model.state_dict())
+        optimizer.zero_grad()
+        reference.zero_grad()
+        loss = compiled(ids, targets)[1]
+        loss.backward()
+        ref_loss = reference(ids, targets)[1]
+        ref_loss.backward()
+        assert abs(loss.item() - ref_loss.item()) <= RTOL * abs(ref_loss.item()), step
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            assert rel(p.grad, q.grad) <= RTOL, (step, name, rel(p.grad, q.grad))
+        optimizer.step()
+
+
 # -- transformers -----------------------------------------------------------------------
 
 def transformers_or_skip():
