@@ -129,16 +129,16 @@ class Lowering:
         return value if value.shape == shape else self.op("reshape", [value], shape, value.dtype)
 
     def constant(self, number, dtype, shape=()):
-        self._finite(number)
+        self.check_finite(number)
         return self.f.constant(float(number), shape, dtype, hint=f"{self.node.name}.c")
 
     def scale(self, value, factor):
-        self._finite(factor)
+        self.check_finite(factor)
         return value if factor == 1 else self.op("scale", [value], value.shape, value.dtype,
                                                  {"value": float(factor)})
 
 
-    def _finite(self, number):
+    def check_finite(self, number):
         if not math.isfinite(float(number)):
             raise UnsupportedOp(self.node, f"the non-finite constant {number}")
 

@@ -95,7 +95,7 @@ def _pow(lw, node):
         return x
     if float(exponent) == 2.0:
         return lw.op("mul", [x, x], shape, dtype)
-    lw._finite(exponent)
+    lw.check_finite(exponent)
     return lw.op("pow", [x], shape, dtype, {"exponent": float(exponent)})
 
 
