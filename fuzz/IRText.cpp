@@ -18,16 +18,20 @@ const std::vector<OpArity> kOps = {
     {"silu", 1, 1, 1, 1},            {"silu_grad", 2, 2, 1, 1},
     {"tanh", 1, 1, 1, 1},            {"exp", 1, 1, 1, 1},
     {"rsqrt", 1, 1, 1, 1},           {"neg", 1, 1, 1, 1},
+    {"log", 1, 1, 1, 1},             {"sqrt", 1, 1, 1, 1},
+    {"cos", 1, 1, 1, 1},             {"sin", 1, 1, 1, 1},
+    {"sigmoid", 1, 1, 1, 1},         {"pow", 1, 1, 1, 1},
     {"add", 2, 2, 1, 1},             {"sub", 2, 2, 1, 1},
-    {"mul", 2, 2, 1, 1},             {"scale", 1, 1, 1, 1},
-    {"dropout", 2, 2, 1, 1},         {"causal_mask", 1, 1, 1, 1},
-    {"where", 3, 3, 1, 1},           {"convert", 1, 1, 1, 1},
-    {"reduce_sum", 1, 1, 1, 1},      {"reduce_mean", 1, 1, 1, 1},
-    {"reshape", 1, 1, 1, 1},         {"transpose", 1, 1, 1, 1},
-    {"split", 1, 1, 0, -1},          {"concat", 0, -1, 1, 1},
-    {"embedding", 2, 2, 1, 1},       {"embedding_grad", 2, 2, 1, 1},
-    {"cross_entropy", 2, 2, 1, 1},   {"cross_entropy_grad", 3, 3, 1, 1},
-    {"rope", 3, 3, 1, 1},            {"adamw", 5, 5, 3, 3}};
+    {"mul", 2, 2, 1, 1},             {"div", 2, 2, 1, 1},
+    {"scale", 1, 1, 1, 1},           {"dropout", 2, 2, 1, 1},
+    {"causal_mask", 1, 1, 1, 1},     {"where", 3, 3, 1, 1},
+    {"convert", 1, 1, 1, 1},         {"reduce_sum", 1, 1, 1, 1},
+    {"reduce_mean", 1, 1, 1, 1},     {"reshape", 1, 1, 1, 1},
+    {"transpose", 1, 1, 1, 1},       {"split", 1, 1, 0, -1},
+    {"concat", 0, -1, 1, 1},         {"embedding", 2, 2, 1, 1},
+    {"embedding_grad", 2, 2, 1, 1},  {"cross_entropy", 2, 2, 1, 1},
+    {"cross_entropy_grad", 3, 3, 1, 1}, {"rope", 3, 3, 1, 1},
+    {"adamw", 5, 5, 3, 3}};
 
 const OpArity *findOp(std::string_view name) {
   for (const OpArity &op : kOps)

@@ -210,6 +210,8 @@ LogicalResult partitionOp(CrossEntropyOp op, PartitionCall &call) {
     call.emit(call.operands);
     return success();
   }
+  if (op.getIgnoreIndex())
+    return op.emitOpError("with ignore_index has no vocabulary-parallel form yet");
   RowStats stats = vocabRowStats(call, call.operands[0], call.operands[1], logits);
   Value loss = CrossEntropyCombineOp::create(call.builder, call.loc(),
                                              op.getLoss().getType(), stats.sumexp,
@@ -224,6 +226,8 @@ LogicalResult partitionOp(CrossEntropyGradOp op, PartitionCall &call) {
     call.emit(call.operands);
     return success();
   }
+  if (op.getIgnoreIndex())
+    return op.emitOpError("with ignore_index has no vocabulary-parallel form yet");
   RowStats stats = vocabRowStats(call, call.operands[1], call.operands[2], logits);
   Value grad = CrossEntropyGradPartialOp::create(
       call.builder, call.loc(), call.operands[1].getType(), call.operands[0],
@@ -277,8 +281,9 @@ void registerShardingModels(DialectRegistry &registry) {
                 ReduceMaxOp, ReshapeOp, TransposeOp, SplitOp, ConcatOp,
                 EmbeddingOp, EmbeddingGradOp, CrossEntropyOp,
                 CrossEntropyGradOp, RopeOp>(context);
-    attachPointwise<AddOp, SubOp, MulOp, ScaleOp, WhereOp, GeluOp, GeluGradOp,
-                    SiluOp, SiluGradOp, TanhOp, ExpOp, RsqrtOp, NegOp, DropoutOp,
+    attachPointwise<AddOp, SubOp, MulOp, DivOp, ScaleOp, WhereOp, GeluOp, GeluGradOp,
+                    SiluOp, SiluGradOp, TanhOp, ExpOp, RsqrtOp, NegOp, LogOp,
+                    SqrtOp, CosOp, SinOp, SigmoidOp, PowOp, DropoutOp,
                     ConvertOp, AdamWOp>(context);
   });
 }

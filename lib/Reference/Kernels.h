@@ -13,6 +13,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,10 +100,11 @@ mlir::LogicalResult runSplit(SplitOp op, Operands in, Results out);
 mlir::LogicalResult runConcat(ConcatOp op, Operands in, Results out);
 
 // Training.cpp
-/// Checks that every id lies in [0, limit), reporting the first that does not
-/// with its value and position.
+/// Checks that every id lies in [0, limit) or is `ignored`, reporting the
+/// first that does not with its value and position.
 mlir::LogicalResult checkIds(mlir::Operation *op, llvm::StringRef what,
-                             const Tensor &ids, int64_t limit);
+                             const Tensor &ids, int64_t limit,
+                             std::optional<int64_t> ignored = std::nullopt);
 mlir::LogicalResult runEmbedding(EmbeddingOp op, Operands in, Results out);
 mlir::LogicalResult runEmbeddingGrad(EmbeddingGradOp op, Operands in,
                                      Results out);

@@ -4,21 +4,23 @@
 
 #include "weft/Support/FloatBits.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 
 namespace weft::reference::detail {
 
-/// Checks that every id lies in [0, limit), reporting the first that does not
-/// with its value and position.
+/// Checks that every id lies in [0, limit) or is `ignored`, reporting the
+/// first that does not with its value and position.
 LogicalResult checkIds(Operation *op, StringRef what, const Tensor &ids,
-                       int64_t limit) {
+                       int64_t limit, std::optional<int64_t> ignored) {
   std::vector<int64_t> strides = rowMajorStrides(ids.shape);
   for (size_t flat = 0; flat < ids.data.size(); ++flat) {
     double id = ids.data[flat];
-    if (id >= 0.0 && id < double(limit))
+    if ((id >= 0.0 && id < double(limit)) || (ignored && id == double(*ignored)))
       continue;
     InFlightDiagnostic diag = op->emitOpError("has ")
                               << what << " " << static_cast<int64_t>(id)
@@ -89,20 +91,36 @@ LogicalResult runEmbeddingGrad(EmbeddingGradOp op, Operands in, Results out) {
   return success();
 }
 
+/// Whether position p's label counts (is not the ignore_index).
+static bool counted(const Tensor &labels, int64_t p, std::optional<int64_t> ignored) {
+  return !ignored || labels.data[p] != double(*ignored);
+}
+
+/// The positions the mean is over: those whose label is not ignored.
+static int64_t countedPositions(const Tensor &labels, std::optional<int64_t> ignored) {
+  int64_t count = 0;
+  for (int64_t p = 0, e = labels.data.size(); p < e; ++p)
+    count += counted(labels, p, ignored);
+  return count;
+}
+
 LogicalResult runCrossEntropy(CrossEntropyOp op, Operands in, Results out) {
   const Tensor &logits = *in[0], &labels = *in[1];
   int64_t classes = logits.shape.back();
-  if (failed(checkIds(op, "label", labels, classes)))
+  std::optional<int64_t> ignored = op.getIgnoreIndex();
+  if (failed(checkIds(op, "label", labels, classes, ignored)))
     return failure();
   int64_t positions = labels.data.size();
   double total = 0.0;
   for (int64_t p = 0; p < positions; ++p) {
+    if (!counted(labels, p, ignored))
+      continue;
     const double *row = logits.data.data() + p * classes;
     total += rowLogSumExp(row, classes) -
              row[static_cast<int64_t>(labels.data[p])];
   }
-  // Like PyTorch's mean reduction, an empty batch gives NaN.
-  out[0].data[0] = total / double(positions);
+  // Like PyTorch's mean reduction, no counted position gives NaN.
+  out[0].data[0] = total / double(countedPositions(labels, ignored));
   return success();
 }
 
@@ -110,13 +128,18 @@ LogicalResult runCrossEntropyGrad(CrossEntropyGradOp op, Operands in,
                                   Results out) {
   const Tensor &dloss = *in[0], &logits = *in[1], &labels = *in[2];
   int64_t classes = logits.shape.back();
-  if (failed(checkIds(op, "label", labels, classes)))
+  std::optional<int64_t> ignored = op.getIgnoreIndex();
+  if (failed(checkIds(op, "label", labels, classes, ignored)))
     return failure();
   int64_t positions = labels.data.size();
-  double factor = dloss.data[0] / double(positions);
+  double factor = dloss.data[0] / double(countedPositions(labels, ignored));
   for (int64_t p = 0; p < positions; ++p) {
-    const double *row = logits.data.data() + p * classes;
     double *grad = out[0].data.data() + p * classes;
+    if (!counted(labels, p, ignored)) {
+      std::fill_n(grad, classes, 0.0);
+      continue;
+    }
+    const double *row = logits.data.data() + p * classes;
     double lse = rowLogSumExp(row, classes);
     for (int64_t c = 0; c < classes; ++c)
       grad[c] = std::exp(row[c] - lse) * factor;

@@ -1,4 +1,4 @@
-// Gradient rules of the pointwise and row-wise ops: add/sub/mul with
+// Gradient rules of the pointwise and row-wise ops: add/sub/mul/div with
 // broadcasting, scale, dropout (same mask), causal_mask, where, convert,
 // gelu, silu, softmax, layer_norm and rms_norm.
 #include "AutodiffRules.h"
@@ -53,6 +53,29 @@ struct MulGradient : GradientRule<MulGradient, MulOp> {
     if (state.needsGradient(op.getRhs()))
       state.accumulate(op.getRhs(),
                        state.unbroadcast(product(op.getLhs()), op.getRhs().getType()));
+    return success();
+  }
+};
+
+/// z = x / y: dx = dz / y, dy = -dz z / y (the forward's z), each summed
+/// over its broadcast dims.
+struct DivGradient : GradientRule<DivGradient, DivOp> {
+  static LogicalResult build(DivOp op, GradientState &state) {
+    OpBuilder &builder = state.getBuilder();
+    Value dz = state.getGradient(op.getResult());
+    Type type = dz.getType();
+    if (state.needsGradient(op.getLhs()))
+      state.accumulate(op.getLhs(),
+                       state.unbroadcast(DivOp::create(builder, state.getLoc(), type, dz,
+                                                       op.getRhs()),
+                                         op.getLhs().getType()));
+    if (state.needsGradient(op.getRhs())) {
+      Value dzZ = MulOp::create(builder, state.getLoc(), type, dz, op.getResult());
+      Value quotient = DivOp::create(builder, state.getLoc(), type, dzZ, op.getRhs());
+      state.accumulate(op.getRhs(),
+                       scaled(state, state.unbroadcast(quotient, op.getRhs().getType()),
+                              -1.0));
+    }
     return success();
   }
 };
@@ -225,12 +248,89 @@ struct NegGradient : GradientRule<NegGradient, NegOp> {
   }
 };
 
+/// y = ln x: dx = dy / x.
+struct LogGradient : GradientRule<LogGradient, LogOp> {
+  static LogicalResult build(LogOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    state.accumulate(op.getX(), DivOp::create(state.getBuilder(), state.getLoc(),
+                                              dy.getType(), dy, op.getX()));
+    return success();
+  }
+};
+
+/// y = sqrt(x): dx = dy / (2 y) (the forward's y).
+struct SqrtGradient : GradientRule<SqrtGradient, SqrtOp> {
+  static LogicalResult build(SqrtOp op, GradientState &state) {
+    Value dy = state.getGradient(op.getY());
+    Value quotient = DivOp::create(state.getBuilder(), state.getLoc(), dy.getType(), dy,
+                                   op.getY());
+    state.accumulate(op.getX(), scaled(state, quotient, 0.5));
+    return success();
+  }
+};
+
+/// y = cos(x): dx = -dy sin(x).
+struct CosGradient : GradientRule<CosGradient, CosOp> {
+  static LogicalResult build(CosOp op, GradientState &state) {
+    OpBuilder &builder = state.getBuilder();
+    Value dy = state.getGradient(op.getY());
+    Value sin = SinOp::create(builder, state.getLoc(), op.getX());
+    Value product = MulOp::create(builder, state.getLoc(), dy.getType(), dy, sin);
+    state.accumulate(op.getX(), NegOp::create(builder, state.getLoc(), product));
+    return success();
+  }
+};
+
+/// y = sin(x): dx = dy cos(x).
+struct SinGradient : GradientRule<SinGradient, SinOp> {
+  static LogicalResult build(SinOp op, GradientState &state) {
+    OpBuilder &builder = state.getBuilder();
+    Value dy = state.getGradient(op.getY());
+    Value cos = CosOp::create(builder, state.getLoc(), op.getX());
+    state.accumulate(op.getX(), MulOp::create(builder, state.getLoc(), dy.getType(), dy, cos));
+    return success();
+  }
+};
+
+/// y = sigmoid(x): dx = dy y (1 - y), as dy y - dy y y (the forward's y).
+struct SigmoidGradient : GradientRule<SigmoidGradient, SigmoidOp> {
+  static LogicalResult build(SigmoidOp op, GradientState &state) {
+    OpBuilder &builder = state.getBuilder();
+    Value dy = state.getGradient(op.getY()), y = op.getY();
+    Value dyY = MulOp::create(builder, state.getLoc(), dy.getType(), dy, y);
+    Value dyYY = MulOp::create(builder, state.getLoc(), dy.getType(), dyY, y);
+    state.accumulate(op.getX(),
+                     SubOp::create(builder, state.getLoc(), dy.getType(), dyY, dyYY));
+    return success();
+  }
+};
+
+/// y = x^c: dx = dy c x^(c-1); c = 0 gives zeros (as PyTorch), not
+/// 0 * x^-1, which is NaN at x = 0.
+struct PowGradient : GradientRule<PowGradient, PowOp> {
+  static LogicalResult build(PowOp op, GradientState &state) {
+    OpBuilder &builder = state.getBuilder();
+    Value dy = state.getGradient(op.getY());
+    double exponent = op.getExponent().convertToDouble();
+    if (exponent == 0.0 || exponent == 1.0) {
+      state.accumulate(op.getX(), exponent == 0.0 ? scaled(state, dy, 0.0) : dy);
+      return success();
+    }
+    Value power = PowOp::create(builder, state.getLoc(), op.getX().getType(), op.getX(),
+                                builder.getF64FloatAttr(exponent - 1.0));
+    Value product = MulOp::create(builder, state.getLoc(), dy.getType(), dy, power);
+    state.accumulate(op.getX(), scaled(state, product, exponent));
+    return success();
+  }
+};
+
 } // namespace
 
 void weft::registerPointwiseGradientModels(DialectRegistry &registry) {
   attachGradientRules<
-      AddGradient, SubGradient, MulGradient, ScaleGradient, DropoutGradient,
+      AddGradient, SubGradient, MulGradient, DivGradient, ScaleGradient, DropoutGradient,
       CausalMaskGradient, WhereGradient, ConvertGradient, GeluGradient,
       SiluGradient, SoftmaxGradient, LayerNormGradient, RmsNormGradient,
-      TanhGradient, ExpGradient, RsqrtGradient, NegGradient>(registry);
+      TanhGradient, ExpGradient, RsqrtGradient, NegGradient, LogGradient,
+      SqrtGradient, CosGradient, SinGradient, SigmoidGradient, PowGradient>(registry);
 }

@@ -137,7 +137,8 @@ struct CrossEntropyGradient : GradientRule<CrossEntropyGradient, CrossEntropyOp>
     state.accumulate(op.getLogits(),
                      CrossEntropyGradOp::create(state.getBuilder(), state.getLoc(),
                                                 op.getLogits().getType(), dloss,
-                                                op.getLogits(), op.getLabels()));
+                                                op.getLogits(), op.getLabels(),
+                                                op.getIgnoreIndexAttr()));
     return success();
   }
 };

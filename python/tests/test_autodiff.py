@@ -382,6 +382,15 @@ def test_cross_entropy(rng, shape):
                     lambda l, y: F.cross_entropy(l.reshape(-1, shape[-1]), y.reshape(-1)))
 
 
+def test_cross_entropy_ignore_index(rng):
+    logits = randn(rng, (2, 5, 7), scale=2.0)
+    labels = randint(rng, (2, 5), 7)
+    labels[1, 1:4] = -1
+    check_gradients(rng, "cross_entropy", [logits, labels], [0],
+                    single_op("cross_entropy", ((), "f64"), {"ignore_index": -1}),
+                    lambda l, y: F.cross_entropy(l.reshape(-1, 7), y.reshape(-1), ignore_index=-1))
+
+
 @pytest.mark.parametrize("inverse", [False, True])
 @pytest.mark.parametrize("tables_trained", [False, True])
 def test_rope(rng, inverse, tables_trained):

@@ -237,6 +237,21 @@ def test_cross_entropy(rng, dtype, shape):
                lambda l, y: F.cross_entropy(l.reshape(-1, shape[-1]), y.reshape(-1)))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_cross_entropy_ignore_index(rng, dtype, ignore_index):
+    """Positions labelled ignore_index (outside the classes, as
+    transformers' -100, or one of them) add nothing to the mean."""
+    logits = randn(rng, (2, 5, 7), dtype, scale=3.0)
+    labels = randint(rng, (2, 5), 7)
+    labels[0, :3] = ignore_index
+    labels[1, 4] = ignore_index
+    compare_op("cross_entropy", [logits, labels],
+               lambda l, y: F.cross_entropy(l.reshape(-1, 7), y.reshape(-1),
+                                            ignore_index=ignore_index),
+               attrs={"ignore_index": ignore_index})
+
+
 def rotate_half(x):
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat([-x2, x1], dim=-1)

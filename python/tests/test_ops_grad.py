@@ -84,6 +84,21 @@ def test_cross_entropy_grad(rng, dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_cross_entropy_grad_ignore_index(rng, dtype):
+    """Ignored rows get zero gradient; the others are divided by the number
+    of counted positions."""
+    logits = randn(rng, (2, 5, 7), dtype, scale=3.0)
+    labels = randint(rng, (2, 5), 7)
+    labels[0, :3] = -100
+    dloss = randn(rng, (), dtype) + 2.0
+
+    def fn(dloss, logits, labels):
+        loss = lambda l: F.cross_entropy(l.reshape(-1, 7), labels.reshape(-1))
+        return vjp(loss, [logits], dloss)[0]
+    compare_op("cross_entropy_grad", [dloss, logits, labels], fn, attrs={"ignore_index": -100})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_embedding_grad(rng, dtype):
     vocab, hidden = 9, 6
     ids = randint(rng, (4, 7), vocab)

@@ -222,9 +222,9 @@ class Sorts(nn.Module):
         return y + 1.0
 
 
-class Cubes(nn.Module):
+class PowByTensor(nn.Module):
     def forward(self, x):
-        return x.pow(3) + x
+        return x.pow(x) + x
 
 
 def test_unsupported_op_names_op_and_line():
@@ -236,9 +236,74 @@ def test_unsupported_op_names_op_and_line():
     assert f"test_torch_import.py:{line}" in message and "torch.sort(x, dim=-1)" in message, message
 
 
-def test_pow_by_three_outside_gelu_is_unsupported():
-    with pytest.raises(UnsupportedOp, match=r"aten\.pow\.Tensor_Scalar.*pow by 3"):
-        import_module(Cubes(), (torch.randn(3, 4),))
+def test_pow_by_a_tensor_is_unsupported():
+    with pytest.raises(UnsupportedOp, match=r"aten\.pow\.Tensor_Tensor .*x\.pow\(x\)"):
+        import_module(PowByTensor(), (torch.randn(3, 4),))
+
+
+class NoGradOnParameter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        with torch.no_grad():
+            s = self.w * 2.0
+        return x * s
+
+
+def test_no_grad_region_reading_a_parameter_is_unsupported():
+    """Inlined, the region would let gradients reach w."""
+    with pytest.raises(UnsupportedOp, match=r"torch\.no_grad\(\) region reading tensors.*"
+                                             r"test_torch_import\.py:\d+ in forward: s = self\.w"):
+        import_module(NoGradOnParameter(), (torch.randn(3, 4),))
+
+
+class PointwiseAndLoss(nn.Module):
+    """The generic pointwise ops (div by a tensor and by a constant's
+    reciprocal, log, sqrt, pow by constants, sigmoid, cos, sin), a
+    broadcasting expand, addmm (GPT-2's Conv1D), a constant pad, a region
+    under torch.no_grad(), a causal mask built from arange (folded at import
+    and raised to causal attention) and the loss in its three spellings."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 6))
+        self.b = nn.Parameter(torch.randn(6))
+
+    def forward(self, x, labels, q):
+        y = torch.addmm(self.b, x.view(-1, 8), self.w).view(2, 5, 6)       # [2, 5, 6]
+        with torch.no_grad():
+            angle = torch.arange(6, dtype=x.dtype).view(1, 1, 6).expand(2, 5, 6)
+        y = y * angle.cos() + y.sin() * y.cos()
+        z = torch.log(y * y + 1.0) / torch.sqrt(y * y + 2.0) + torch.sigmoid(y).pow(3)
+        z = z + (2.0 / (y.pow(2) + 1.0)) + (y * y + 0.5).pow(-1.5)
+        pos = torch.arange(5)
+        mask = pos[None, :] <= pos[:, None]                                 # causal, [5, 5]
+        a = F.scaled_dot_product_attention(q, q, q, attn_mask=mask[None, None])
+        logits = z.reshape(10, 6)
+        shifted = F.pad(labels, (0, 1), value=-100)[..., 1:].reshape(-1)    # transformers' shift
+        ce = F.cross_entropy(logits, shifted)
+        nll = F.nll_loss(F.log_softmax(logits, dim=-1), labels.reshape(-1), ignore_index=2)
+        return ce + nll + z.mean() + a.sum()
+
+
+def test_pointwise_ops_and_losses():
+    weft_run = require_weft_run()
+    torch.manual_seed(7)
+    module = PointwiseAndLoss().double()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    labels = torch.randint(0, 6, (2, 5))
+    labels[0, 0] = 2  # an ignored position for the nll_loss spelling
+    q = torch.randn(1, 2, 5, 4, dtype=torch.float64)
+    imported = import_module(module, (x, labels, q))
+    for op in ("div", "log", "sqrt", "pow", "sigmoid", "cos", "sin", "matmul", "concat"):
+        assert f"weft.{op} " in imported.text, op
+    assert "exponent = -1.5" in imported.text and "exponent = 3.0" in imported.text
+    assert "ignore_index = -100 : i64" in imported.text and "ignore_index = 2 : i64" in imported.text
+    assert "causal" in imported.text and imported.raised.count("cross_entropy") == 1
+    (out,) = run_reference(imported, x, labels, q, weft_run=weft_run)
+    assert rel_err(out, module(x, labels, q)) <= F64_TOL
 
 
 class HFRMSNorm(nn.Module):

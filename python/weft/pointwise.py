@@ -52,4 +52,12 @@ POINTWISE = {
     "exp": Pointwise(torch.exp, 1),
     "rsqrt": Pointwise(torch.rsqrt, 1, low=0.1, high=4.0),
     "neg": Pointwise(torch.neg, 1),
+    "div": Pointwise(torch.div, 2, low=0.5, high=3.0),
+    "log": Pointwise(torch.log, 1, low=0.1, high=4.0),
+    "sqrt": Pointwise(torch.sqrt, 1, low=0.1, high=4.0),
+    "cos": Pointwise(torch.cos, 1),
+    "sin": Pointwise(torch.sin, 1),
+    "sigmoid": Pointwise(torch.sigmoid, 1),
+    "pow": Pointwise(torch.pow, 1, low=0.1, high=3.0,
+                     variants=({"exponent": 3.0}, {"exponent": 0.5}, {"exponent": -1.5})),
 }

@@ -45,3 +45,17 @@ func.func @axes(%x: tensor<8x8xf64>) -> tensor<8x8xf64> {
   %xs = shard.shard %x to %s : tensor<8x8xf64>
   return %xs : tensor<8x8xf64>
 }
+
+// -----
+
+shard.grid @grid(shape = 2)
+
+// Without ignore_index this loss becomes cross_entropy_combine of the
+// vocabulary shards' statistics; with it the counted mean has no such form.
+// CHECK: error: 'weft.cross_entropy' op with ignore_index has no vocabulary-parallel form yet
+func.func @cross_entropy_ignore(%l: tensor<8x16xf64>, %y: tensor<8xi64>) -> tensor<f64> {
+  %s = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %ls = shard.shard %l to %s : tensor<8x16xf64>
+  %loss = weft.cross_entropy %ls, %y {ignore_index = -100 : i64} : (tensor<8x16xf64>, tensor<8xi64>) -> tensor<f64>
+  return %loss : tensor<f64>
+}

@@ -170,3 +170,49 @@ func.func @forward(%x: tensor<2xf64>) -> tensor<f64> {
   %l = weft.reduce_sum %x {dims = array<i64: 0>} : (tensor<2xf64>) -> tensor<f64>
   return %l : tensor<f64>
 }
+
+// -----
+
+// cross_entropy_grad keeps the forward's ignore_index, so ignored positions
+// get no gradient and the mean is over the counted ones.
+
+// CHECK-LABEL: func.func @forward_step(
+// CHECK: %[[L:.*]] = weft.cross_entropy %[[H:.*]], %[[Y:.*]] {ignore_index = -100 : i64}
+// CHECK: weft.cross_entropy_grad %{{.*}}, %[[H]], %[[Y]] {ignore_index = -100 : i64}
+func.func @forward(%w: tensor<4x4xf32> {weft.param}, %x: tensor<2x4xf32>, %y: tensor<2xi64>) -> tensor<f32> {
+  %h = weft.linear %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %l = weft.cross_entropy %h, %y {ignore_index = -100 : i64} : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// The rules of div, log, sqrt, sigmoid and pow (test_formulas.py checks
+// their values against torch.autograd): d(x/w)/dw = -dz z / w reads the
+// forward's z; sqrt's and sigmoid's rules read the forward's y; pow's
+// reads x^(c-1).
+
+// CHECK-LABEL: func.func @forward_step(
+// CHECK: %[[Z:.*]] = weft.div %[[X:.*]], %[[W:.*]] : (tensor<4xf64>, tensor<4xf64>)
+// CHECK: %[[LOG:.*]] = weft.log %[[Z]]
+// CHECK: %[[SQRT:.*]] = weft.sqrt %[[LOG]]
+// CHECK: %[[SIG:.*]] = weft.sigmoid %[[SQRT]]
+// CHECK: weft.pow %[[SIG]] {exponent = 3.000000e+00 : f64}
+// CHECK: weft.pow %[[SIG]] {exponent = 2.000000e+00 : f64}
+// CHECK: weft.scale %{{.*}} {value = 3.000000e+00 : f64}
+// CHECK: weft.mul %{{.*}}, %[[SIG]]
+// CHECK: weft.div %{{.*}}, %[[SQRT]]
+// CHECK: weft.scale %{{.*}} {value = 5.000000e-01 : f64}
+// CHECK: weft.div %{{.*}}, %[[Z]]
+// CHECK: %[[DZZ:.*]] = weft.mul %{{.*}}, %[[Z]]
+// CHECK: weft.div %[[DZZ]], %[[W]]
+// CHECK: weft.scale %{{.*}} {value = -1.000000e+00 : f64}
+func.func @forward(%w: tensor<4xf64> {weft.param}, %x: tensor<4xf64>) -> tensor<f64> {
+  %z = weft.div %x, %w : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  %log = weft.log %z : (tensor<4xf64>) -> tensor<4xf64>
+  %sqrt = weft.sqrt %log : (tensor<4xf64>) -> tensor<4xf64>
+  %sig = weft.sigmoid %sqrt : (tensor<4xf64>) -> tensor<4xf64>
+  %cube = weft.pow %sig {exponent = 3.0 : f64} : (tensor<4xf64>) -> tensor<4xf64>
+  %l = weft.reduce_sum %cube {dims = array<i64: 0>} : (tensor<4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}

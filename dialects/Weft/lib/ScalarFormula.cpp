@@ -22,11 +22,15 @@ llvm::StringRef weft::getPrimitiveName(ScalarPrimitive primitive) {
   case ScalarPrimitive::Div: return "div";
   case ScalarPrimitive::Neg: return "neg";
   case ScalarPrimitive::Exp: return "exp";
+  case ScalarPrimitive::Log: return "log";
+  case ScalarPrimitive::Cos: return "cos";
+  case ScalarPrimitive::Sin: return "sin";
   case ScalarPrimitive::Tanh: return "tanh";
   case ScalarPrimitive::Erf: return "erf";
   case ScalarPrimitive::Sqrt: return "sqrt";
   case ScalarPrimitive::Rsqrt: return "rsqrt";
   case ScalarPrimitive::Sigmoid: return "sigmoid";
+  case ScalarPrimitive::Pow: return "pow";
   case ScalarPrimitive::Select: return "select";
   }
   llvm_unreachable("unknown scalar primitive");
@@ -41,6 +45,7 @@ unsigned weft::getPrimitiveArity(ScalarPrimitive primitive) {
   case ScalarPrimitive::Sub:
   case ScalarPrimitive::Mul:
   case ScalarPrimitive::Div:
+  case ScalarPrimitive::Pow:
     return 2;
   case ScalarPrimitive::Select:
     return 3;
@@ -97,11 +102,15 @@ double ScalarFormula::evaluate(llvm::ArrayRef<double> operands,
     case ScalarPrimitive::Div: value = arg(0) / arg(1); break;
     case ScalarPrimitive::Neg: value = -arg(0); break;
     case ScalarPrimitive::Exp: value = std::exp(arg(0)); break;
+    case ScalarPrimitive::Log: value = std::log(arg(0)); break;
+    case ScalarPrimitive::Cos: value = std::cos(arg(0)); break;
+    case ScalarPrimitive::Sin: value = std::sin(arg(0)); break;
     case ScalarPrimitive::Tanh: value = std::tanh(arg(0)); break;
     case ScalarPrimitive::Erf: value = std::erf(arg(0)); break;
     case ScalarPrimitive::Sqrt: value = std::sqrt(arg(0)); break;
     case ScalarPrimitive::Rsqrt: value = 1.0 / std::sqrt(arg(0)); break;
     case ScalarPrimitive::Sigmoid: value = 1.0 / (1.0 + std::exp(-arg(0))); break;
+    case ScalarPrimitive::Pow: value = std::pow(arg(0), arg(1)); break;
     case ScalarPrimitive::Select: value = arg(0) != 0.0 ? arg(1) : arg(2); break;
     }
     scratch[at] = value;

@@ -31,6 +31,10 @@ Scalar MulOp::buildFormula(ScalarFormula &f) {
   return f.mul(f.operand(0), f.operand(1));
 }
 
+Scalar DivOp::buildFormula(ScalarFormula &f) {
+  return f.div(f.operand(0), f.operand(1));
+}
+
 Scalar ScaleOp::buildFormula(ScalarFormula &f) {
   Scalar x = f.operand(0);
   return f.mul(x, f.constant(getValue().convertToDouble()));
@@ -144,3 +148,18 @@ Scalar ExpOp::buildFormula(ScalarFormula &f) { return f.exp(f.operand(0)); }
 Scalar RsqrtOp::buildFormula(ScalarFormula &f) { return f.rsqrt(f.operand(0)); }
 
 Scalar NegOp::buildFormula(ScalarFormula &f) { return f.neg(f.operand(0)); }
+
+Scalar LogOp::buildFormula(ScalarFormula &f) { return f.log(f.operand(0)); }
+
+Scalar SqrtOp::buildFormula(ScalarFormula &f) { return f.sqrt(f.operand(0)); }
+
+Scalar CosOp::buildFormula(ScalarFormula &f) { return f.cos(f.operand(0)); }
+
+Scalar SinOp::buildFormula(ScalarFormula &f) { return f.sin(f.operand(0)); }
+
+Scalar SigmoidOp::buildFormula(ScalarFormula &f) { return f.sigmoid(f.operand(0)); }
+
+Scalar PowOp::buildFormula(ScalarFormula &f) {
+  Scalar x = f.operand(0);
+  return f.pow(x, f.constant(getExponent().convertToDouble()));
+}

@@ -154,6 +154,7 @@ int64_t SiluGradOp::getFlops() { return 9 * elements(getX()); }
 int64_t AddOp::getFlops() { return elements(getResult()); }
 int64_t SubOp::getFlops() { return elements(getResult()); }
 int64_t MulOp::getFlops() { return elements(getResult()); }
+int64_t DivOp::getFlops() { return elements(getResult()); }
 int64_t ScaleOp::getFlops() { return elements(getY()); }
 int64_t DropoutOp::getFlops() { return 2 * elements(getY()); }
 int64_t CausalMaskOp::getFlops() { return elements(getY()); }

@@ -478,6 +478,14 @@ static LogicalResult verifyBinary(Operation *op, Value lhs, Value rhs,
 LogicalResult AddOp::verify() { return verifyBinary(*this, getLhs(), getRhs(), getResult()); }
 LogicalResult SubOp::verify() { return verifyBinary(*this, getLhs(), getRhs(), getResult()); }
 LogicalResult MulOp::verify() { return verifyBinary(*this, getLhs(), getRhs(), getResult()); }
+LogicalResult DivOp::verify() { return verifyBinary(*this, getLhs(), getRhs(), getResult()); }
+
+LogicalResult PowOp::verify() {
+  if (!std::isfinite(getExponent().convertToDouble()))
+    return emitOpError("expects a finite exponent, got ")
+           << getExponent().convertToDouble();
+  return success();
+}
 
 LogicalResult ScaleOp::verify() {
   if (!std::isfinite(getValue().convertToDouble()))

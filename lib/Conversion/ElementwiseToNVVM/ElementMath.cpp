@@ -112,6 +112,13 @@ Value ElementMath::tanh(Value x) {
   Value e = exp(fmul(x, f32c(2.0)));
   return fsub(f32c(1.0), fdiv(f32c(2.0), fadd(e, f32c(1.0))));
 }
+// log, cos, sin and pow: libdevice's logf, cosf, sinf and powf (linked by
+// lowerToPtx); powf keeps pow's sign rules for negative bases with integral
+// exponents.
+Value ElementMath::log(Value x) { return math::LogOp::create(b, x); }
+Value ElementMath::cos(Value x) { return math::CosOp::create(b, x); }
+Value ElementMath::sin(Value x) { return math::SinOp::create(b, x); }
+Value ElementMath::pow(Value x, Value y) { return math::PowFOp::create(b, x, y); }
 // erf has no short exact form; libdevice's erff (linked by lowerToPtx).
 Value ElementMath::erf(Value x) { return math::ErfOp::create(b, x); }
 // sqrt.rn.f32 (correctly rounded); convert-gpu-to-nvvm rejects llvm.sqrt.

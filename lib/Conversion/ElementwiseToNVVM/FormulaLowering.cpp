@@ -25,11 +25,15 @@ Value lowerFormula(ElementMath &m, const ScalarFormula &formula,
     case ScalarPrimitive::Div: value = m.fdiv(arg(0), arg(1)); break;
     case ScalarPrimitive::Neg: value = arith::NegFOp::create(m.b, arg(0)); break;
     case ScalarPrimitive::Exp: value = m.exp(arg(0)); break;
+    case ScalarPrimitive::Log: value = m.log(arg(0)); break;
+    case ScalarPrimitive::Cos: value = m.cos(arg(0)); break;
+    case ScalarPrimitive::Sin: value = m.sin(arg(0)); break;
     case ScalarPrimitive::Tanh: value = m.tanh(arg(0)); break;
     case ScalarPrimitive::Erf: value = m.erf(arg(0)); break;
     case ScalarPrimitive::Sqrt: value = m.sqrt(arg(0)); break;
     case ScalarPrimitive::Rsqrt: value = m.rsqrt(arg(0)); break;
     case ScalarPrimitive::Sigmoid: value = m.sigmoid(arg(0)); break;
+    case ScalarPrimitive::Pow: value = m.pow(arg(0), arg(1)); break;
     case ScalarPrimitive::Select: value = m.select(arg(0), arg(1), arg(2)); break;
     }
     values.push_back(value);

@@ -65,6 +65,10 @@ public:
   // f32 math.
   mlir::Value fdiv(mlir::Value x, mlir::Value y);
   mlir::Value exp(mlir::Value x);
+  mlir::Value log(mlir::Value x);
+  mlir::Value cos(mlir::Value x);
+  mlir::Value sin(mlir::Value x);
+  mlir::Value pow(mlir::Value x, mlir::Value y);
   mlir::Value tanh(mlir::Value x);
   mlir::Value erf(mlir::Value x);
   mlir::Value sqrt(mlir::Value x);

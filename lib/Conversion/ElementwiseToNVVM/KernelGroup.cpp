@@ -197,6 +197,12 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
     if (isa<PairedFormulaOpInterface>(member) && group.cols % 2 != 0)
       return refuse(llvm::formatv("{0} pairs the halves of rows of {1} elements",
                                   member->getName().getStringRef(), group.cols));
+    // The loss kernels average over every row; skipping ignored labels
+    // needs a counted mean they do not compute yet.
+    if (auto ce = dyn_cast<CrossEntropyOp>(member); ce && ce.getIgnoreIndex())
+      return refuse("cross_entropy with ignore_index");
+    if (auto ce = dyn_cast<CrossEntropyGradOp>(member); ce && ce.getIgnoreIndex())
+      return refuse("cross_entropy_grad with ignore_index");
     rowOps |= isRowOp(member);
     loss |= isa<CrossEntropyOp>(member);
     for (Value result : member->getResults()) {

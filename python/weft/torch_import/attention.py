@@ -46,6 +46,27 @@ def unrepeat(node):
     return node, 1
 
 
+def is_causal_mask(mask):
+    """Whether a mask evaluated at import time (transformers builds it from
+    arange) is the causal one: [..., s, s], the same for every leading
+    index, attending (True, or 0.0) exactly on and below the diagonal; a
+    float mask's other entries -inf or at most finfo.min / 2."""
+    if mask is None or mask.dim() < 2 or mask.shape[-1] != mask.shape[-2]:
+        return False
+    s = mask.shape[-1]
+    lower = torch.ones(s, s, dtype=torch.bool).tril()
+    if mask.dtype == torch.bool:
+        attend = mask
+    elif mask.is_floating_point():
+        blocked = mask <= torch.finfo(mask.dtype).min / 2
+        if not bool(((mask == 0) | blocked).all()):
+            return False
+        attend = mask == 0
+    else:
+        return False
+    return bool((attend == lower).all())
+
+
 def match_attention(anchor):
     def arg(i, name, default=None):
         return anchor.args[i] if len(anchor.args) > i else anchor.kwargs.get(name, default)
@@ -55,8 +76,12 @@ def match_attention(anchor):
     k, v = (k_base, v_base) if grouped else (k, v)
 
     def emit(lw):
-        if arg(3, "attn_mask") is not None:
-            raise UnsupportedOp(anchor, "an attn_mask tensor (only is_causal is imported)")
+        mask, causal = arg(3, "attn_mask"), bool(arg(5, "is_causal", False))
+        if mask is not None:
+            if not is_causal_mask(lw.constants.get(mask)):
+                raise UnsupportedOp(anchor, "an attn_mask tensor that is not a constant causal "
+                                            "mask (only causal masking is imported)")
+            causal = True
         if arg(4, "dropout_p", 0.0):
             raise UnsupportedOp(anchor, "dropout_p > 0 (call module.eval())")
         shape, dtype = result_type(anchor)
@@ -65,7 +90,7 @@ def match_attention(anchor):
             raise UnsupportedOp(anchor, "q, k, v not of rank 4 ([b, h, s, d])")
         if operands[0].shape[1] % operands[1].shape[1]:
             raise UnsupportedOp(anchor, "kv heads not dividing q heads")
-        attrs = {"causal": bool(arg(5, "is_causal", False))}
+        attrs = {"causal": causal}
         scale, head_dim = arg(6, "scale"), operands[0].shape[3]
         default = 1.0 / math.sqrt(head_dim)
         if scale is not None and float(scale) != default:
@@ -76,4 +101,5 @@ def match_attention(anchor):
                 # into q so f64 models keep f64 accuracy.
                 operands[0] = lw.scale(operands[0], float(scale) / default)
         return lw.op("attention", operands, shape, dtype, attrs)
-    return [(anchor, Match("attention(gqa)" if grouped else "attention", [q, k, v], emit))]
+    inputs = [q, k, v] + ([arg(3, "attn_mask")] if arg(3, "attn_mask") is not None else [])
+    return [(anchor, Match("attention(gqa)" if grouped else "attention", inputs, emit))]

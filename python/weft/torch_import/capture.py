@@ -2,6 +2,7 @@
 static shapes and dtypes on every node (node.meta["val"]), the parameters,
 buffers and constants lifted to leading graph inputs, and source lines kept
 in node.meta["stack_trace"]."""
+import operator
 import re
 from dataclasses import dataclass
 
@@ -99,6 +100,7 @@ def capture(module, example_inputs):
     except Exception as error:  # export's own errors: many classes, one meaning
         raise CaptureError(f"torch.export could not capture "
                            f"{type(module).__name__}.forward: {error}") from error
+    inline_set_grad_regions(program.graph_module)
     graph_inputs = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
     arguments = []
     for spec in program.graph_signature.input_specs:
@@ -110,6 +112,39 @@ def capture(module, example_inputs):
         arguments.append(Argument(spec.arg.name, kind, spec.target, tuple(value.shape),
                                   weft_dtype(value.dtype)))
     return program, arguments
+
+
+def inline_set_grad_regions(graph_module):
+    """Inlines torch.export's wrap_with_set_grad_enabled regions (a forward
+    under torch.no_grad(), as transformers' rotary embedding is): their ops
+    are plain ATen ops of the graph, which the importer maps; grad mode does
+    not change a forward's values. A no_grad region reading a tensor that
+    requires grad is refused: inlined, it would pass gradients on."""
+    graph = graph_module.graph
+    hop = torch.ops.higher_order.wrap_with_set_grad_enabled
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not hop:
+            continue
+        body = getattr(graph_module, node.args[1].target)
+        if not node.args[0] and any(getattr(n.meta.get("val"), "requires_grad", False)
+                                    for n in node.all_input_nodes):
+            # Inlined, the region would pass gradients torch.no_grad() stops.
+            # The call has no source line; the region's first op has the model's.
+            traces = [n.meta["stack_trace"] for n in body.graph.nodes if n.meta.get("stack_trace")]
+            node.meta.setdefault("stack_trace", traces[0] if traces else None)
+            raise UnsupportedOp(node, "a torch.no_grad() region reading tensors that require "
+                                      "grad (weft has no stop-gradient)")
+        inputs = [n for n in body.graph.nodes if n.op == "placeholder"]
+        with graph.inserting_before(node):
+            out = graph.graph_copy(body.graph, dict(zip(inputs, node.args[2:])))
+        for user in list(node.users):
+            if user.op == "call_function" and user.target is operator.getitem:
+                user.replace_all_uses_with(out[user.args[1]])
+                graph.erase_node(user)
+        if node.users:
+            node.replace_all_uses_with(out)
+        graph.erase_node(node)
+    graph.lint()
 
 
 def argument_values(program, arguments, inputs):

@@ -1,7 +1,8 @@
 """Turns a captured ATen graph into one weft function: raised patterns first
 (patterns.py), then the nodes still needed, in graph order, one handler each
 (ops.py). A node no output depends on is never lowered, so the pieces of a
-raised pattern leave nothing behind."""
+raised pattern leave nothing behind. A node computed from constants alone
+(position ids, causal masks built from arange) is evaluated at import time."""
 import math
 import operator
 
@@ -23,7 +24,8 @@ class ImportBuilder(FunctionBuilder):
 
     def constant(self, number, shape, dtype, hint="cst"):
         value = Value(self._fresh(hint), tuple(shape), dtype)
-        self.lines.append(f"{value.name} = arith.constant dense<{format_float(number)}> "
+        literal = format_float(number) if dtype in FLOAT_TYPES else str(int(number))
+        self.lines.append(f"{value.name} = arith.constant dense<{literal}> "
                           f": {tensor_type(shape, dtype)}")
         return value
 
@@ -67,12 +69,20 @@ def is_number(arg):
     return isinstance(arg, (int, float)) and not isinstance(arg, bool)
 
 
+# Values computed from constants are folded into the IR up to this size; a
+# larger one would bloat it, so it is refused.
+MAX_FOLDED_ELEMENTS = 1 << 16
+
+
 class Lowering:
-    """The function being built and the weft value of each lowered node."""
+    """The function being built, the weft value of each lowered node, and
+    the tensor of each node evaluated at import time (`constants`: emitted
+    as an arith.constant when a lowered op reads one)."""
 
     def __init__(self, name):
         self.f = ImportBuilder(name)
         self.values = {}
+        self.constants = {}
         self.raised = []
         self.node = None  # the node being lowered, for error messages
         self.layer = None  # its block's index (weft.layer), None outside the blocks
@@ -82,6 +92,13 @@ class Lowering:
     def value(self, arg):
         if not isinstance(arg, torch.fx.Node):
             raise UnsupportedOp(self.node, f"expected a tensor operand, got {arg!r}")
+        if arg not in self.values and arg in self.constants:
+            tensor = self.constants[arg]
+            if tensor.numel() > MAX_FOLDED_ELEMENTS:
+                raise UnsupportedOp(arg, f"a constant of {tensor.numel()} elements (at most "
+                                         f"{MAX_FOLDED_ELEMENTS} are folded into the IR)")
+            self.values[arg] = self.f.dense_constant(tensor, weft_dtype(tensor.dtype, arg),
+                                                     hint=arg.name)
         if arg not in self.values:
             raise UnsupportedOp(self.node, f"operand {arg.name} was not lowered")
         value = self.values[arg]
@@ -117,16 +134,16 @@ class Lowering:
         return value if value.shape == shape else self.op("reshape", [value], shape, value.dtype)
 
     def constant(self, number, dtype, shape=()):
-        self._finite(number)
+        self.check_finite(number)
         return self.f.constant(float(number), shape, dtype, hint=f"{self.node.name}.c")
 
     def scale(self, value, factor):
-        self._finite(factor)
+        self.check_finite(factor)
         return value if factor == 1 else self.op("scale", [value], value.shape, value.dtype,
                                                  {"value": float(factor)})
 
 
-    def _finite(self, number):
+    def check_finite(self, number):
         if not math.isfinite(float(number)):
             raise UnsupportedOp(self.node, f"the non-finite constant {number}")
 
@@ -145,6 +162,24 @@ def live_nodes(graph, matches):
         else:
             work.extend(node.all_input_nodes)
     return live
+
+
+def _fold(lowering, node):
+    """node's tensor when every tensor it reads was evaluated at import time
+    (factories read none) and it is a plain ATen op; else None."""
+    if not isinstance(node.target, torch._ops.OpOverload) or \
+            not isinstance(node.meta.get("val"), torch.Tensor) or \
+            torch.Tag.nondeterministic_seeded in node.target.tags:
+        return None
+    inputs = node.all_input_nodes
+    if any(n not in lowering.constants for n in inputs):
+        return None
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: lowering.constants[n])
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "pin_memory")}
+    if "device" in node.kwargs:
+        kwargs["device"] = "cpu"
+    value = node.target(*args, **kwargs)
+    return value if isinstance(value, torch.Tensor) else None
 
 
 def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False):
@@ -172,6 +207,8 @@ def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False)
             lowering.f.ret(*(_vjp_loss(lowering, outputs) if vjp else outputs))
         elif node.op != "call_function":
             raise UnsupportedOp(node, f"FX node kind {node.op}")
+        elif (folded := _fold(lowering, node)) is not None:
+            lowering.constants[node] = folded
         elif node in matches:
             lowering.values[node] = matches[node].emit(lowering)
             lowering.raised.append(matches[node].kind)

@@ -1,8 +1,6 @@
 """One handler per ATen op: (Lowering, node) -> weft Value (or a list of
 them for split-like ops). Shapes and element types of results come from the
 traced node, so each handler only decides which weft ops compute it."""
-import math
-
 import torch
 
 from weft.models.ir import I64Array
@@ -42,8 +40,6 @@ def _binary(kind):
         if kind == "rsub":  # b - alpha * a
             a, b, kind_now = b, a, "sub"
         if is_tensor_node(a) and is_tensor_node(b):
-            if kind_now == "div":
-                raise UnsupportedOp(node, "division by a tensor (the dialect has no div yet)")
             x, y = lw.float_value(a, dtype), lw.float_value(b, dtype)
             y = lw.scale(y, alpha) if kind_now in ("add", "sub") else y
             return lw.op(kind_now, [x, y], shape, dtype)
@@ -60,6 +56,8 @@ def _binary(kind):
         if is_number(a) and is_tensor_node(b) and kind_now == "sub":  # rsub: a - alpha * b
             c = lw.constant(a, dtype)
             return lw.op("sub", [c, lw.scale(lw.float_value(b, dtype), alpha)], shape, dtype)
+        if is_number(a) and is_tensor_node(b) and kind_now == "div":  # a / b
+            return lw.op("div", [lw.constant(a, dtype), lw.float_value(b, dtype)], shape, dtype)
         raise UnsupportedOp(node, f"operands {a!r}, {b!r}")
     return lower
 
@@ -71,6 +69,13 @@ def _unary(name):
     return lower
 
 
+def _reciprocal(lw, node):
+    """1 / x (what `c / x` traces to, times c)."""
+    shape, dtype = result_type(node)
+    return lw.op("div", [lw.constant(1.0, dtype), lw.float_value(node.args[0], dtype)],
+                 shape, dtype)
+
+
 def _gelu(lw, node):
     shape, dtype = result_type(node)
     approximate = _arg(node, 1, "approximate", "none")
@@ -79,13 +84,19 @@ def _gelu(lw, node):
 
 
 def _pow(lw, node):
+    """x^c by a number: x^1 is x, x^2 is x*x (exact, and what RMSNorm's
+    pattern reads), other exponents weft.pow."""
     shape, dtype = result_type(node)
     exponent = node.args[1]
-    if not is_number(exponent) or float(exponent) not in (1.0, 2.0):
-        raise UnsupportedOp(node, f"pow by {exponent!r} (the dialect has no pow yet; "
-                                  "only x^1 and x^2 = x*x are imported)")
+    if not is_number(exponent):
+        raise UnsupportedOp(node, f"pow by {exponent!r} (weft.pow takes a constant exponent)")
     x = lw.float_value(node.args[0], dtype)
-    return x if float(exponent) == 1.0 else lw.op("mul", [x, x], shape, dtype)
+    if float(exponent) == 1.0:
+        return x
+    if float(exponent) == 2.0:
+        return lw.op("mul", [x, x], shape, dtype)
+    lw.check_finite(exponent)
+    return lw.op("pow", [x], shape, dtype, {"exponent": float(exponent)})
 
 
 # -- reductions, softmax, norms ---------------------------------------------------
@@ -141,6 +152,27 @@ def _rms_norm(lw, node):
     return lw.op("rms_norm", [x, gamma], shape, dtype, {"eps": eps})
 
 
+def _cross_entropy(lw, node):
+    """F.cross_entropy of logits [N, C] (or [C]) and class-index targets,
+    mean reduction, no class weights or label smoothing."""
+    _, dtype = result_type(node)
+    weight, reduction = _arg(node, 2, "weight"), _arg(node, 3, "reduction", 1)
+    ignore_index, smoothing = _arg(node, 4, "ignore_index", -100), _arg(node, 5, "label_smoothing", 0.0)
+    if weight is not None or reduction != 1 or smoothing:
+        raise UnsupportedOp(node, "cross_entropy with class weights, label smoothing or a "
+                                  "reduction other than mean")
+    return cross_entropy(lw, node.args[0], node.args[1], dtype, int(ignore_index))
+
+
+def cross_entropy(lw, logits_node, target_node, dtype, ignore_index):
+    """weft.cross_entropy {ignore_index} of logits [..., C] and i64 labels."""
+    logits, labels = lw.float_value(logits_node, dtype), lw.value(target_node)
+    if labels.dtype != "i64" or tuple(labels.shape) != tuple(logits.shape[:-1]):
+        raise UnsupportedOp(lw.node, f"cross_entropy of {logits.type} against {labels.type} "
+                                     "(weft takes i64 class indices, one per row)")
+    return lw.op("cross_entropy", [logits, labels], (), dtype, {"ignore_index": ignore_index})
+
+
 # -- GEMMs, embedding ---------------------------------------------------------------
 
 def _linear(lw, node):
@@ -150,6 +182,16 @@ def _linear(lw, node):
     if bias is not None:
         operands.append(lw.float_value(bias, dtype))
     return lw.op("linear", operands, shape, dtype)
+
+
+def _addmm(lw, node):
+    """beta * input + alpha * (mat1 @ mat2): GPT-2's Conv1D (weight [in, out])."""
+    shape, dtype = result_type(node)
+    beta, alpha = _arg(node, 3, "beta", 1), _arg(node, 4, "alpha", 1)
+    a, b = lw.float_value(node.args[1], dtype), lw.float_value(node.args[2], dtype)
+    product = lw.scale(lw.op("matmul", [a, b], shape, dtype), alpha)
+    bias = lw.scale(lw.float_value(node.args[0], dtype), beta)
+    return lw.op("add", [product, bias], shape, dtype)
 
 
 def _matmul(lw, node):
@@ -254,12 +296,17 @@ def _convert(lw, node):
 
 
 def _expand(lw, node):
-    shape, _ = result_type(node)
+    """expand that broadcasts: x + 0 of the result's shape (weft.add
+    broadcasts; exact, and its gradient sums over the broadcast dims).
+    repeat_kv's expand before SDPA is raised to GQA instead (attention.py)."""
+    shape, dtype = result_type(node)
     x = lw.value(node.args[0])
-    if x.shape != shape:
-        raise UnsupportedOp(node, "expand that broadcasts (only repeat_kv's expand feeding "
-                                  "scaled_dot_product_attention is imported, as GQA)")
-    return x
+    if x.shape == shape:
+        return x
+    if dtype not in FLOAT_TYPES:
+        raise UnsupportedOp(node, f"expand of a {dtype} tensor that broadcasts "
+                                  "(weft broadcasts floats)")
+    return lw.op("add", [x, lw.constant(0.0, dtype, shape)], shape, dtype)
 
 
 def _transpose(lw, node):
@@ -331,6 +378,33 @@ def _select(lw, node):
     return lw.reshape(piece, shape)
 
 
+def _pad(lw, node):
+    """Constant padding (F.pad(x, (left, right, ...), value=v)): concat with
+    splat blocks, last dim first; transformers pads the labels with -100
+    before shifting them."""
+    shape, dtype = result_type(node)
+    x = lw.value(node.args[0])
+    pads = list(node.args[1])
+    mode = _arg(node, 2, "mode", "constant") if node.target == aten.pad.default else "constant"
+    fill = _arg(node, 3 if node.target == aten.pad.default else 2, "value", 0.0) or 0.0
+    if mode != "constant" or any(p < 0 for p in pads):
+        raise UnsupportedOp(node, f"pad in mode {mode!r} with widths {pads} "
+                                  "(constant padding by nonnegative widths is imported)")
+    for i in range(len(pads) // 2):
+        dim = len(x.shape) - 1 - i
+        blocks = []
+        for width in (pads[2 * i], pads[2 * i + 1]):
+            block = list(x.shape)
+            block[dim] = width
+            blocks.append(lw.constant(fill, dtype, tuple(block)) if width else None)
+        pieces = [p for p in (blocks[0], x, blocks[1]) if p is not None]
+        if len(pieces) > 1:
+            out = list(x.shape)
+            out[dim] += pads[2 * i] + pads[2 * i + 1]
+            x = lw.op("concat", pieces, tuple(out), dtype, {"dim": dim})
+    return x
+
+
 def _cat(lw, node):
     shape, dtype = result_type(node)
     pieces = [lw.value(t) for t in node.args[0]]
@@ -341,20 +415,6 @@ def _cat(lw, node):
     return lw.op("concat", pieces, shape, dtype, {"dim": dim})
 
 
-# Tensor factories with static arguments are evaluated at import time and
-# become constants; a large one would bloat the IR, so it is refused.
-MAX_FOLDED_ELEMENTS = 1 << 16
-
-
-def _factory(lw, node):
-    shape, dtype = result_type(node)
-    if math.prod(shape) > MAX_FOLDED_ELEMENTS:
-        raise UnsupportedOp(node, f"a constant of {math.prod(shape)} elements "
-                                  f"(at most {MAX_FOLDED_ELEMENTS} are folded into the IR)")
-    kwargs = {k: v for k, v in node.kwargs.items() if k not in ("device", "pin_memory")}
-    return lw.f.dense_constant(node.target(*node.args, **kwargs), dtype, hint=node.name)
-
-
 HANDLERS = {
     aten.add.Tensor: _binary("add"), aten.add.Scalar: _binary("add"),
     aten.sub.Tensor: _binary("sub"), aten.sub.Scalar: _binary("sub"),
@@ -362,7 +422,7 @@ HANDLERS = {
     aten.mul.Tensor: _binary("mul"), aten.mul.Scalar: _binary("mul"),
     aten.div.Tensor: _binary("div"), aten.div.Scalar: _binary("div"),
     aten.gelu.default: _gelu,
-    aten.pow.Tensor_Scalar: _pow,
+    aten.pow.Tensor_Scalar: _pow, aten.reciprocal.default: _reciprocal,
     aten.mean.dim: _reduce("reduce_mean", 1), aten.mean.default: _reduce("reduce_mean", 0),
     aten.sum.dim_IntList: _reduce("reduce_sum", 1), aten.sum.default: _reduce("reduce_sum", 0),
     aten.amax.default: _reduce("reduce_max", 1),
@@ -386,9 +446,9 @@ HANDLERS = {
     aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
     aten.chunk.default: _split, aten.unbind.int: _split,
     aten.slice.Tensor: _slice, aten.select.int: _select, aten.cat.default: _cat,
-    aten.arange.default: _factory, aten.arange.start: _factory,
-    aten.arange.start_step: _factory, aten.zeros.default: _factory,
-    aten.ones.default: _factory, aten.full.default: _factory,
+    aten.pad.default: _pad, aten.constant_pad_nd.default: _pad,
+    aten.addmm.default: _addmm,
+    aten.cross_entropy_loss.default: _cross_entropy,
 }
 
 # Unary pointwise ops without attributes whose PyTorch function is the ATen op

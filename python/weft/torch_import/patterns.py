@@ -1,6 +1,7 @@
 """Raises written-out patterns back to weft's fused ops: RMSNorm, tanh GELU,
-rotary embeddings (rotate_half form) and repeat_kv before SDPA (GQA). Each
-matcher starts at an anchor node (rsqrt, tanh, cat, SDPA) and returns a Match
+rotary embeddings (rotate_half form), repeat_kv before SDPA (GQA) and
+nll_loss of log_softmax (cross-entropy). Each matcher starts at an anchor
+node (rsqrt, tanh, cat, SDPA, nll_loss) and returns a Match
 rooted at the pattern's last node; lowering.live_nodes then drops the pieces
 nothing else uses. A pattern that does not match exactly is left alone and
 its ops are imported one by one."""
@@ -13,7 +14,8 @@ from .attention import match_attention
 from .graph_match import (ADD, MUL, RESHAPES, Match, close_to, is_op, monomial,
                           other_operand, plain_binary, same_type, strip_scalars,
                           tensor_users, through, traced)
-from .lowering import is_number, is_tensor_node
+from .lowering import is_number, is_tensor_node, result_type
+from .ops import cross_entropy
 
 aten = torch.ops.aten
 GELU_C = math.sqrt(2.0 / math.pi)
@@ -199,11 +201,46 @@ def _rope_match(x, cos, sin):
     return Match("rope", [x, cos, sin], emit)
 
 
+# -- cross-entropy: nll_loss(log_softmax(x, -1), target) -----------------------------------
+
+LOG_SOFTMAX = (aten.log_softmax.int, aten._log_softmax.default)
+
+
+def match_cross_entropy(anchor):
+    """nll_loss (nll_loss_nd, nll_loss, or nll_loss_forward's first result)
+    with mean reduction and no class weights, of log_softmax over the last
+    dim -> weft.cross_entropy {ignore_index}."""
+    def arg(i, name, default):
+        return anchor.args[i] if len(anchor.args) > i else anchor.kwargs.get(name, default)
+    log_probs = through(anchor.args[0])
+    if not is_op(log_probs, LOG_SOFTMAX) or arg(2, "weight", None) is not None \
+            or arg(3, "reduction", 1) != 1:
+        return []
+    x, target = log_probs.args[0], anchor.args[1]
+    rank = len(traced(x).shape)
+    if log_probs.args[1] % rank != rank - 1 or not same_type(x, log_probs):
+        return []
+    ignore_index = int(arg(4, "ignore_index", -100))
+    root = anchor
+    if is_op(anchor, (aten.nll_loss_forward.default,)):
+        firsts = [u for u in anchor.users if u.target is operator.getitem and u.args[1] == 0]
+        if len(firsts) != 1:
+            return []
+        root = firsts[0]
+
+    def emit(lw):
+        return cross_entropy(lw, x, target, result_type(root)[1], ignore_index)
+    return [(root, Match("cross_entropy", [x, target], emit))]
+
+
 MATCHERS = {
     aten.rsqrt.default: match_rms_norm,
     aten.tanh.default: match_gelu_tanh,
     aten.cat.default: match_rope,
     aten.scaled_dot_product_attention.default: match_attention,
+    aten.nll_loss_nd.default: match_cross_entropy,
+    aten.nll_loss.default: match_cross_entropy,
+    aten.nll_loss_forward.default: match_cross_entropy,
 }
 
 

@@ -20,7 +20,7 @@ namespace weft {
 
 /// The primitives formulas are written in. Each has one meaning; its two
 /// implementations are ScalarFormula::evaluate (float64) and the GPU
-/// element evaluator's lowering (f32). `Select` picks its second operand
+/// element evaluator's lowering (f32). `Pow` is x^y (std::pow). `Select` picks its second operand
 /// where the first (an i1 mask element) is true.
 enum class ScalarPrimitive : uint8_t {
   Operand,
@@ -31,11 +31,15 @@ enum class ScalarPrimitive : uint8_t {
   Div,
   Neg,
   Exp,
+  Log,
+  Cos,
+  Sin,
   Tanh,
   Erf,
   Sqrt,
   Rsqrt,
   Sigmoid,
+  Pow,
   Select,
 };
 
@@ -72,11 +76,15 @@ public:
   Scalar div(Scalar x, Scalar y) { return emit(ScalarPrimitive::Div, {x, y}); }
   Scalar neg(Scalar x) { return emit(ScalarPrimitive::Neg, {x}); }
   Scalar exp(Scalar x) { return emit(ScalarPrimitive::Exp, {x}); }
+  Scalar log(Scalar x) { return emit(ScalarPrimitive::Log, {x}); }
+  Scalar cos(Scalar x) { return emit(ScalarPrimitive::Cos, {x}); }
+  Scalar sin(Scalar x) { return emit(ScalarPrimitive::Sin, {x}); }
   Scalar tanh(Scalar x) { return emit(ScalarPrimitive::Tanh, {x}); }
   Scalar erf(Scalar x) { return emit(ScalarPrimitive::Erf, {x}); }
   Scalar sqrt(Scalar x) { return emit(ScalarPrimitive::Sqrt, {x}); }
   Scalar rsqrt(Scalar x) { return emit(ScalarPrimitive::Rsqrt, {x}); }
   Scalar sigmoid(Scalar x) { return emit(ScalarPrimitive::Sigmoid, {x}); }
+  Scalar pow(Scalar x, Scalar y) { return emit(ScalarPrimitive::Pow, {x, y}); }
   Scalar select(Scalar mask, Scalar onTrue, Scalar onFalse) {
     return emit(ScalarPrimitive::Select, {mask, onTrue, onFalse});
   }

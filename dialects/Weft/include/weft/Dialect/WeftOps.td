@@ -304,6 +304,7 @@ class Weft_BinaryOp<string mnemonic, string what>
 def Weft_AddOp : Weft_BinaryOp<"add", "elementwise sum">;
 def Weft_SubOp : Weft_BinaryOp<"sub", "elementwise difference">;
 def Weft_MulOp : Weft_BinaryOp<"mul", "elementwise product">;
+def Weft_DivOp : Weft_BinaryOp<"div", "elementwise quotient, lhs / rhs">;
 
 def Weft_ScaleOp : Weft_Op<"scale",
     !listconcat([Elementwise, SameOperandsAndResultType], Weft_FormulaTraits)> {
@@ -410,6 +411,32 @@ def Weft_ExpOp : Weft_UnaryPointwiseOp<"exp", "exponential, e^x">;
 def Weft_RsqrtOp : Weft_UnaryPointwiseOp<"rsqrt", "reciprocal square root, 1/sqrt(x)">;
 
 def Weft_NegOp : Weft_UnaryPointwiseOp<"neg", "negation, -x">;
+
+def Weft_LogOp : Weft_UnaryPointwiseOp<"log", "natural logarithm, ln(x)">;
+
+def Weft_SqrtOp : Weft_UnaryPointwiseOp<"sqrt", "square root">;
+
+def Weft_CosOp : Weft_UnaryPointwiseOp<"cos", "cosine">;
+
+def Weft_SinOp : Weft_UnaryPointwiseOp<"sin", "sine">;
+
+def Weft_SigmoidOp : Weft_UnaryPointwiseOp<"sigmoid", "logistic sigmoid, 1/(1+e^-x)">;
+
+// Its FLOPs are its formula's (no cost override), as for the unary ops above.
+def Weft_PowOp : Weft_Op<"pow",
+    !listconcat([Elementwise, SameOperandsAndResultType], Weft_FormulaTraits),
+    [], []> {
+  let summary = "x raised to a constant exponent, x^exponent, elementwise";
+  let description = [{
+    As `torch.pow(x, exponent)` with a Python number: a negative base gives
+    NaN unless the exponent is integral; `exponent` must be finite.
+    ```mlir
+    %y = weft.pow %x {exponent = 2.000000e+00 : f64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$x, F64Attr:$exponent);
+  let results = (outs Weft_FloatTensor:$y);
+}
 
 //===----------------------------------------------------------------------===//
 // Reductions and shapes
@@ -520,12 +547,17 @@ def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
   let summary = "mean softmax cross-entropy of logits [..., V] against labels [...]";
   let description = [{
     The result is a 0-d tensor: the mean over all label positions, computed
-    with f32 (f64 in the interpreter) log-sum-exp.
+    with f32 (f64 in the interpreter) log-sum-exp. With `ignore_index`
+    (PyTorch's `F.cross_entropy(..., ignore_index=)`), positions whose label
+    is that value add nothing and the mean is over the others (NaN when
+    none is left, as in PyTorch); the GPU kernels do not take it yet.
     ```mlir
     %l = weft.cross_entropy %logits, %labels : (tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<f32>
+    %m = weft.cross_entropy %logits, %labels {ignore_index = -100 : i64} : (tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<f32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$logits, Weft_IdTensor:$labels);
+  let arguments = (ins Weft_FloatTensor:$logits, Weft_IdTensor:$labels,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs 0DTensorOf<[F64, F32, F16, BF16]>:$loss);
 }
 
@@ -534,12 +566,15 @@ def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
                                ["getFusionAnchor", "getRowStatCount"]>]> {
   let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
   let description = [{
+    N counts the positions whose label is not `ignore_index`; an ignored
+    position's row is zero.
     ```mlir
     %dl = weft.cross_entropy_grad %dloss, %logits, %labels : (tensor<f32>, tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<2x16x100xf32>
     ```
   }];
   let arguments = (ins 0DTensorOf<[F64, F32, F16, BF16]>:$dloss,
-                       Weft_FloatTensor:$logits, Weft_IdTensor:$labels);
+                       Weft_FloatTensor:$logits, Weft_IdTensor:$labels,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Weft_FloatTensor:$dlogits);
 }
 
