@@ -106,6 +106,10 @@ def batches(device):
     for _ in range(STEPS):
         idx = torch.randint(0, VOCAB, (BATCH, SEQ), generator=generator)
         targets = torch.randint(0, VOCAB, (BATCH, SEQ), generator=generator)
+        # F.cross_entropy's default ignore_index: about one target in eight
+        # is ignored (the mean is over the others), as padded labels are.
+        ignored = torch.rand((BATCH, SEQ), generator=generator) < 0.125
+        targets[ignored] = -100
         yield idx.to(device), targets.to(device)
 
 

@@ -93,11 +93,10 @@ def test_position_embedding_is_a_slice_of_the_table():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1), "label_smoothing=0.1"),
-    (lambda x, t: F.cross_entropy(x, t, reduction="sum"), "reduction 'sum'"),
-    (lambda x, t: F.cross_entropy(x, t, ignore_index=0), "ignore_index=0"),
+    (lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1), "label smoothing"),
+    (lambda x, t: F.cross_entropy(x, t, reduction="sum"), "reduction other than mean"),
     (lambda x, t: F.cross_entropy(x.view(2, 3, 4).transpose(1, 2), t.view(2, 3)),
-     "rank-3 logits"),
+     "one per row"),
 ])
 def test_cross_entropy_refusals(call, message):
     class Loss(nn.Module):

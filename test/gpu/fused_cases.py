@@ -144,6 +144,16 @@ def dtype_cases(d, pw, rw, ce):
                     [("dloss", sc), ("logits", lg), ("labels", lb)], [("dlogits", lg)],
                     op(["dlogits"], "cross_entropy_grad", ["dloss", "logits", "labels"], "",
                        [sc, lg, lb], [lg])))
+    # With ignore_index (PyTorch's default, what the importer writes): the
+    # mean over the kept rows; label 7 stands for the ignored class here, so
+    # the random labels hit it.
+    out.append(func(f"cross_entropy_ignore_{d}", [("logits", lg), ("labels", lb)], [("loss", sc)],
+                    op(["loss"], "cross_entropy", ["logits", "labels"], "ignore_index = 7 : i64",
+                       [lg, lb], [sc])))
+    out.append(func(f"cross_entropy_grad_ignore_{d}",
+                    [("dloss", sc), ("logits", lg), ("labels", lb)], [("dlogits", lg)],
+                    op(["dlogits"], "cross_entropy_grad", ["dloss", "logits", "labels"],
+                       "ignore_index = 7 : i64", [sc, lg, lb], [lg])))
     if d != "f32":
         # AdamW on f32 master weights and moments, the low-precision copy.
         p, lp, st = t(rw[1:], "f32"), t(rw[1:], d), "tensor<i64>"

@@ -282,10 +282,18 @@ Value ElementEvaluator::compute(OpResult result) {
             return m.fmul(rstd, m.fsub(g, m.fmul(m.fmul(x, m.fmul(rstd, rstd)), (*s)[1])));
           })
           .Case([&](CrossEntropyGradOp o) {
-            Value factor = m.fdiv(v(o.getDloss()), m.f32c(double(group.rows)));
+            // With ignore_index: the mean is over the kept rows ((*s)[1], the
+            // count emitRowsBody adds), and an ignored row's gradient is 0.
+            std::optional<int64_t> ignored = ignoredLabel(o);
+            Value rows = ignored ? (*s)[1] : m.f32c(double(group.rows));
+            Value factor = m.fdiv(v(o.getDloss()), rows);
             Value p = m.exp(m.fsub(v(o.getLogits()), (*s)[0]));
-            Value hit = m.i64Eq(col, id(o.getLabels()));
-            return m.fsub(m.fmul(p, factor), m.select(hit, factor, m.f32c(0.0)));
+            Value label = id(o.getLabels());
+            Value hit = m.i64Eq(col, label);
+            Value grad = m.fsub(m.fmul(p, factor), m.select(hit, factor, m.f32c(0.0)));
+            if (!ignored)
+              return grad;
+            return m.select(m.i64Eq(label, m.i64c(*ignored)), m.f32c(0.0), grad);
           })
           .Default([&](Operation *) { return Value(); });
   assert(r && "analyzeGroup admits only ops the evaluator implements");
@@ -310,8 +318,33 @@ Value ElementEvaluator::columnTerm(Value result) {
 Value ElementEvaluator::lossTerm(Operation *op) {
   auto ce = cast<CrossEntropyOp>(op);
   Value label = id(ce.getLabels());
-  ElementEvaluator atLabel(m, group, stats, row, label);
-  return m.fsub(stats.find(op)->second[0], atLabel.value(ce.getLogits()));
+  std::optional<int64_t> ignored = ignoredLabel(ce);
+  if (!ignored) {
+    ElementEvaluator atLabel(m, group, stats, row, label);
+    return m.fsub(stats.find(op)->second[0], atLabel.value(ce.getLogits()));
+  }
+  // An ignored row adds 0 and reads column 0, never its (out of range) label.
+  Value kept = keptTerm(ce);
+  Value at = m.select(m.i64Eq(label, m.i64c(*ignored)), m.i64c(0), label);
+  ElementEvaluator atLabel(m, group, stats, row, at);
+  Value term = m.fsub(stats.find(op)->second[0], atLabel.value(ce.getLogits()));
+  return m.fmul(term, kept);
+}
+
+Value ElementEvaluator::keptTerm(Operation *op) {
+  std::optional<int64_t> ignored = ignoredLabel(op);
+  if (!ignored)
+    return m.f32c(1.0);
+  Value labels = isa<CrossEntropyOp>(op) ? cast<CrossEntropyOp>(op).getLabels()
+                                         : cast<CrossEntropyGradOp>(op).getLabels();
+  return m.select(m.i64Eq(id(labels), m.i64c(*ignored)), m.f32c(0.0), m.f32c(1.0));
+}
+
+std::optional<int64_t> ignoredLabel(Operation *op) {
+  auto attr = op->getAttrOfType<IntegerAttr>("ignore_index");
+  if (!attr)
+    return std::nullopt;
+  return attr.getInt();
 }
 
 } // namespace weft::gpu

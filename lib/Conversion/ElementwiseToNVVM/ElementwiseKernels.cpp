@@ -154,9 +154,10 @@ LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
     // The loss kernel's per-CTA partial sums and arrival counter: module
     // globals, so a launch needs no workspace (launches of one image are
     // ordered on the step's stream; the last CTA resets the counter).
+    // A loss with an ignore_index also parks its kept-row counts.
     int64_t losses = 0;
     for (Operation *member : group->body)
-      losses += isa<CrossEntropyOp>(member);
+      losses += isa<CrossEntropyOp>(member) ? (ignoredLabel(member) ? 2 : 1) : 0;
     LLVM::GlobalOp::create(b, LLVM::LLVMArrayType::get(b.getF32Type(),
                                                        kMaxLossBlocks * losses),
                            /*isConstant=*/false, LLVM::Linkage::Internal,

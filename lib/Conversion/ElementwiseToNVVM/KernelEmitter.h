@@ -128,6 +128,9 @@ struct VectorLanes {
 
 /// A group's body evaluated at one element (row, col) of the domain, in f32,
 /// each op's value rounded to its declared type as the unfused op stores it.
+/// The ignore_index of a cross_entropy or cross_entropy_grad op, if any.
+std::optional<int64_t> ignoredLabel(mlir::Operation *op);
+
 class ElementEvaluator {
 public:
   ElementEvaluator(ElementMath &m, const KernelGroup &group,
@@ -146,8 +149,12 @@ public:
   void atLane(VectorLanes &vector, int64_t lane);
   /// The contribution of this element to a column-sum result.
   mlir::Value columnTerm(mlir::Value result);
-  /// This row's loss term of a cross_entropy op (lse - logit[label]).
+  /// This row's loss term of a cross_entropy op (lse - logit[label]; 0 for
+  /// a row whose label is its ignore_index).
   mlir::Value lossTerm(mlir::Operation *crossEntropy);
+  /// 1 (f32) when this row counts in a cross_entropy (or its gradient's)
+  /// mean, 0 when its label is the op's ignore_index; 1 without one.
+  mlir::Value keptTerm(mlir::Operation *crossEntropy);
 
   mlir::Value linear();
 

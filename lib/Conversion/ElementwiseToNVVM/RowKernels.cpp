@@ -193,13 +193,39 @@ void emitRowStats(ElementMath &m, const KernelGroup &group, Value row,
   }
 }
 
+namespace {
+
+/// How many rows keep their label (not `op`'s ignore_index), over all rows,
+/// CTA-wide (every CTA counts for itself: the labels are one i64 a row).
+Value keptRows(ElementMath &m, const KernelGroup &group, Operation *op) {
+  const RowStats none;
+  SmallVector<Value> partial = m.loop(
+      m.tid64(), m.i64c(group.rows), m.i64c(m.threads), ValueRange{m.f32c(0.0)},
+      [&](Value row, ValueRange acc) -> SmallVector<Value> {
+        ElementEvaluator ev(m, group, none, row, m.i64c(0));
+        return {m.fadd(acc[0], ev.keptTerm(op))};
+      });
+  return m.blockReduce(partial[0], /*max=*/false);
+}
+
+} // namespace
+
 void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
-  SmallVector<Operation *> losses;
-  for (Operation *op : group.body)
-    if (isa<CrossEntropyOp>(op))
+  // Losses with an ignore_index also sum their kept rows: the mean is over
+  // those. Gradients with one count them before the rows (keptRows).
+  SmallVector<Operation *> losses, counted;
+  llvm::DenseMap<Operation *, Value> gradientRows;
+  for (Operation *op : group.body) {
+    if (isa<CrossEntropyOp>(op)) {
       losses.push_back(op);
+      if (ignoredLabel(op))
+        counted.push_back(op);
+    }
+    if (isa<CrossEntropyGradOp>(op) && ignoredLabel(op))
+      gradientRows[op] = keptRows(m, group, op);
+  }
   SmallVector<Value> init;
-  for (size_t i = 0; i < losses.size(); ++i)
+  for (size_t i = 0; i < losses.size() + counted.size(); ++i)
     init.push_back(m.f32c(0.0));
   Value first = m.blockId64();
   Value step = m.gridDim64();
@@ -222,6 +248,9 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
           if (role == RowsRole::StatsOnly)
             return {};
         }
+        // After the parked statistics: the kept-row counts are not per row.
+        for (auto [op, rows] : gradientRows)
+          stats[op].push_back(rows);
         // Full outputs, a vector of each per step when the leaves load as
         // vectors.
         int64_t width = rowVectorWidth(group);
@@ -260,6 +289,10 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
           ElementEvaluator ev(m, group, stats, row, m.i64c(0));
           next.push_back(m.fadd(acc[i], ev.lossTerm(op)));
         }
+        for (auto [i, op] : llvm::enumerate(counted)) {
+          ElementEvaluator ev(m, group, stats, row, m.i64c(0));
+          next.push_back(m.fadd(acc[losses.size() + i], ev.keptTerm(op)));
+        }
         return next;
       });
   if (losses.empty())
@@ -287,17 +320,23 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
         if (it == losses.end())
           continue;
         int64_t k = it - losses.begin();
-        SmallVector<Value> sum = m.loop(
-            m.i64c(0), blocks, m.i64c(1), ValueRange{m.f32c(0.0)},
-            [&](Value block, ValueRange acc) -> SmallVector<Value> {
-              Value index = m.i64Add(m.i64c(k * kMaxLossBlocks), block);
-              Value at = m.globalAt(partials, m.i64Mul(index, m.i64c(4)));
-              // Volatile: another CTA wrote it during this launch.
-              Value part = LLVM::LoadOp::create(m.b, m.f32, at, 4, /*isVolatile=*/true);
-              return {m.fadd(acc[0], part)};
-            });
-        m.storeElement(m.param(param), elementOf(value), m.i64c(0),
-                       m.fdiv(sum[0], m.f32c(double(group.rows))));
+        auto total = [&](int64_t slot) {
+          return m.loop(
+              m.i64c(0), blocks, m.i64c(1), ValueRange{m.f32c(0.0)},
+              [&](Value block, ValueRange acc) -> SmallVector<Value> {
+                Value index = m.i64Add(m.i64c(slot * kMaxLossBlocks), block);
+                Value at = m.globalAt(partials, m.i64Mul(index, m.i64c(4)));
+                // Volatile: another CTA wrote it during this launch.
+                Value part = LLVM::LoadOp::create(m.b, m.f32, at, 4, /*isVolatile=*/true);
+                return {m.fadd(acc[0], part)};
+              })[0];
+        };
+        Value sum = total(k);
+        auto c = llvm::find(counted, *it);
+        Value rows = c == counted.end()
+                         ? m.f32c(double(group.rows))
+                         : total(int64_t(losses.size()) + (c - counted.begin()));
+        m.storeElement(m.param(param), elementOf(value), m.i64c(0), m.fdiv(sum, rows));
       }
       m.store(m.i32c(0), counter, 4);
     });

@@ -241,36 +241,6 @@ def _embedding(lw, node):
     return lw.op("embedding", [ids, table], shape, dtype)
 
 
-def _cross_entropy(lw, node):
-    """F.cross_entropy(logits [N, C], labels [N]) with the mean reduction:
-    weft.cross_entropy. Class weights, other reductions, label smoothing, an
-    ignore_index other than the default and [N, C, d...] inputs are refused;
-    a label equal to the default ignore_index (-100) is not skipped, so
-    labels must lie in [0, C)."""
-    shape, dtype = result_type(node)
-    logits, labels = node.args[0], node.args[1]
-    weight = _arg(node, 2, "weight")
-    reduction = _arg(node, 3, "reduction", 1)
-    ignore_index = _arg(node, 4, "ignore_index", -100)
-    smoothing = _arg(node, 5, "label_smoothing", 0.0)
-    if weight is not None:
-        raise UnsupportedOp(node, "cross_entropy with class weights")
-    if reduction != 1:
-        raise UnsupportedOp(node, f"cross_entropy with reduction {['none', 'mean', 'sum'][reduction]!r}"
-                                  "; weft's is the mean")
-    if smoothing:
-        raise UnsupportedOp(node, f"cross_entropy with label_smoothing={smoothing}")
-    if ignore_index != -100:
-        raise UnsupportedOp(node, f"cross_entropy with ignore_index={ignore_index}")
-    x, ids = lw.value(logits), lw.value(labels)
-    if len(x.shape) != 2:
-        raise UnsupportedOp(node, f"cross_entropy of rank-{len(x.shape)} logits {list(x.shape)}; "
-                                  "weft takes [N, classes] (flatten the positions first)")
-    if ids.dtype != "i64":
-        raise UnsupportedOp(node, f"cross_entropy labels of type {ids.dtype}; weft takes i64")
-    return lw.op("cross_entropy", [lw.float_value(logits), ids], shape, dtype)
-
-
 # -- shapes and types -----------------------------------------------------------------
 
 def _reshape(lw, node):
@@ -448,7 +418,6 @@ HANDLERS = {
     aten.slice.Tensor: _slice, aten.select.int: _select, aten.cat.default: _cat,
     aten.pad.default: _pad, aten.constant_pad_nd.default: _pad,
     aten.addmm.default: _addmm,
-    aten.cross_entropy_loss.default: _cross_entropy,
 }
 
 # Unary pointwise ops without attributes whose PyTorch function is the ATen op

@@ -15,16 +15,3 @@ func.func @gelu_f64(%x: tensor<4x64xf64>) -> tensor<4x64xf64> {
   return %y : tensor<4x64xf64>
 }
 
-// The loss kernels average over every row: a loss with ignore_index (the
-// PyTorch importer's F.cross_entropy) is refused, not computed wrongly.
-// CHECK: error: no GPU kernel for weft.cross_entropy: cross_entropy with ignore_index
-func.func @cross_entropy_ignore(%l: tensor<64x128xf32>, %y: tensor<64xi64>) -> tensor<f32> {
-  %loss = weft.cross_entropy %l, %y {ignore_index = -100 : i64} : (tensor<64x128xf32>, tensor<64xi64>) -> tensor<f32>
-  return %loss : tensor<f32>
-}
-
-// CHECK: error: no GPU kernel for weft.cross_entropy_grad: cross_entropy_grad with ignore_index
-func.func @cross_entropy_grad_ignore(%d: tensor<f32>, %l: tensor<64x128xf32>, %y: tensor<64xi64>) -> tensor<64x128xf32> {
-  %g = weft.cross_entropy_grad %d, %l, %y {ignore_index = -100 : i64} : (tensor<f32>, tensor<64x128xf32>, tensor<64xi64>) -> tensor<64x128xf32>
-  return %g : tensor<64x128xf32>
-}
