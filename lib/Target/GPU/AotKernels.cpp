@@ -80,7 +80,24 @@ struct AttentionSite {
   bool backward;
   AttentionKernelConfig config;
   AttentionShapes shapes;
+  DecodeSplits decode;
 };
+
+/// The decode kernels' rows per CTA for a forward op, or 0 when the op is not
+/// a decoding step (see kDecodeMinKeys).
+int64_t decodeRowsFor(const AttentionShapes &shapes, const KernelEmitOptions &options,
+                      bool seqMajor) {
+  if (seqMajor || options.packed ||
+      options.layout != AttentionKernelConfig::Layout::HeadMajor)
+    return 0;
+  if (shapes.qLen > kDecodeMaxQueryRows || shapes.kLen < kDecodeMinKeys ||
+      shapes.qLen >= shapes.kLen || shapes.kvHeads == 0)
+    return 0;
+  int64_t rows = shapes.qHeads / shapes.kvHeads * shapes.qLen;
+  if (rows <= 64)
+    return 64;
+  return rows <= 128 ? 128 : 0;
+}
 
 /// C identifiers only: a function name's other characters become '_'.
 std::string cIdentifier(StringRef name) {
@@ -94,7 +111,7 @@ std::string cIdentifier(StringRef name) {
 
 FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &options,
                                   llvm::StringMap<int64_t> &counters) {
-  AttentionSite site{op, "", isa<AttentionGradOp>(op), {}, {}};
+  AttentionSite site{op, "", isa<AttentionGradOp>(op), {}, {}, {}};
   FailureOr<bool> bf16 = failure();
   FailureOr<AttentionShapes> shapes = failure();
   if (auto forward = dyn_cast<AttentionOp>(op)) {
@@ -118,6 +135,33 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   }
   if (failed(bf16) || failed(shapes))
     return failure();
+  if (!site.backward) {
+    if (int64_t rows = decodeRowsFor(*shapes, options, isSeqMajorAttention(op))) {
+      site.shapes = *shapes;
+      site.config.bf16 = *bf16;
+      site.config.headDim = shapes->headDim;
+      site.config.decodeRows = rows;
+      site.config.blockQ = rows;
+      site.config.blockK = decodeBlockK(shapes->headDim);
+      std::string message;
+      if (failed(verifyAttentionKernelConfig(site.config, false, message)))
+        return op->emitError(message);
+      site.decode = chooseDecodeSplits(site.config, shapes->batch * shapes->kvHeads,
+                                       shapes->kLen, options.smCount);
+      auto func = op->getParentOfType<func::FuncOp>();
+      std::string prefix = cIdentifier(func ? func.getSymName() : "module");
+      int64_t &index = counters[prefix + "/attention"];
+      site.unitName = llvm::formatv("{0}_attention_{1}", prefix, index++).str();
+      return site;
+    }
+  }
+  if (site.config.causal && shapes->qLen != shapes->kLen)
+    return op->emitError("the GPU attention kernels implement causal with "
+                         "equal q and k lengths only, got q_len ")
+           << shapes->qLen << " and k_len " << shapes->kLen
+           << " (weft.attention's causal is bottom-right aligned, these kernels' "
+              "top-left; the decode kernels take q_len <= "
+           << kDecodeMaxQueryRows << " over k_len >= " << kDecodeMinKeys << ")";
   site.shapes = *shapes;
   site.config.bf16 = *bf16;
   site.config.headDim = shapes->headDim;
@@ -276,6 +320,8 @@ LogicalResult emitAttentionKernelUnits(ModuleOp module,
     unit.chip = options.chip;
     unit.kernels = attentionKernelSpecs(site.config, site.backward);
     unit.binary = binary.get();
+    unit.decode = site.decode;
+    unit.smCount = options.smCount;
     std::string source, message;
     if (failed(writeUnitSource(unit, source, message)))
       return site.op->emitError(message);
