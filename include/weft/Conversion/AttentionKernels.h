@@ -147,12 +147,14 @@ llvm::SmallVector<KernelSpec> decodeKernelSpecs(const AttentionKernelConfig &con
 
 /// The decode split rule: keys_per_split (a multiple of blockK) and
 /// num_splits for `ctas` = batch * kv_heads CTAs per split over `kLen` keys
-/// on `smCount` SMs: about four CTAs per SM, at least one key block a split.
+/// on `smCount` SMs that hold `ctasPerSm` split CTAs each: one wave that
+/// fills the resident slots (every CTA streams for the same time), at least
+/// two key blocks a split.
 struct DecodeSplits {
   int64_t numSplits = 1, keysPerSplit = 0;
 };
 DecodeSplits chooseDecodeSplits(const AttentionKernelConfig &config, int64_t ctas,
-                                int64_t kLen, int64_t smCount);
+                                int64_t kLen, int64_t smCount, int64_t ctasPerSm);
 
 /// The TMA view of a TensorMap parameter for one problem (what
 /// cuTensorMapEncodeTiled takes): rank 4, dims innermost first (d, len,

@@ -228,13 +228,14 @@ llvm::SmallVector<KernelSpec> decodeKernelSpecs(const AttentionKernelConfig &con
 }
 
 DecodeSplits chooseDecodeSplits(const AttentionKernelConfig &config, int64_t ctas,
-                                int64_t kLen, int64_t smCount) {
-  // About four CTAs per SM keep enough 16-byte loads in flight to stream at
-  // copy bandwidth; a split of at least two key blocks keeps the partial O
-  // traffic (group * q_len * d f32 per split) small beside its K and V.
+                                int64_t kLen, int64_t smCount, int64_t ctasPerSm) {
+  // As many splits as fill the resident slots once: equal CTAs in one wave
+  // finish together (a second, partial wave would leave SMs idle); a split
+  // of at least two key blocks keeps the partial O traffic (group * q_len *
+  // d f32 per split) small beside its K and V.
   const int64_t blockK = config.blockK;
   int64_t blocks = std::max<int64_t>(1, llvm::divideCeil(kLen, blockK));
-  int64_t splits = llvm::divideCeil(4 * smCount, std::max<int64_t>(1, ctas));
+  int64_t splits = smCount * std::max<int64_t>(1, ctasPerSm) / std::max<int64_t>(1, ctas);
   splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, blocks / 2));
   DecodeSplits result;
   result.keysPerSplit = llvm::divideCeil(blocks, splits) * blockK;

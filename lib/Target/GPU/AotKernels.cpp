@@ -16,10 +16,12 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -80,8 +82,18 @@ struct AttentionSite {
   bool backward;
   AttentionKernelConfig config;
   AttentionShapes shapes;
-  DecodeSplits decode;
 };
+
+/// Split CTAs an sm_90 SM holds at once, from ptxas' registers and the
+/// kernel's shared memory: 64K registers allocated per warp in 256s, 228 KiB
+/// of shared memory (1 KiB of it reserved per CTA), 64 warps, 32 CTAs.
+int64_t residentCtasPerSm(const KernelSpec &kernel, const KernelResources &resources) {
+  int64_t warps = llvm::divideCeil(kernel.threads, 32);
+  int64_t registersPerWarp = llvm::divideCeil(std::max<int64_t>(resources.registers, 1) * 32, 256) * 256;
+  int64_t byRegisters = 65536 / (registersPerWarp * warps);
+  int64_t bySmem = (228 * 1024) / (kernel.dynamicSmemBytes + resources.sharedBytes + 1024);
+  return std::max<int64_t>(1, std::min({byRegisters, bySmem, 64 / warps, int64_t(32)}));
+}
 
 /// The decode kernels' rows per CTA for a forward op, or 0 when the op is not
 /// a decoding step (see kDecodeMinKeys).
@@ -111,7 +123,7 @@ std::string cIdentifier(StringRef name) {
 
 FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &options,
                                   llvm::StringMap<int64_t> &counters) {
-  AttentionSite site{op, "", isa<AttentionGradOp>(op), {}, {}, {}};
+  AttentionSite site{op, "", isa<AttentionGradOp>(op), {}, {}};
   FailureOr<bool> bf16 = failure();
   FailureOr<AttentionShapes> shapes = failure();
   if (auto forward = dyn_cast<AttentionOp>(op)) {
@@ -146,8 +158,6 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
       std::string message;
       if (failed(verifyAttentionKernelConfig(site.config, false, message)))
         return op->emitError(message);
-      site.decode = chooseDecodeSplits(site.config, shapes->batch * shapes->kvHeads,
-                                       shapes->kLen, options.smCount);
       auto func = op->getParentOfType<func::FuncOp>();
       std::string prefix = cIdentifier(func ? func.getSymName() : "module");
       int64_t &index = counters[prefix + "/attention"];
@@ -320,8 +330,13 @@ LogicalResult emitAttentionKernelUnits(ModuleOp module,
     unit.chip = options.chip;
     unit.kernels = attentionKernelSpecs(site.config, site.backward);
     unit.binary = binary.get();
-    unit.decode = site.decode;
-    unit.smCount = options.smCount;
+    if (site.config.decodeRows) {
+      const KernelSpec &split = unit.kernels.front();
+      unit.ctasPerSm = residentCtasPerSm(split, binary->resources.lookup(split.name));
+      unit.smCount = options.smCount;
+      unit.decode = chooseDecodeSplits(site.config, site.shapes.batch * site.shapes.kvHeads,
+                                       site.shapes.kLen, options.smCount, unit.ctasPerSm);
+    }
     std::string source, message;
     if (failed(writeUnitSource(unit, source, message)))
       return site.op->emitError(message);

@@ -194,6 +194,7 @@ std::string writeUnitJson(const AotUnit &unit) {
           json.attribute("num_splits", unit.decode.numSplits);
           json.attribute("keys_per_split", unit.decode.keysPerSplit);
           json.attribute("sm_count", unit.smCount);
+          json.attribute("ctas_per_sm", unit.ctasPerSm);
         });
     });
     json.attributeObject("shapes", [&] {
@@ -561,12 +562,15 @@ void writeLauncher(llvm::raw_ostream &os, const AotUnit &unit,
      << "  float scale = " << n << "_SCALE;\n"
      << "  weft_status status;\n";
   if (unit.config.decodeRows) {
-    // The kernels' 16-byte vector loads and stores need 16-byte aligned
-    // tensors: a misaligned view is refused here, not faulted on the GPU.
-    for (const std::string &pointer : launcherPointers(unit))
-      os << "  if (" << pointer << " % 16u != 0)\n    return " << n
+    // The kernels read q, k, v and the workspace with 16-byte vector loads
+    // and write out and lse 4 bytes at a time: a misaligned view is refused
+    // here, not faulted on the GPU.
+    for (const std::string &pointer : launcherPointers(unit)) {
+      int alignment = pointer == "out" || pointer == "lse" ? 4 : 16;
+      os << "  if (" << pointer << " % " << alignment << "u != 0)\n    return " << n
          << "_fail(WEFT_ERROR_INVALID_ARGUMENT, \"" << n << "_launch: " << pointer
-         << " is not 16-byte aligned\");\n";
+         << " is not " << alignment << "-byte aligned\");\n";
+    }
     int64_t lseOffset = unit.decode.numSplits * decodeRows(unit) * unit.shapes.headDim * 4;
     os << "  /* o_partial [" << unit.decode.numSplits << ", " << decodeRows(unit) << ", "
        << unit.shapes.headDim << "] f32, then lse_partial [" << unit.decode.numSplits << ", "
