@@ -18,8 +18,10 @@ through weft.gpu.decode_units with out, lse and the split workspace filled
 with NaN inside sentinel guards. A point passes when Weft's max |out - f64|
 is at most 2x SDPA's (plus 1e-6 for outputs that round exactly), its max
 |lse - f64| at most 2e-3, no NaN/inf is left in out or lse and no guard
-changed. Before the sweep, launches with a wrong dtype, shape, layout and
-workspace must be refused with a message (LaunchRefused), never launched.
+changed. Before the sweep, launches with a wrong dtype, shape, layout,
+alignment, lse dtype and workspace must be refused with a message
+(LaunchRefused), never launched. --deadline SECONDS (whole run) reports the
+points it had no time for as NOT RUN (a failure) and the timings as NOT TIMED.
 
 --time: per point, the median over --iters runs (CUDA events around 20
 back-to-back launches queued behind a GPU sleep, so host overhead is not
@@ -121,7 +123,11 @@ def refusals(unit):
     bad = {
         "dtype": (dict(good, q=q.to(other)), ws),
         "shape": (dict(good, k=k[:, :, :-8]), ws),
-        "layout (seq_major view)": (dict(good, q=q.transpose(1, 2).contiguous().transpose(1, 2)), ws),
+        # k_len > 1, so the seq-major copy viewed as [b, h, s, d] is not contiguous.
+        "layout (seq_major k)": (dict(good, k=k.transpose(1, 2).contiguous().transpose(1, 2)), ws),
+        # v two bytes past a 16-byte boundary: the 16-byte loads would fault.
+        "alignment": (dict(good, v=torch.empty(k.numel() + 1, dtype=dtype, device="cuda")[1:]
+                           .view(k.shape)), ws),
         "lse dtype": (dict(good, lse=lse.to(dtype)), ws),
         "workspace": (good, ws[:-16]),
     }
@@ -279,6 +285,9 @@ def main():
         print(f"{'point':36s} {'KV MiB':>8s} {'weft us':>9s} {'GB/s':>7s} {'%copy':>6s} "
               f"{'sdpa us':>9s} {'GB/s':>7s} {'speedup':>7s}")
         for meta in sorted(metas, key=point_name):
+            if args.deadline and time.time() - started > args.deadline:
+                print(f"NOT TIMED {point_name(meta)} (deadline)")
+                continue
             unit = load_unit(meta)
             kv_bytes, weft_ms, sdpa_ms = time_point(unit, args.iters)
             weft_bw = kv_bytes / (weft_ms * 1e-3) / 1e9
