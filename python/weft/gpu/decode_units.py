@@ -56,7 +56,16 @@ class DecodeUnit:
     def __init__(self, meta):
         import torch
         torch.cuda.init()
-        torch.empty(1, device="cuda")  # makes the primary context current
+        torch.empty(1, device="cuda")  # creates torch's (primary) context
+        current = ctypes.c_void_p()
+        check(driver().cuCtxGetCurrent(ctypes.byref(current)), "cuCtxGetCurrent")
+        if not current.value:
+            device = ctypes.c_int()
+            check(driver().cuDeviceGet(ctypes.byref(device), torch.cuda.current_device()),
+                  "cuDeviceGet")
+            check(driver().cuDevicePrimaryCtxRetain(ctypes.byref(current), device),
+                  "cuDevicePrimaryCtxRetain")
+            check(driver().cuCtxSetCurrent(current), "cuCtxSetCurrent")
         self.meta = meta
         self.config, self.shapes = meta["config"], meta["shapes"]
         self.decode = self.config["decode"]
