@@ -90,18 +90,6 @@ struct TileAttentionPass
             << op->getName() << " is seq_major";
         return signalPassFailure();
       }
-      // The nest skips key blocks top-left; causal with q_len != k_len is
-      // bottom-right aligned (weft.attention's definition).
-      auto qType = cast<ShapedType>(op->getOperand(isa<AttentionOp>(op) ? 0 : 1).getType());
-      auto kType = cast<ShapedType>(op->getOperand(isa<AttentionOp>(op) ? 1 : 2).getType());
-      bool causal = isa<AttentionOp>(op) ? cast<AttentionOp>(op).getCausal()
-                                         : cast<AttentionGradOp>(op).getCausal();
-      if (causal && qType.getDimSize(2) != kType.getDimSize(2)) {
-        op->emitError("weft-tile-attention tiles causal attention with equal q "
-                      "and k lengths only, got q ")
-            << qType << " and k " << kType;
-        return signalPassFailure();
-      }
       ImplicitLocOpBuilder b(op->getLoc(), op);
       SmallVector<Value> replacements;
       if (auto attention = dyn_cast<AttentionOp>(op)) {

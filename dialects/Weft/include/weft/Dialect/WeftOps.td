@@ -119,8 +119,8 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> 
     `weft.attention`), then the optional `seed`. Results `dq`, `dk`, `dv` with
     the shapes of `q`, `k`, `v`; `dk`/`dv` sum over the q heads of a group.
     Attributes and `weft.rng_id` match the forward's (causal is bottom-right
-    aligned when `sq < sk`; the reference interpreter differentiates it, the
-    GPU kernels and CPU tiles refuse it); with `seq_major`,
+    aligned when `sq < sk`; the reference interpreter and the CPU tiles
+    differentiate it, the GPU backward kernels refuse it); with `seq_major`,
     dout, q, k, v, out and the gradients are `[b, s, h, d]`.
     ```mlir
     %dq, %dk, %dv = weft.attention_grad %do, %q, %k, %v, %o, %lse {causal} : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
