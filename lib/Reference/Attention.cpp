@@ -1,9 +1,10 @@
 // Reference kernels for attention and attention_grad: exact SDPA (GQA/MQA,
-// top-left causal mask, Philox dropout on the probabilities) in float64.
+// bottom-right causal mask, Philox dropout on the probabilities) in float64.
 #include "Kernels.h"
 
 #include "weft/Reference/Numerics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -70,8 +71,12 @@ void computeRow(const AttentionProblem &problem, int64_t b, int64_t h,
   const double *query = problem.qRow(b, h, i);
   row.probability.assign(problem.kLen, 0.0);
   row.dropoutFactor.assign(problem.kLen, 1.0);
-  // Top-left causal: query i sees keys 0..i.
-  int64_t visible = problem.causal ? std::min(problem.kLen, i + 1) : problem.kLen;
+  // Bottom-right causal: query i sees keys 0..i + (kLen - qLen), so with a
+  // shorter query (decoding) its last row sees the whole cache.
+  int64_t visible =
+      problem.causal
+          ? std::clamp<int64_t>(i + 1 + problem.kLen - problem.qLen, 0, problem.kLen)
+          : problem.kLen;
   double maxScore = -std::numeric_limits<double>::infinity();
   for (int64_t j = 0; j < visible; ++j) {
     const double *key = problem.kRow(b, g, j);

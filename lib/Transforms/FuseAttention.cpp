@@ -4,7 +4,8 @@
 //
 // Only chains whose fused form computes the same values are rewritten:
 // - the mask is top-left causal with fill -inf in both forms, so masked
-//   probabilities are exactly 0 either way;
+//   probabilities are exactly 0 either way; weft.attention's causal is
+//   bottom-right, the same mask only when q and k lengths are equal;
 // - dropout acts on the [b, hq, sq, sk] probabilities with the same seed,
 //   weft.rng_id and row-major element index in both (the dropout op's global
 //   index and attention's ((b*hq + h)*sq + i)*sk + j are the same number), so
@@ -235,6 +236,13 @@ struct FuseAttentionChain : OpRewritePattern<MatmulOp> {
       if (!(std::isinf(fill) && fill < 0))
         return rewriter.notifyMatchFailure(pv, [&](Diagnostic &diag) {
           diag << "causal_mask fills with " << fill << ", not -inf";
+        });
+      ArrayRef<int64_t> maskShape = cast<RankedTensorType>(scores.getType()).getShape();
+      if (maskShape.size() == 4 && maskShape[2] != maskShape[3])
+        return rewriter.notifyMatchFailure(pv, [&](Diagnostic &diag) {
+          diag << "causal_mask is top-left over " << scores.getType()
+               << "; weft.attention's causal is bottom-right (equal only when "
+                  "q and k lengths are equal)";
         });
       causal = true;
       scores = mask.getX();

@@ -64,8 +64,8 @@ buildTiledBackward(mlir::ImplicitLocOpBuilder &b,
                    mlir::Value seed);
 
 /// S = scale * Q K^T of one [m, n] tile at query row q0 and key row k0, with
-/// the top-left causal mask (key j > query i gets -inf) applied only where
-/// the tile crosses the diagonal (an scf.if on the block offsets).
+/// the bottom-right causal mask (key j > query i + sk - sq gets -inf) applied
+/// only where the tile crosses the diagonal (an scf.if on the block offsets).
 mlir::Value buildScores(TileMath &math, const AttentionProblem &problem,
                         mlir::Value qTile, mlir::Value kTile, mlir::Value q0,
                         mlir::Value k0, mlir::Value kRows);

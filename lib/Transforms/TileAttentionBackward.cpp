@@ -168,11 +168,17 @@ Gradients BackwardNest::buildKeyBlock(ImplicitLocOpBuilder &b,
   Value dkTile = math.filled({kRows, b.getIndexAttr(problem.headDim)}, 0.0);
   Value dvTile = math.filled({kRows, b.getIndexAttr(problem.valueDim)}, 0.0);
 
-  // Causal block skipping: query i sees key k0 only when i >= k0, so the
-  // query blocks before the one holding row k0 are not visited.
+  // Causal block skipping: query i sees key k0 only when i + (sk - sq) >= k0,
+  // so the query blocks before the one holding row max(k0 - (sk - sq), 0)
+  // are not visited.
   Value firstQBlock = math.index(0);
-  if (problem.causal)
-    firstQBlock = arith::DivUIOp::create(b, k0, math.index(tiles.blockQ));
+  if (problem.causal) {
+    Value offset = math.index(problem.kLen - problem.qLen);
+    Value firstRow = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, k0, offset),
+        arith::SubIOp::create(b, k0, offset), math.index(0));
+    firstQBlock = arith::DivUIOp::create(b, firstRow, math.index(tiles.blockQ));
+  }
   Value numQBlocks = math.index(llvm::divideCeil(problem.qLen, tiles.blockQ));
 
   Operation *groupLoop = buildLoop(

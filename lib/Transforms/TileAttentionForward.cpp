@@ -42,8 +42,11 @@ Value buildScores(TileMath &math, const AttentionProblem &problem, Value qTile,
               arith::MulFOp::create(body, args[0], bodyMath.scalar(problem.scale));
           if (!masked)
             return score;
-          // Global positions: key k0 + j is above the diagonal of query q0 + i.
-          Value query = arith::AddIOp::create(body, q0, indices[0]);
+          // Global positions: key k0 + j is above the (bottom-right aligned)
+          // diagonal of query q0 + i when k0 + j > q0 + i + (sk - sq).
+          Value query = arith::AddIOp::create(
+              body, arith::AddIOp::create(body, q0, indices[0]),
+              bodyMath.index(problem.kLen - problem.qLen));
           Value key = arith::AddIOp::create(body, k0, indices[1]);
           Value above =
               arith::CmpIOp::create(body, arith::CmpIPredicate::sgt, key, query);
@@ -54,11 +57,13 @@ Value buildScores(TileMath &math, const AttentionProblem &problem, Value qTile,
   };
   if (!problem.causal)
     return scaled(b, /*masked=*/false);
-  // Only a tile whose last key lies past its first query has masked entries.
+  // Only a tile whose last key lies past what its first query sees has
+  // masked entries.
   Value lastKey = arith::SubIOp::create(
       b, arith::AddIOp::create(b, k0, kRows), math.index(1));
-  Value crossesDiagonal =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, lastKey, q0);
+  Value crossesDiagonal = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::sgt, lastKey,
+      arith::AddIOp::create(b, q0, math.index(problem.kLen - problem.qLen)));
   return buildIf(
       b, crossesDiagonal, dots.getType(),
       [&](ImplicitLocOpBuilder &inner) { return scaled(inner, true); },
@@ -193,11 +198,14 @@ SmallVector<Value> ForwardNest::buildQueryBlock(ImplicitLocOpBuilder &b,
   Value qTile = math.loadTile(q, batch, head, q0, rows);
 
   // Causal block skipping: the block's last query q0 + rows - 1 sees keys up
-  // to itself, so only ceil(min(q0 + rows, sk) / block_k) key blocks.
+  // to q0 + rows - 1 + (sk - sq), so only ceil(min(q0 + rows + sk - sq, sk)
+  // / block_k) key blocks.
   Value numKBlocks = math.index(llvm::divideCeil(problem.kLen, tiles.blockK));
   if (problem.causal)
     numKBlocks = math.ceilDiv(
-        math.minIndex(arith::AddIOp::create(b, q0, rows),
+        math.minIndex(arith::AddIOp::create(
+                          b, arith::AddIOp::create(b, q0, rows),
+                          math.index(problem.kLen - problem.qLen)),
                       math.index(problem.kLen)),
         tiles.blockK);
 

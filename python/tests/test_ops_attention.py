@@ -1,5 +1,6 @@
 """weft.attention and weft.attention_grad against PyTorch's SDPA and its
-autograd: causal and not, MHA / GQA / MQA, sq != sk, explicit scale, the lse
+autograd: causal (bottom-right aligned when sq < sk, PyTorch's
+causal_lower_right) and not, MHA / GQA / MQA, sq != sk, explicit scale, the lse
 result, and dropout with weft's Philox mask (PyTorch's masks differ by design,
 so the dropout reference is the explicit softmax chain with weft.philox's mask)."""
 import numpy as np
@@ -22,9 +23,22 @@ def scaled_scores(q, k, causal, scale):
     k = k.repeat_interleave(group, dim=1)
     s = (q @ k.transpose(-1, -2)) * (scale if scale is not None else q.shape[-1] ** -0.5)
     if causal:
-        above = torch.ones(s.shape[-2:], dtype=torch.bool).triu(1)
-        s = s.masked_fill(above, float("-inf"))
+        s = s.masked_fill(~visible(q, k), float("-inf"))
     return s
+
+
+def visible(q, k):
+    """Bottom-right causal: query i sees keys j <= i + sk - sq."""
+    sq, sk = q.shape[-2], k.shape[-2]
+    return ~torch.ones((sq, sk), dtype=torch.bool).triu(1 + sk - sq)
+
+
+def sdpa_causal(q, k, causal):
+    """SDPA's mask arguments for weft's causal: is_causal (top-left) is the
+    same mask only for sq == sk."""
+    if not causal or q.shape[-2] == k.shape[-2]:
+        return {"is_causal": causal}
+    return {"attn_mask": visible(q, k)}
 
 
 def reference_attention(q, k, v, causal, scale, dropout=None):
@@ -34,8 +48,8 @@ def reference_attention(q, k, v, causal, scale, dropout=None):
     s = scaled_scores(q, k, causal, scale)
     lse = torch.logsumexp(s, dim=-1)
     if dropout is None:
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
-                                             enable_gqa=group > 1)
+        out = F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=group > 1,
+                                             **sdpa_causal(q, k, causal))
         return out, lse
     p, seed, rng_id = dropout
     probs = torch.softmax(s, dim=-1)
@@ -138,7 +152,7 @@ def attention_vjp(q, k, v, dout, causal, scale, dropout):
     group = q.shape[1] // k.shape[1]
     if dropout is None:
         fn = lambda q, k, v: F.scaled_dot_product_attention(
-            q, k, v, is_causal=causal, scale=scale, enable_gqa=group > 1)
+            q, k, v, scale=scale, enable_gqa=group > 1, **sdpa_causal(q, k, causal))
     else:
         fn = lambda q, k, v: reference_attention(q, k, v, causal, scale, dropout)[0]
     return vjp(fn, [q, k, v], dout)

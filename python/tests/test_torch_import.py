@@ -446,3 +446,16 @@ def test_mini_gpt_with_tied_weights():
     (out,) = run_reference(imported, idx, weft_run=weft_run)
     assert torch.isfinite(out).all()
     assert rel_err(out, module(idx)) <= F64_TOL
+
+
+class DecodeSdpa(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def test_is_causal_with_unequal_lengths_is_unsupported():
+    """SDPA's is_causal is top-left; weft.attention's causal is bottom-right,
+    the same mask only when q and k lengths are equal."""
+    q, k = torch.randn(1, 2, 2, 8), torch.randn(1, 2, 6, 8)
+    with pytest.raises(UnsupportedOp, match=r"is_causal with q length != k length"):
+        import_module(DecodeSdpa(), (q, k, k))

@@ -46,3 +46,11 @@ func.func @f64_matmul(%a: tensor<8x32xf64>, %b: tensor<32x16xf64>) -> tensor<8x1
   %c = weft.matmul %a, %b : (tensor<8x32xf64>, tensor<32x16xf64>) -> tensor<8x16xf64>
   return %c : tensor<8x16xf64>
 }
+
+// -----
+
+func.func @causal_decode(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x2x16x64xbf16>) -> tensor<1x4x2x64xbf16> {
+  // expected-error @+1 {{cannot plan weft.attention: the training attention kernels implement causal with equal q and k lengths only, got q 'tensor<1x4x2x64xbf16>' and k 'tensor<1x2x16x64xbf16>' (weft.attention's causal is bottom-right aligned)}}
+  %o, %lse = weft.attention %q, %k, %k {causal} : (tensor<1x4x2x64xbf16>, tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>) -> (tensor<1x4x2x64xbf16>, tensor<1x4x2xf32>)
+  return %o : tensor<1x4x2x64xbf16>
+}

@@ -469,3 +469,19 @@ func.func @rank3(%q: tensor<8x4x8xf32>, %k: tensor<8x4x8xf32>, %v: tensor<8x4x8x
   %o = weft.matmul %p, %v : (tensor<8x4x4xf32>, tensor<8x4x8xf32>) -> tensor<8x4x8xf32>
   return %o : tensor<8x4x8xf32>
 }
+
+// -----
+
+// causal_mask is top-left; weft.attention's causal is bottom-right, the same
+// mask only when q and k lengths are equal: 2 queries over 8 keys stay unfused.
+// CHECK-LABEL: func.func @causal_q_shorter
+// CHECK: weft.causal_mask
+// CHECK-NOT: weft.attention
+func.func @causal_q_shorter(%q: tensor<1x4x2x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>) -> tensor<1x4x2x16xf32> {
+  %s = weft.matmul %q, %k {transpose_b} : (tensor<1x4x2x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x2x8xf32>
+  %t = weft.scale %s {value = 0.25 : f64} : (tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
+  %m = weft.causal_mask %t : (tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
+  %p = weft.softmax %m {dim = -1 : i64} : (tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
+  %o = weft.matmul %p, %v : (tensor<1x4x2x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x2x16xf32>
+  return %o : tensor<1x4x2x16xf32>
+}

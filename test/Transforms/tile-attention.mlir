@@ -7,6 +7,7 @@
 
 // q [1, 4, 40, 8], k/v [1, 2, 50, 8]: GQA with 2 q heads per kv head; 40 rows
 // in tiles of 16 (a tail of 8), 50 keys in tiles of 32 (a tail of 18).
+// Causal is bottom-right aligned: query i sees keys j <= i + (50 - 40).
 // CHECK-LABEL: func.func @forward_causal
 // CHECK-NOT: weft.attention
 // CHECK: scf.for %[[B:[a-z0-9_]+]] = %{{.*}} to %c1{{[_0-9]*}} step
@@ -18,15 +19,17 @@
 // GQA: q head h reads kv head h / 2.
 // CHECK: %[[KV:.*]] = arith.divui %[[H]], %c2{{[_0-9]*}} : index
 // CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[ROWS]], 8] [1, 1, 1, 1] : tensor<1x4x40x8xf32> to tensor<?x8xf32>
-// Causal block skipping: ceil(min(q0 + rows, 50) / 32) key blocks.
+// Causal block skipping: ceil(min(q0 + rows + 10, 50) / 32) key blocks.
 // CHECK: %[[END:.*]] = arith.addi %[[Q0]], %[[ROWS]] : index
-// CHECK: %[[SEEN:.*]] = arith.minsi %[[END]], %c50{{[_0-9]*}} : index
+// CHECK: %[[LAST:.*]] = arith.addi %[[END]], %c10{{[_0-9]*}} : index
+// CHECK: %[[SEEN:.*]] = arith.minsi %[[LAST]], %c50{{[_0-9]*}} : index
 // CHECK: %[[NKB:.*]] = arith.ceildivsi %[[SEEN]], %c32{{[_0-9]*}} : index
 // CHECK: scf.for %[[KB:[a-z0-9_]+]] = %{{.*}} to %[[NKB]] step %{{.*}} iter_args({{.*}}) -> (tensor<?x8xf32>, tensor<?xf32>, tensor<?xf32>)
 // CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[KV]], %{{.*}}, 0] [1, 1, %{{.*}}, 8] [1, 1, 1, 1] : tensor<1x2x50x8xf32> to tensor<?x8xf32>
 // S = Q K^T, then the mask only on tiles that cross the diagonal.
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK: %[[CROSS:.*]] = arith.cmpi sgt, %{{.*}}, %[[Q0]] : index
+// CHECK: %[[DIAG:.*]] = arith.addi %[[Q0]], %c10{{[_0-9]*}} : index
+// CHECK: %[[CROSS:.*]] = arith.cmpi sgt, %{{.*}}, %[[DIAG]] : index
 // CHECK: scf.if %[[CROSS]] -> (tensor<?x?xf32>)
 // CHECK: arith.cmpi sgt
 // CHECK: arith.constant 0xFF800000 : f32
@@ -67,7 +70,8 @@ func.func @forward_dropout(%q: tensor<1x2x40x8xf32>, %k: tensor<1x1x50x8xf32>, %
 
 // The backward in FA2 order: per (batch, kv head) an outer loop over key
 // blocks, inside it the q heads of the group and the query blocks from the
-// first one that sees the key block (k0 floordiv 16: causal block skipping).
+// first one that sees the key block (max(k0 - 10, 0) floordiv 16: causal
+// block skipping, bottom-right with sk - sq = 10).
 // D = rowsum(dO * O) comes first; dQ accumulates in an f32 buffer.
 // CHECK-LABEL: func.func @backward_causal
 // CHECK-NOT: weft.attention_grad
@@ -76,7 +80,10 @@ func.func @forward_dropout(%q: tensor<1x2x40x8xf32>, %k: tensor<1x1x50x8xf32>, %
 // CHECK: scf.for %[[G:[a-z0-9_]+]] = %{{.*}} to %c2{{[_0-9]*}} step
 // CHECK: scf.for %[[KB:[a-z0-9_]+]] = %{{.*}} to %c2{{[_0-9]*}} step
 // CHECK: %[[K0:.*]] = arith.muli %[[KB]], %c32{{[_0-9]*}} : index
-// CHECK: %[[FIRST:.*]] = arith.divui %[[K0]], %c16{{[_0-9]*}} : index
+// CHECK: %[[PAST:.*]] = arith.cmpi sgt, %[[K0]], %c10{{[_0-9]*}} : index
+// CHECK: %[[BACK:.*]] = arith.subi %[[K0]], %c10{{[_0-9]*}} : index
+// CHECK: %[[ROW:.*]] = arith.select %[[PAST]], %[[BACK]], %c0{{[_0-9]*}} : index
+// CHECK: %[[FIRST:.*]] = arith.divui %[[ROW]], %c16{{[_0-9]*}} : index
 // CHECK: scf.for %[[R:[a-z0-9_]+]] = %{{.*}} to %c2{{[_0-9]*}} step
 // CHECK: %[[GH:.*]] = arith.muli %[[G]], %c2{{[_0-9]*}} : index
 // CHECK: %[[H:.*]] = arith.addi %[[GH]], %[[R]] : index

@@ -62,11 +62,10 @@ static double scoreEntries(Value q, Value k, bool causal, bool seqMajor) {
     return full;
   if (sq == 0 || sk == 0)
     return 0;
-  // Top-left causal: row i sees min(i + 1, sk) keys. In closed form (a loop
-  // over rows would take hours for the longest valid sequences): rows up to
-  // sk see 1..m keys, the remaining sq - m rows see all sk.
-  double m = std::min(sq, sk);
-  double seen = m * (m + 1) / 2 + (sq - m) * sk;
+  // Bottom-right causal (the verifier keeps sq <= sk): row i sees
+  // i + 1 + (sk - sq) keys. In closed form (a loop over rows would take
+  // hours for the longest valid sequences).
+  double seen = sq * (sq + 1) / 2 + sq * std::max(0.0, sk - sq);
   return double(dim(q, 0)) * dim(q, headDim) * seen;
 }
 

@@ -202,7 +202,7 @@ SmallVector<int64_t> inLayout(SmallVector<int64_t> shape, bool seqMajor) {
 FailureOr<SmallVector<int64_t>>
 verifyAttentionOperands(Operation *op, Value q, Value k, Value v, Value seed,
                         std::optional<llvm::APFloat> scaleAttr, double dropoutP,
-                        bool seqMajor) {
+                        bool seqMajor, bool causal) {
   std::optional<float> scale;
   if (scaleAttr)
     scale = scaleAttr->convertToFloat();
@@ -225,6 +225,12 @@ verifyAttentionOperands(Operation *op, Value q, Value k, Value v, Value seed,
   if (ks[1] == 0 || qs[1] % ks[1] != 0)
     return op->emitOpError("expects kv heads (")
            << ks[1] << ") to divide q heads (" << qs[1] << ")";
+  // Causal is bottom-right aligned (query i sees keys j <= i + sk - sq): with
+  // more queries than keys the first sq - sk rows would see no key at all.
+  if (causal && qs[2] > ks[2])
+    return op->emitOpError("expects causal q length (")
+           << qs[2] << ") not to exceed the k length (" << ks[2] << "), got q "
+           << q.getType() << " and k " << k.getType();
   // The default scale 1/sqrt(head_dim) would be infinite.
   if (!scaleAttr && qs[3] == 0)
     return op->emitOpError("expects a scale attribute when head_dim is 0, got q ")
@@ -328,7 +334,7 @@ double AttentionGradOp::getScaleValue() {
 LogicalResult AttentionOp::verify() {
   auto shape = verifyAttentionOperands(*this, getQ(), getK(), getV(), getSeed(),
                                        getScale(), getDropoutP().convertToDouble(),
-                                       getSeqMajor());
+                                       getSeqMajor(), getCausal());
   if (failed(shape) ||
       failed(verifyAttentionRng(*this, getRng(), getDropoutHeads(), (*shape)[1])) ||
       failed(verifyShape(*this, "result", getOut(), inLayout(*shape, getSeqMajor()))) ||
@@ -347,7 +353,7 @@ LogicalResult AttentionOp::verify() {
 LogicalResult AttentionGradOp::verify() {
   auto shape = verifyAttentionOperands(*this, getQ(), getK(), getV(), getSeed(),
                                        getScale(), getDropoutP().convertToDouble(),
-                                       getSeqMajor());
+                                       getSeqMajor(), getCausal());
   if (failed(shape) ||
       failed(verifyAttentionRng(*this, getRng(), getDropoutHeads(), (*shape)[1])))
     return failure();

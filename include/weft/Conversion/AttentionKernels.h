@@ -24,7 +24,9 @@ struct AttentionKernelConfig {
   bool bf16 = true;
   /// Head dimension of q, k and v (value dim == head dim): 64 or 128.
   int64_t headDim = 128;
-  /// Top-left causal mask (query i sees keys 0..i), as SDPA's is_causal.
+  /// Causal mask: top-left (query i sees keys 0..i) in the training kernels,
+  /// which take q_len == k_len only; bottom-right (query i sees keys
+  /// 0..i + k_len - q_len, weft.attention's definition) in the decode kernels.
   bool causal = false;
   /// weft-tile-attention's tile sizes: query rows and key rows per tile.
   /// blockQ = 16 x warps of the forward / dQ kernels; blockK a multiple of 16.
@@ -52,12 +54,21 @@ struct AttentionKernelConfig {
   /// head j its g = q_heads / kv_heads q heads, then k, then v (Megatron-LM's
   /// [b, s, kv_heads, g + 2, d]).
   bool groupedQkv = false;
+  /// The split-KV decode kernels (flash decoding) instead of the training
+  /// forward when non-zero: the query rows one CTA holds, group * q_len
+  /// zero-padded to 64 or 128 (4 or 8 warps of 16 rows); head_dim 64, 128 or
+  /// 256, blockK = decodeBlockK(headDim), head_major, forward only.
+  int64_t decodeRows = 0;
 
   /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64"; SeqMajor adds
   /// "_sm", then "_pqkv" / "_pgrad" for the packed tensors and "_grp" when
-  /// they are grouped.
+  /// they are grouped; the decode kernels "_dec<rows>".
   std::string suffix() const;
 };
+
+/// Keys per block of the decode kernels: 8192 / head_dim, so one K plus V
+/// block is 32 KiB whatever the head_dim.
+inline int64_t decodeBlockK(int64_t headDim) { return 8192 / headDim; }
 
 /// "head_major", "seq_major", "packed" or "packed_grouped" (SeqMajor with a
 /// packed flag, grouped or not): how
@@ -90,7 +101,8 @@ struct KernelSpec {
   /// The gpu.func's symbol, which is also the PTX entry name.
   std::string name;
   /// "forward", "backward_preprocess", "backward_dkdv" or "backward_dq", in
-  /// the order a backward runs them.
+  /// the order a backward runs them; a decode forward is "decode_split" then
+  /// "decode_combine" (grids in decodeKernelSpecs' comment).
   std::string role;
   llvm::SmallVector<KernelParam> params;
   int64_t threads = 128;
@@ -117,6 +129,32 @@ struct KernelSpec {
 /// block and dQ per query block, no atomics.
 llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &config,
                                                    bool backward);
+
+/// The decode kernels (config.decodeRows > 0), in launch order:
+///   decode_split(q, k, v, o_partial, lse_partial, <scalars>, num_splits,
+///                keys_per_split): grid (num_splits, kv_heads, batch),
+///     decodeRows / 16 warps; split s takes keys [s * keys_per_split,
+///     min((s + 1) * keys_per_split, k_len)) (keys_per_split a multiple of
+///     blockK, num_splits = ceil(k_len / keys_per_split)).
+///   decode_combine(o_partial, lse_partial, out, lse, <scalars>, num_splits,
+///                  keys_per_split): grid (batch * q_heads * q_len, 1, 1),
+///     head_dim / 4 threads.
+/// q, out [batch, q_heads, q_len, d], k, v [batch, kv_heads, k_len, d]
+/// (bf16 / f16, head_major), lse [batch, q_heads, q_len] f32; the workspace
+/// o_partial is [num_splits, batch * q_heads * q_len, d] f32, lse_partial
+/// [num_splits, batch * q_heads * q_len] f32. group * q_len <= decodeRows.
+llvm::SmallVector<KernelSpec> decodeKernelSpecs(const AttentionKernelConfig &config);
+
+/// The decode split rule: keys_per_split (a multiple of blockK) and
+/// num_splits for `ctas` = batch * kv_heads CTAs per split over `kLen` keys
+/// on `smCount` SMs that hold `ctasPerSm` split CTAs each: one wave that
+/// fills the resident slots (every CTA streams for the same time), at least
+/// two key blocks a split.
+struct DecodeSplits {
+  int64_t numSplits = 1, keysPerSplit = 0;
+};
+DecodeSplits chooseDecodeSplits(const AttentionKernelConfig &config, int64_t ctas,
+                                int64_t kLen, int64_t smCount, int64_t ctasPerSm);
 
 /// The TMA view of a TensorMap parameter for one problem (what
 /// cuTensorMapEncodeTiled takes): rank 4, dims innermost first (d, len,

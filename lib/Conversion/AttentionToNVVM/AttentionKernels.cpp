@@ -9,6 +9,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -45,6 +46,10 @@ std::string AttentionKernelConfig::suffix() const {
   if (layout == Layout::SeqMajor)
     layoutPart = std::string("_sm") + (packedQkv ? "_pqkv" : "") + (packedGrads ? "_pgrad" : "") +
                  (groupedQkv ? "_grp" : "");
+  if (decodeRows)
+    return llvm::formatv("{0}_d{1}_{2}_k{3}_dec{4}", bf16 ? "bf16" : "f16", headDim,
+                         causal ? "causal" : "full", blockK, decodeRows)
+        .str();
   return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}{5}{6}", bf16 ? "bf16" : "f16", headDim,
                        causal ? "causal" : "full", blockQ, blockK,
                        warpgroupMma ? llvm::formatv("_wgmma_s{0}", stages).str()
@@ -98,8 +103,41 @@ int64_t dqInnerRows(const AttentionKernelConfig &config) {
   return config.headDim > 64 ? std::min<int64_t>(config.blockK, 32) : config.blockK;
 }
 
+/// The decode kernels' own rules (decodeRows > 0).
+static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, bool backward,
+                                        std::string &message) {
+  if (backward) {
+    message = "the decode attention kernels are forward only (inference)";
+    return failure();
+  }
+  if (config.headDim != 64 && config.headDim != 128 && config.headDim != 256) {
+    message = llvm::formatv("the decode attention kernels support head_dim 64, 128 "
+                            "and 256, got {0}", config.headDim);
+    return failure();
+  }
+  if (config.decodeRows != 64 && config.decodeRows != 128) {
+    message = llvm::formatv("the decode attention kernels hold 64 or 128 query rows "
+                            "(group * q_len, padded) per CTA, got {0}",
+                            config.decodeRows);
+    return failure();
+  }
+  if (config.blockK != decodeBlockK(config.headDim)) {
+    message = llvm::formatv("the decode attention kernels at head_dim {0} stream "
+                            "blocks of {1} keys, got block_k {2}",
+                            config.headDim, decodeBlockK(config.headDim), config.blockK);
+    return failure();
+  }
+  if (config.layout != AttentionKernelConfig::Layout::HeadMajor || config.warpgroupMma) {
+    message = "the decode attention kernels take head_major tensors and mma.sync";
+    return failure();
+  }
+  return success();
+}
+
 LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
                                           bool backward, std::string &message) {
+  if (config.decodeRows)
+    return verifyDecodeConfig(config, backward, message);
   if (config.headDim != 64 && config.headDim != 128) {
     message = llvm::formatv("the GPU attention kernels support head_dim 64 and "
                             "128, got {0}", config.headDim);
@@ -171,8 +209,44 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
   return success();
 }
 
+llvm::SmallVector<KernelSpec> decodeKernelSpecs(const AttentionKernelConfig &config) {
+  auto splitScalars = [](KernelSpec &kernel) {
+    for (const char *name : {"num_splits", "keys_per_split"})
+      kernel.params.push_back({name, KernelParam::Kind::I32});
+  };
+  KernelSpec split = spec(config, "decode_split", {"q", "k", "v", "o_partial", "lse_partial"});
+  splitScalars(split);
+  split.threads = decodeSplitThreads(config);
+  split.rowsPerBlock = config.decodeRows;
+  split.overKeys = true;
+  split.dynamicSmemBytes = (config.decodeRows + 2 * config.blockK) * tilePitch(config.headDim);
+  KernelSpec combine = spec(config, "decode_combine", {"o_partial", "lse_partial", "out", "lse"});
+  splitScalars(combine);
+  combine.threads = config.headDim / 4;
+  combine.rowsPerBlock = 1;
+  return {split, combine};
+}
+
+DecodeSplits chooseDecodeSplits(const AttentionKernelConfig &config, int64_t ctas,
+                                int64_t kLen, int64_t smCount, int64_t ctasPerSm) {
+  // As many splits as fill the resident slots once: equal CTAs in one wave
+  // finish together (a second, partial wave would leave SMs idle); a split
+  // of at least two key blocks keeps the partial O traffic (group * q_len *
+  // d f32 per split) small beside its K and V.
+  const int64_t blockK = config.blockK;
+  int64_t blocks = std::max<int64_t>(1, llvm::divideCeil(kLen, blockK));
+  int64_t splits = smCount * std::max<int64_t>(1, ctasPerSm) / std::max<int64_t>(1, ctas);
+  splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, blocks / 2));
+  DecodeSplits result;
+  result.keysPerSplit = llvm::divideCeil(blocks, splits) * blockK;
+  result.numSplits = std::max<int64_t>(1, llvm::divideCeil(kLen, result.keysPerSplit));
+  return result;
+}
+
 llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &config,
                                                    bool backward) {
+  if (config.decodeRows)
+    return decodeKernelSpecs(config);
   auto smem = [&](int64_t tileRows) { return tileRows * tilePitch(config.headDim); };
   if (!backward) {
     KernelSpec forward = spec(config, "forward", {"q", "k", "v", "out", "lse"});
@@ -289,6 +363,10 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
         {static_cast<int32_t>(kernel.threads), 1, 1}));
     if (kernel.role == "forward")
       emitForwardBody(func, config);
+    else if (kernel.role == "decode_split")
+      emitDecodeSplitBody(func, config);
+    else if (kernel.role == "decode_combine")
+      emitDecodeCombineBody(func, config);
     else if (kernel.role == "backward_preprocess")
       emitPreprocessBody(func, config);
     else if (kernel.role == "backward_dkdv")

@@ -38,6 +38,11 @@ inline TmaForwardLayout tmaForwardLayout(const AttentionKernelConfig &config) {
 }
 
 void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+/// The split-KV decode kernels (DecodeKernels.cpp); the split kernel's CTA has
+/// decodeRows / 16 warps.
+int64_t decodeSplitThreads(const AttentionKernelConfig &config);
+void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);

@@ -262,6 +262,14 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
     return op->emitError("cannot plan ")
            << op->getName() << ": the GPU attention kernels need the value dim ("
            << vShape[3] << ") to equal head_dim (" << qShape[3] << ")";
+  ArrayRef<int64_t> kShape = cast<ShapedType>(o.k.getType()).getShape();
+  int seqDim = isSeqMajorAttention(op) ? 1 : 2;
+  if (o.causal && qShape[seqDim] != kShape[seqDim])
+    return op->emitError("cannot plan ")
+           << op->getName() << ": the training attention kernels implement "
+           << "causal with equal q and k lengths only, got q " << o.q.getType()
+           << " and k " << o.k.getType()
+           << " (weft.attention's causal is bottom-right aligned)";
   gpu::AttentionKernelConfig config;
   config.bf16 = o.dtype == "bf16";
   config.headDim = qShape[3];

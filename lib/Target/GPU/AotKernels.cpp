@@ -16,10 +16,12 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -82,6 +84,33 @@ struct AttentionSite {
   AttentionShapes shapes;
 };
 
+/// Split CTAs an sm_90 SM holds at once, from ptxas' registers and the
+/// kernel's shared memory: 64K registers allocated per warp in 256s, 228 KiB
+/// of shared memory (1 KiB of it reserved per CTA), 64 warps, 32 CTAs.
+int64_t residentCtasPerSm(const KernelSpec &kernel, const KernelResources &resources) {
+  int64_t warps = llvm::divideCeil(kernel.threads, 32);
+  int64_t registersPerWarp = llvm::divideCeil(std::max<int64_t>(resources.registers, 1) * 32, 256) * 256;
+  int64_t byRegisters = 65536 / (registersPerWarp * warps);
+  int64_t bySmem = (228 * 1024) / (kernel.dynamicSmemBytes + resources.sharedBytes + 1024);
+  return std::max<int64_t>(1, std::min({byRegisters, bySmem, 64 / warps, int64_t(32)}));
+}
+
+/// The decode kernels' rows per CTA for a forward op, or 0 when the op is not
+/// a decoding step (see kDecodeMinKeys).
+int64_t decodeRowsFor(const AttentionShapes &shapes, const KernelEmitOptions &options,
+                      bool seqMajor) {
+  if (seqMajor || options.packed ||
+      options.layout != AttentionKernelConfig::Layout::HeadMajor)
+    return 0;
+  if (shapes.qLen > kDecodeMaxQueryRows || shapes.kLen < kDecodeMinKeys ||
+      shapes.qLen >= shapes.kLen || shapes.kvHeads == 0)
+    return 0;
+  int64_t rows = shapes.qHeads / shapes.kvHeads * shapes.qLen;
+  if (rows <= 64)
+    return 64;
+  return rows <= 128 ? 128 : 0;
+}
+
 /// C identifiers only: a function name's other characters become '_'.
 std::string cIdentifier(StringRef name) {
   std::string result;
@@ -118,6 +147,31 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   }
   if (failed(bf16) || failed(shapes))
     return failure();
+  if (!site.backward) {
+    if (int64_t rows = decodeRowsFor(*shapes, options, isSeqMajorAttention(op))) {
+      site.shapes = *shapes;
+      site.config.bf16 = *bf16;
+      site.config.headDim = shapes->headDim;
+      site.config.decodeRows = rows;
+      site.config.blockQ = rows;
+      site.config.blockK = decodeBlockK(shapes->headDim);
+      std::string message;
+      if (failed(verifyAttentionKernelConfig(site.config, false, message)))
+        return op->emitError(message);
+      auto func = op->getParentOfType<func::FuncOp>();
+      std::string prefix = cIdentifier(func ? func.getSymName() : "module");
+      int64_t &index = counters[prefix + "/attention"];
+      site.unitName = llvm::formatv("{0}_attention_{1}", prefix, index++).str();
+      return site;
+    }
+  }
+  if (site.config.causal && shapes->qLen != shapes->kLen)
+    return op->emitError("the GPU attention kernels implement causal with "
+                         "equal q and k lengths only, got q_len ")
+           << shapes->qLen << " and k_len " << shapes->kLen
+           << " (weft.attention's causal is bottom-right aligned, these kernels' "
+              "top-left; the decode kernels take q_len <= "
+           << kDecodeMaxQueryRows << " over k_len >= " << kDecodeMinKeys << ")";
   site.shapes = *shapes;
   site.config.bf16 = *bf16;
   site.config.headDim = shapes->headDim;
@@ -276,6 +330,13 @@ LogicalResult emitAttentionKernelUnits(ModuleOp module,
     unit.chip = options.chip;
     unit.kernels = attentionKernelSpecs(site.config, site.backward);
     unit.binary = binary.get();
+    if (site.config.decodeRows) {
+      const KernelSpec &split = unit.kernels.front();
+      unit.ctasPerSm = residentCtasPerSm(split, binary->resources.lookup(split.name));
+      unit.smCount = options.smCount;
+      unit.decode = chooseDecodeSplits(site.config, site.shapes.batch * site.shapes.kvHeads,
+                                       site.shapes.kLen, options.smCount, unit.ctasPerSm);
+    }
     std::string source, message;
     if (failed(writeUnitSource(unit, source, message)))
       return site.op->emitError(message);

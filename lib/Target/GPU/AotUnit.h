@@ -29,6 +29,10 @@ struct AotUnit {
   llvm::SmallVector<KernelSpec> kernels;
   /// Shared between units of the same configuration.
   const GpuBinary *binary = nullptr;
+  /// The decode kernels' split of the keys (config.decodeRows > 0), the SM
+  /// count and resident split CTAs per SM it was chosen for.
+  DecodeSplits decode;
+  int64_t smCount = 0, ctasPerSm = 0;
 };
 
 /// NAME.json: the unit's metadata (version, arch, config, shapes, kernels

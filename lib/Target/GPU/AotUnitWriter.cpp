@@ -44,13 +44,26 @@ const char *mmaName(const AttentionKernelConfig &config) {
 
 /// Grid of a kernel of the unit (see KernelSpec).
 std::array<int64_t, 3> gridOf(const AotUnit &unit, const KernelSpec &kernel) {
+  const AttentionShapes &s = unit.shapes;
+  if (kernel.role == "decode_split")
+    return {unit.decode.numSplits, s.kvHeads, s.batch};
+  if (kernel.role == "decode_combine")
+    return {s.batch * s.qHeads * s.qLen, 1, 1};
   int64_t len = kernel.overKeys ? unit.shapes.kLen : unit.shapes.qLen;
   int64_t heads = kernel.overKeys ? unit.shapes.kvHeads : unit.shapes.qHeads;
   return {static_cast<int64_t>(llvm::divideCeil(len, kernel.rowsPerBlock)),
           heads, unit.shapes.batch};
 }
 
+/// Query rows of a decode unit: its partial O and lse have one row each per
+/// split.
+int64_t decodeRows(const AotUnit &unit) {
+  return unit.shapes.batch * unit.shapes.qHeads * unit.shapes.qLen;
+}
+
 int64_t workspaceBytes(const AotUnit &unit) {
+  if (unit.config.decodeRows)
+    return unit.decode.numSplits * decodeRows(unit) * (unit.shapes.headDim + 1) * 4;
   return unit.backward ? unit.shapes.batch * unit.shapes.qHeads *
                              unit.shapes.qLen * 4
                        : 0;
@@ -92,6 +105,8 @@ constexpr const char *kMetadataFormat =
 /// layout takes the packed tensors once (qkv, dqkv).
 llvm::SmallVector<std::string> launcherPointers(const AotUnit &unit) {
   const AttentionKernelConfig &c = unit.config;
+  if (c.decodeRows)
+    return {"q", "k", "v", "out", "lse", "split_workspace"};
   llvm::SmallVector<std::string> inputs =
       c.packedQkv ? llvm::SmallVector<std::string>{"qkv"}
                   : llvm::SmallVector<std::string>{"q", "k", "v"};
@@ -111,6 +126,8 @@ llvm::SmallVector<std::string> launcherPointers(const AotUnit &unit) {
 std::string launcherTensor(const AttentionKernelConfig &config, llvm::StringRef name) {
   if (name == "delta")
     return "delta_workspace";
+  if (name == "o_partial")
+    return "split_workspace";
   if (config.packedQkv && (name == "q" || name == "k" || name == "v"))
     return "qkv";
   if (config.packedGrads && (name == "dq" || name == "dk" || name == "dv"))
@@ -171,6 +188,14 @@ std::string writeUnitJson(const AotUnit &unit) {
       if (unit.config.warpgroupMma)
         json.attribute("stages", unit.config.stages);
       json.attribute("layout", layoutName(unit.config));
+      if (unit.config.decodeRows)
+        json.attributeObject("decode", [&] {
+          json.attribute("rows", unit.config.decodeRows);
+          json.attribute("num_splits", unit.decode.numSplits);
+          json.attribute("keys_per_split", unit.decode.keysPerSplit);
+          json.attribute("sm_count", unit.smCount);
+          json.attribute("ctas_per_sm", unit.ctasPerSm);
+        });
     });
     json.attributeObject("shapes", [&] {
       json.attribute("batch", s.batch);
@@ -204,6 +229,12 @@ std::string writeUnitJson(const AotUnit &unit) {
               });
           });
           json.attribute("threads", kernel.threads);
+          // Decode grids come from the split rule, not from rows_per_block.
+          if (unit.config.decodeRows)
+            json.attributeArray("grid", [&] {
+              for (int64_t extent : gridOf(unit, kernel))
+                json.value(extent);
+            });
           json.attribute("rows_per_block", kernel.rowsPerBlock);
           json.attribute("over_keys", kernel.overKeys);
           json.attribute("dynamic_smem_bytes", kernel.dynamicSmemBytes);
@@ -216,6 +247,18 @@ std::string writeUnitJson(const AotUnit &unit) {
       }
     });
     json.attributeArray("workspaces", [&] {
+      if (unit.config.decodeRows) {
+        // One buffer: o_partial [num_splits, rows, d] f32, then lse_partial
+        // [num_splits, rows] f32.
+        json.object([&] {
+          json.attribute("name", "split_workspace");
+          json.attribute("dtype", "f32");
+          json.attribute("bytes", workspaceBytes(unit));
+          json.attribute("lse_partial_offset",
+                         unit.decode.numSplits * decodeRows(unit) * s.headDim * 4);
+        });
+        return;
+      }
       if (!unit.backward)
         return;
       json.object([&] {
@@ -281,7 +324,10 @@ std::string writeUnitHeader(const AotUnit &unit) {
      << (unit.kernels.size() == 1 ? "" : "s") << " on `stream`; returns without waiting. */\n";
   os << launcherSignature(unit) << ";\n";
   os << "/* Bytes of the f32 workspace the launcher takes ("
-     << (unit.backward ? "batch * q_heads * q_len * 4" : "none: 0") << "). */\n";
+     << (unit.config.decodeRows
+             ? "split_workspace: num_splits * batch * q_heads * q_len * (head_dim + 1) * 4"
+             : unit.backward ? "batch * q_heads * q_len * 4" : "none: 0")
+     << "). */\n";
   os << "size_t " << n << "_workspace_bytes(void);\n\n";
   os << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;
@@ -297,6 +343,13 @@ public:
   explicit LauncherArguments(const AotUnit &unit) : unit(unit) {
     for (const std::string &pointer : launcherPointers(unit))
       pointers.insert(pointer);
+    // The decode launcher's locals: lse_partial inside split_workspace and
+    // the split rule's two numbers.
+    if (unit.config.decodeRows) {
+      pointers.insert("lse_partial");
+      scalars.insert("num_splits");
+      scalars.insert("keys_per_split");
+    }
   }
 
   /// Empty for a parameter the launcher has no argument for: a builder change
@@ -508,6 +561,24 @@ void writeLauncher(llvm::raw_ostream &os, const AotUnit &unit,
      << "  int q_len = " << n << "_Q_LEN, k_len = " << n << "_K_LEN;\n"
      << "  float scale = " << n << "_SCALE;\n"
      << "  weft_status status;\n";
+  if (unit.config.decodeRows) {
+    // The kernels read q, k, v and the workspace with 16-byte vector loads
+    // and write out and lse 4 bytes at a time: a misaligned view is refused
+    // here, not faulted on the GPU.
+    for (const std::string &pointer : launcherPointers(unit)) {
+      int alignment = pointer == "out" || pointer == "lse" ? 4 : 16;
+      os << "  if (" << pointer << " % " << alignment << "u != 0)\n    return " << n
+         << "_fail(WEFT_ERROR_INVALID_ARGUMENT, \"" << n << "_launch: " << pointer
+         << " is not " << alignment << "-byte aligned\");\n";
+    }
+    int64_t lseOffset = unit.decode.numSplits * decodeRows(unit) * unit.shapes.headDim * 4;
+    os << "  /* o_partial [" << unit.decode.numSplits << ", " << decodeRows(unit) << ", "
+       << unit.shapes.headDim << "] f32, then lse_partial [" << unit.decode.numSplits << ", "
+       << decodeRows(unit) << "] f32. */\n"
+       << "  CUdeviceptr lse_partial = split_workspace + " << lseOffset << "u;\n"
+       << "  int num_splits = " << unit.decode.numSplits
+       << ", keys_per_split = " << unit.decode.keysPerSplit << ";\n";
+  }
   for (auto [index, kernel] : llvm::enumerate(unit.kernels)) {
     std::array<int64_t, 3> grid = gridOf(unit, kernel);
     os << "  { /* " << kernel.name << " (" << kernel.role << ") */\n";

@@ -91,6 +91,11 @@ def match_attention(anchor):
         if operands[0].shape[1] % operands[1].shape[1]:
             raise UnsupportedOp(anchor, "kv heads not dividing q heads")
         attrs = {"causal": causal}
+        if causal and operands[0].shape[2] != operands[1].shape[2]:
+            # SDPA's is_causal is top-left; weft.attention's causal is
+            # bottom-right: the same mask only for equal lengths.
+            raise UnsupportedOp(anchor, "is_causal with q length != k length "
+                                "(SDPA's top-left mask)")
         scale, head_dim = arg(6, "scale"), operands[0].shape[3]
         default = 1.0 / math.sqrt(head_dim)
         if scale is not None and float(scale) != default:

@@ -32,7 +32,7 @@ func.func @gemms(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>
   return
 }
 
-func.func @attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>, %k2: tensor<1x1x2x8xf32>, %v2: tensor<1x1x2x8xf32>) {
+func.func @attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>, %q2: tensor<1x2x2x8xf32>) {
   // Score entries b*hq*sq*sk = 1*2*4*4 = 32; per entry QK^T 2*d + PV 2*dv +
   // 5 for the softmax = 16 + 16 + 5 = 37: flops = 32 * 37 = 1184.
   // bytes = 4 * (q 64 + k 32 + v 32 + out 64) = 768.
@@ -43,11 +43,11 @@ func.func @attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tenso
   // 32 bytes: 768 + 32 = 800, results 256 + 32 = 288.
   // CHECK-NEXT: weft.attention: flops=740 bytes=800 workspace=0 roofline_us=0.0008 result_bytes=288
   %1, %lse = weft.attention %q, %k, %v {causal} : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
-  // Causal with sq = 4 > sk = 2 (top-left): rows see min(i + 1, 2) keys,
-  // 1+2+2+2 = 7 of 8; 1*2*4*2 = 16 entries * 7/8 = 14: 14 * 37 = 518.
-  // bytes = 4 * (64 + 16 + 16 + 64) = 640.
-  // CHECK-NEXT: weft.attention: flops=518 bytes=640 workspace=0 roofline_us=0.00064 result_bytes=256
-  %2 = weft.attention %q, %k2, %v2 {causal} : (tensor<1x2x4x8xf32>, tensor<1x1x2x8xf32>, tensor<1x1x2x8xf32>) -> tensor<1x2x4x8xf32>
+  // Causal with sq = 2 < sk = 4 (bottom-right): row i sees i + 1 + 2 keys,
+  // 3+4 = 7 of 8; 1*2*2*4 = 16 entries * 7/8 = 14: 14 * 37 = 518.
+  // bytes = 4 * (q 32 + k 32 + v 32 + out 32) = 512.
+  // CHECK-NEXT: weft.attention: flops=518 bytes=512 workspace=0 roofline_us=0.000518 result_bytes=128
+  %2 = weft.attention %q2, %k, %v {causal} : (tensor<1x2x2x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x2x8xf32>
   return
 }
 

@@ -231,6 +231,24 @@ func.func @attention_gqa(%q: tensor<1x4x16x8xf32>, %k: tensor<1x3x16x8xf32>, %v:
 
 // -----
 
+// Causal attention is bottom-right aligned; more queries than keys would leave
+// the first rows without a visible key.
+func.func @attention_causal_q_longer(%q: tensor<1x4x32x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x2x16x8xf32>) {
+  // expected-error @+1 {{'weft.attention' op expects causal q length (32) not to exceed the k length (16), got q 'tensor<1x4x32x8xf32>' and k 'tensor<1x2x16x8xf32>'}}
+  %0 = weft.attention %q, %k, %v {causal} : (tensor<1x4x32x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> tensor<1x4x32x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_causal_q_longer(%do: tensor<1x4x32x8xf32>, %q: tensor<1x4x32x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x2x16x8xf32>, %o: tensor<1x4x32x8xf32>, %lse: tensor<1x4x32xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op expects causal q length (32) not to exceed the k length (16)}}
+  %0:3 = weft.attention_grad %do, %q, %k, %v, %o, %lse {causal} : (tensor<1x4x32x8xf32>, tensor<1x4x32x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x32x8xf32>, tensor<1x4x32xf32>) -> (tensor<1x4x32x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
+  return
+}
+
+// -----
+
 // seq_major reads [b, s, h, d]: here kv heads 3 (dim 2) do not divide 4.
 func.func @attention_seq_major_gqa(%q: tensor<1x16x4x8xf32>, %k: tensor<1x16x3x8xf32>, %v: tensor<1x16x3x8xf32>) {
   // expected-error @+1 {{'weft.attention' op expects kv heads (3) to divide q heads (4)}}

@@ -45,6 +45,15 @@ func.func @grad_f32(%do: tensor<1x2x16x64xf32>, %q: tensor<1x2x16x64xf32>, %lse:
   return %dq : tensor<1x2x16x64xf32>
 }
 
+// Causal with q_len != k_len is bottom-right aligned (weft.attention's
+// definition); the training kernels mask top-left, and 32 query rows are too
+// many for the decode kernels.
+func.func @causal_decode(%q: tensor<1x4x32x64xbf16>, %k: tensor<1x2x256x64xbf16>) -> tensor<1x4x32x64xbf16> {
+  // CHECK: emit-kernels-errors.mlir:[[@LINE+1]]:8: error: the GPU attention kernels implement causal with equal q and k lengths only, got q_len 32 and k_len 256 (weft.attention's causal is bottom-right aligned, these kernels' top-left; the decode kernels take q_len <= 16 over k_len >= 256)
+  %o = weft.attention %q, %k, %k {causal} : (tensor<1x4x32x64xbf16>, tensor<1x2x256x64xbf16>, tensor<1x2x256x64xbf16>) -> tensor<1x4x32x64xbf16>
+  return %o : tensor<1x4x32x64xbf16>
+}
+
 // A valid op next to the invalid ones: still only the errors, no files.
 func.func @fine(%q: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
   %o = weft.attention %q, %q, %q : (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16>

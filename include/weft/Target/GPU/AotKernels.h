@@ -52,10 +52,18 @@ struct KernelEmitOptions {
   /// `packed_grouped`: the packed tensors' heads grouped per kv head
   /// (AttentionKernelConfig::groupedQkv).
   bool grouped = false;
+  /// SMs of the target the decode kernels' split rule fills (132: H100 SXM).
+  int64_t smCount = 132;
 };
 
+/// When a forward weft.attention takes the split-KV decode kernels: q_len
+/// at most kDecodeMaxQueryRows, k_len at least kDecodeMinKeys and above q_len,
+/// head_major, group * q_len at most 128 rows.
+inline constexpr int64_t kDecodeMaxQueryRows = 16, kDecodeMinKeys = 256;
+
 /// Writes, for each weft.attention / weft.attention_grad op of `module` in
-/// walk order, the unit `<func>_attention_<i>` / `<func>_attention_grad_<i>`
+/// walk order (a forward with few query rows over a long cache as the
+/// split-KV decode kernels, see kDecodeMinKeys), the unit `<func>_attention_<i>` / `<func>_attention_grad_<i>`
 /// (NAME.ptx, .cubin, .h, .c, .json) and `kernels.json` listing the units.
 /// Problems (an unsupported dtype, dropout, a head_dim the kernels lack,
 /// ptxas failing or missing) are diagnostics at the op or the module.

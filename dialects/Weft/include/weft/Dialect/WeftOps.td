@@ -74,7 +74,11 @@ def Weft_AttentionOp : Weft_Op<"attention"> {
     with `hkv` dividing `hq` (q head `i` reads kv head `i / (hq / hkv)`). The
     result is `[b, hq, sq, dv]`; the optional second result is the row
     log-sum-exp of the scaled scores, `[b, hq, sq]` in f32. `scale` defaults to
-    `1/sqrt(d)`; `causal` masks key `j > i` (SDPA's is_causal, top-left).
+    `1/sqrt(d)`; `causal` masks key `j > i + (sk - sq)`: bottom-right
+    aligned, as FlashAttention and PyTorch's `causal_lower_right` define it,
+    so with `sq < sk` (decoding: a few new query rows against a KV cache) the
+    last query row sees every key. With `sq == sk` this is SDPA's `is_causal`;
+    causal with `sq > sk` is rejected (rows would see no key).
     With `dropout_p > 0` the 0-d i64 `seed` operand and `weft.rng_id` are
     required; the dropout mask over the `[b, hq, sq, sk]` probabilities follows
     the Philox rule. With `seq_major`, q, k, v and the result are
@@ -88,6 +92,8 @@ def Weft_AttentionOp : Weft_Op<"attention"> {
     global mask's bits for its heads).
     ```mlir
     %o = weft.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>) -> tensor<2x8x128x64xbf16>
+    // Decoding: 4 new rows of 32 q heads against a 4096-key cache of 4 kv heads.
+    %d, %l = weft.attention %q1, %kc, %vc {causal} : (tensor<1x32x4x128xbf16>, tensor<1x4x4096x128xbf16>, tensor<1x4x4096x128xbf16>) -> (tensor<1x32x4x128xbf16>, tensor<1x32x4xf32>)
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
@@ -112,7 +118,9 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> 
     Operands: `dout`, `q`, `k`, `v`, `out`, `lse` (as produced by
     `weft.attention`), then the optional `seed`. Results `dq`, `dk`, `dv` with
     the shapes of `q`, `k`, `v`; `dk`/`dv` sum over the q heads of a group.
-    Attributes and `weft.rng_id` match the forward's; with `seq_major`,
+    Attributes and `weft.rng_id` match the forward's (causal is bottom-right
+    aligned when `sq < sk`; the reference interpreter and the CPU tiles
+    differentiate it, the GPU backward kernels refuse it); with `seq_major`,
     dout, q, k, v, out and the gradients are `[b, s, h, d]`.
     ```mlir
     %dq, %dk, %dv = weft.attention_grad %do, %q, %k, %v, %o, %lse {causal} : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
