@@ -459,3 +459,33 @@ def test_is_causal_with_unequal_lengths_is_unsupported():
     q, k = torch.randn(1, 2, 2, 8), torch.randn(1, 2, 6, 8)
     with pytest.raises(UnsupportedOp, match=r"is_causal with q length != k length"):
         import_module(DecodeSdpa(), (q, k, k))
+
+
+class AutocastRegions(nn.Module):
+    """A region with autocast disabled (as transformers' LLaMA rotary
+    embedding writes it; torch.export keeps it as wrap_with_autocast)."""
+
+    def __init__(self, enabled=False):
+        super().__init__()
+        self.proj, self.enabled = nn.Linear(8, 8), enabled
+
+    def forward(self, x):
+        with torch.autocast("cpu", enabled=self.enabled):
+            y = x.float().cos()
+        return self.proj(x) + y
+
+
+def test_autocast_disabled_region_is_inlined():
+    weft_run = require_weft_run()
+    module = randomized(AutocastRegions()).double()
+    x = torch.randn(2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    imported = import_module(module, (x,))
+    assert "wrap_with_autocast" not in imported.text and "weft.cos" in imported.text
+    (out,) = run_reference(imported, x, weft_run=weft_run)
+    assert rel_err(out, module(x)) <= 1e-6  # the region computes in f32
+
+
+def test_autocast_enabled_region_is_refused():
+    module = AutocastRegions(enabled=True).double()
+    with pytest.raises(UnsupportedOp, match="autocast region enabled inside the model"):
+        import_module(module, (torch.randn(2, 8, dtype=torch.float64),))

@@ -114,20 +114,41 @@ def capture(module, example_inputs):
     return program, arguments
 
 
+def _region(node):
+    """(body submodule node, its inputs, grad mode or None) of a region call
+    the importer inlines, or None for other nodes: torch.export's
+    wrap_with_set_grad_enabled (a forward under torch.no_grad(), as
+    transformers' rotary embedding is) and wrap_with_autocast with autocast
+    disabled (transformers' LLaMA rotary embedding under torch 2.11)."""
+    if node.op != "call_function":
+        return None
+    hops = torch.ops.higher_order
+    if node.target is getattr(hops, "wrap_with_set_grad_enabled", None):
+        return node.args[1], node.args[2:], bool(node.args[0])
+    if node.target is getattr(hops, "wrap_with_autocast", None):
+        if node.args[2]:
+            # Enabled autocast would cast the region's ops on a later trace;
+            # torch.export leaves them uncast, so inlining would change them.
+            raise UnsupportedOp(node, "a torch.autocast region enabled inside the model "
+                                      "(autocast around the compiled call is supported)")
+        return node.args[4], node.args[5:], None
+    return None
+
+
 def inline_set_grad_regions(graph_module):
-    """Inlines torch.export's wrap_with_set_grad_enabled regions (a forward
-    under torch.no_grad(), as transformers' rotary embedding is): their ops
-    are plain ATen ops of the graph, which the importer maps; grad mode does
-    not change a forward's values. A no_grad region reading a tensor that
-    requires grad is refused: inlined, it would pass gradients on."""
+    """Inlines the region calls of _region: their ops are plain ATen ops of
+    the graph, which the importer maps; neither grad mode nor disabled
+    autocast changes a forward's values. A no_grad region reading a tensor
+    that requires grad is refused: inlined, it would pass gradients on."""
     graph = graph_module.graph
-    hop = torch.ops.higher_order.wrap_with_set_grad_enabled
     for node in list(graph.nodes):
-        if node.op != "call_function" or node.target is not hop:
+        region = _region(node)
+        if region is None:
             continue
-        body = getattr(graph_module, node.args[1].target)
-        if not node.args[0] and any(getattr(n.meta.get("val"), "requires_grad", False)
-                                    for n in node.all_input_nodes):
+        submodule, args, grad = region
+        body = getattr(graph_module, submodule.target)
+        if grad is False and any(getattr(n.meta.get("val"), "requires_grad", False)
+                                 for n in node.all_input_nodes):
             # Inlined, the region would pass gradients torch.no_grad() stops.
             # The call has no source line; the region's first op has the model's.
             traces = [n.meta["stack_trace"] for n in body.graph.nodes if n.meta.get("stack_trace")]
@@ -136,7 +157,7 @@ def inline_set_grad_regions(graph_module):
                                       "grad (weft has no stop-gradient)")
         inputs = [n for n in body.graph.nodes if n.op == "placeholder"]
         with graph.inserting_before(node):
-            out = graph.graph_copy(body.graph, dict(zip(inputs, node.args[2:])))
+            out = graph.graph_copy(body.graph, dict(zip(inputs, args)))
         for user in list(node.users):
             if user.op == "call_function" and user.target is operator.getitem:
                 user.replace_all_uses_with(out[user.args[1]])
@@ -144,6 +165,8 @@ def inline_set_grad_regions(graph_module):
         if node.users:
             node.replace_all_uses_with(out)
         graph.erase_node(node)
+        if not submodule.users:
+            graph.erase_node(submodule)
     graph.lint()
 
 
