@@ -141,10 +141,13 @@ def inline_set_grad_regions(graph_module):
     autocast changes a forward's values. A no_grad region reading a tensor
     that requires grad is refused: inlined, it would pass gradients on."""
     graph = graph_module.graph
-    for node in list(graph.nodes):
+    # Regions nest (torch 2.11 captures transformers' LLaMA rotary embedding
+    # as an autocast region inside a no_grad one): inline until none is left.
+    while True:
+        node = next((n for n in graph.nodes if _region(n) is not None), None)
+        if node is None:
+            break
         region = _region(node)
-        if region is None:
-            continue
         submodule, args, grad = region
         body = getattr(graph_module, submodule.target)
         if grad is False and any(getattr(n.meta.get("val"), "requires_grad", False)
@@ -156,8 +159,15 @@ def inline_set_grad_regions(graph_module):
             raise UnsupportedOp(node, "a torch.no_grad() region reading tensors that require "
                                       "grad (weft has no stop-gradient)")
         inputs = [n for n in body.graph.nodes if n.op == "placeholder"]
+        copied = dict(zip(inputs, args))
         with graph.inserting_before(node):
-            out = graph.graph_copy(body.graph, dict(zip(inputs, args)))
+            out = graph.graph_copy(body.graph, copied)
+        # A nested region's body is an attribute of this body: move it up.
+        for old_node, new_node in copied.items():
+            if old_node.op == "get_attr":
+                name = f"inlined_{len(list(graph_module.named_children()))}_{old_node.target}"
+                graph_module.add_submodule(name, getattr(body, old_node.target))
+                new_node.target = name
         for user in list(node.users):
             if user.op == "call_function" and user.target is operator.getitem:
                 user.replace_all_uses_with(out[user.args[1]])
