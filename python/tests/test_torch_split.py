@@ -8,19 +8,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from harness import require_weft_run
+from test_torch_backend import fresh_dynamo  # noqa: F401 (autouse: weft-run, a fresh Dynamo)
 from test_torch_import import NanoGPTBlock
 
 TOL = 1e-9
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo(monkeypatch):
-    require_weft_run()
-    monkeypatch.delenv("WEFT_STRICT", raising=False)
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 class SortBetweenBlocks(nn.Module):
