@@ -308,7 +308,7 @@ def test_autograd_function_over_a_simulated_step():
     step = object.__new__(torch_gpu.GpuTrainingStep)
     step.imported, step.params, step.device_type = imported, indices, "cpu"
     step.layout = torch_gpu.StepLayout(simulated.buffers(), imported.arguments, indices)
-    step.loaded, step.pending, step._fast, step.last = {}, [], None, None
+    step.loaded, step.pending, step._fast, step.last, step._lifted_on = {}, [], None, None, {}
     step._step = lambda device: simulated
     compiled = object.__new__(torch_gpu.CompiledGpuGraph)
     compiled.step, compiled.tensor_params = step, indices

@@ -270,7 +270,10 @@ class WeftGraph:
                                           f"{', '.join(devices)} tensors")
             if devices and any(t.device.type == "cpu" for t in tensors):
                 raise NotImplementedError("this graph mixes CPU and CUDA tensors")
-            imported = import_module(_Specialized(self.gm, args), tuple(tensors))
+            # GPU packages fill only float splats: other folded constants
+            # (position ids, label padding) become arguments.
+            imported = import_module(_Specialized(self.gm, args), tuple(tensors),
+                                     lift_constants=bool(devices) or self.compile_only)
             dump(imported.text, "forward")
             if devices or self.compile_only:
                 compiled = self._compile_gpu(imported, tensors, dump)

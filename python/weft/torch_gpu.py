@@ -343,6 +343,7 @@ class GpuTrainingStep:
         self.pending = []  # autograd contexts holding gradients as arena views
         self.last = None  # (loaded key, [(input buffer, tensor)]) of the last CUDA run
         self._fast = None  # _ArenaCalls of the last checked CUDA call
+        self._lifted_on = {}  # device -> {argument index: lifted constant there}
         _LIVE.add(self)
 
     def _step(self, device):
@@ -360,6 +361,19 @@ class GpuTrainingStep:
             self.loaded[key] = (step, arena)
             RUNS["arena_bytes"] = arena.numel()
         return self.loaded[key][0]
+
+    def _place_lifted(self, values):
+        """The lifted constants (folded at import, CPU tensors) on the device
+        of the call's tensors, copied there once per device."""
+        device = next((v.device for v in values if v.device.type == self.device_type), None)
+        if device is None:
+            return values
+        placed = self._lifted_on.get(device)
+        if placed is None:
+            placed = {i: values[i].to(device) for i, a in enumerate(self.imported.arguments)
+                      if a.kind == "lifted"}
+            self._lifted_on[device] = placed
+        return [placed.get(i, v) for i, v in enumerate(values)]
 
     def _views(self, key, buffers):
         """Torch tensors over `buffers` in the loaded step's arena (no copy)."""
@@ -382,6 +396,8 @@ class GpuTrainingStep:
         dict, the autograd context) gets copies before the next run
         overwrites them; without an owner they are copies at once."""
         values = self.imported.argument_values(*tensors)
+        if self.imported.lifted:
+            values = self._place_lifted(values)
         fast = self._fast
         if fast is not None and fast.matches(values):
             self._settle()

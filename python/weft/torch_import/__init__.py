@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from weft import npz
 
-from .capture import Argument, CaptureError, UnsupportedOp, argument_values, capture
+from .capture import (Argument, CaptureError, UnsupportedOp, argument_values, capture,
+                      weft_dtype)
 from .lowering import lower_graph
 from .ops import HANDLERS
 from .patterns import find_matches
@@ -29,22 +30,49 @@ class ImportedModule:
     arguments: list                 # [Argument], in the function's argument order
     raised: list                    # fused ops raised from written-out patterns
     program: object = field(repr=False)  # the torch.export ExportedProgram
+    lifted: dict = field(default_factory=dict, repr=False)  # argument name -> tensor
+
+    @property
+    def graph_arguments(self):
+        """The arguments of the captured graph (without lifted constants)."""
+        return [a for a in self.arguments if a.kind != "lifted"]
 
     def argument_values(self, *inputs):
         """The function's arguments: the captured parameters, buffers and
-        constants, then `inputs` (tensors, in the forward's order)."""
-        return argument_values(self.program, self.arguments, inputs)
+        constants, then `inputs` (tensors, in the forward's order), then the
+        lifted constants."""
+        values = argument_values(self.program, self.graph_arguments, inputs)
+        return values + [self.lifted[a.name] for a in self.arguments if a.kind == "lifted"]
+
+    def lower(self, entry, **kwargs):
+        """lower_graph of the captured graph with this import's arguments (and
+        its lifting of constants, checked to lift the same ones)."""
+        graph = self.program.graph
+        lifted = [] if self.lifted else None
+        text, raised = lower_graph(graph, self.graph_arguments, entry, find_matches(graph),
+                                   HANDLERS, lifted=lifted, **kwargs)
+        if lifted is not None and [n for n, _ in lifted] != list(self.lifted):
+            raise RuntimeError("lowering lifted other constants than the import did")
+        return text, raised
 
 
-def import_module(module, example_inputs, entry="forward"):
+def import_module(module, example_inputs, entry="forward", lift_constants=False):
     """Captures module(*example_inputs) (static shapes and dtypes from the
     examples) and returns its weft IR. Raises UnsupportedOp naming an op and
     its source line when some op has no weft form, CaptureError when
-    torch.export cannot capture the forward."""
+    torch.export cannot capture the forward. With `lift_constants` the
+    folded constants a GPU package cannot fill (integers, non-splat tensors:
+    position ids, label padding) are trailing arguments of kind "lifted"
+    whose values argument_values supplies."""
     program, arguments = capture(module, example_inputs)
     graph = program.graph
-    text, raised = lower_graph(graph, arguments, entry, find_matches(graph), HANDLERS)
-    return ImportedModule(text, entry, arguments, raised, program)
+    lifted = [] if lift_constants else None
+    text, raised = lower_graph(graph, arguments, entry, find_matches(graph), HANDLERS,
+                               lifted=lifted)
+    extra = [Argument(name, "lifted", None, tuple(t.shape), weft_dtype(t.dtype))
+             for name, t in lifted or []]
+    return ImportedModule(text, entry, arguments + extra, raised, program,
+                          dict(lifted or []))
 
 
 def vjp_text(imported, params, entry="vjp"):
@@ -53,9 +81,7 @@ def vjp_text(imported, params, entry="vjp"):
     arguments at indices `params` marked {weft.param}: weft-autodiff turns it
     into @<entry>_step(args..., dy...) -> (that sum, d/d param for each param
     in argument order), the vector-Jacobian product."""
-    graph = imported.program.graph
-    text, _ = lower_graph(graph, imported.arguments, entry, find_matches(graph), HANDLERS,
-                          params=frozenset(params), vjp=True)
+    text, _ = imported.lower(entry, params=frozenset(params), vjp=True)
     return text
 
 
@@ -64,9 +90,7 @@ def training_text(imported, params):
     {weft.param}: what weft-compile --train (or the C API's
     weftCompileTrainingStep) turns into the training step, whose loss is the
     forward's 0-d result."""
-    graph = imported.program.graph
-    text, _ = lower_graph(graph, imported.arguments, imported.entry, find_matches(graph),
-                          HANDLERS, params=frozenset(params))
+    text, _ = imported.lower(imported.entry, params=frozenset(params))
     return text
 
 

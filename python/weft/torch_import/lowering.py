@@ -9,6 +9,8 @@ import operator
 import torch
 import torch.fx
 
+from weft import npz
+
 from weft.models.ir import (FunctionBuilder, I64Array, Value, format_float, module_text,
                             tensor_type)
 
@@ -86,6 +88,7 @@ class Lowering:
         self.raised = []
         self.node = None  # the node being lowered, for error messages
         self.layer = None  # its block's index (weft.layer), None outside the blocks
+        self.lifted = None  # a list: constants GPU packages cannot hold become arguments
 
     # -- values -------------------------------------------------------------
 
@@ -97,8 +100,13 @@ class Lowering:
             if tensor.numel() > MAX_FOLDED_ELEMENTS:
                 raise UnsupportedOp(arg, f"a constant of {tensor.numel()} elements (at most "
                                          f"{MAX_FOLDED_ELEMENTS} are folded into the IR)")
-            self.values[arg] = self.f.dense_constant(tensor, weft_dtype(tensor.dtype, arg),
-                                                     hint=arg.name)
+            dtype = weft_dtype(tensor.dtype, arg)
+            if self.lifted is not None and _needs_lifting(tensor):
+                self.values[arg] = self.f.arg(f"lifted_{arg.name}", tuple(tensor.shape), dtype,
+                                              comment="a constant passed as an argument")
+                self.lifted.append((f"lifted_{arg.name}", tensor))
+            else:
+                self.values[arg] = self.f.dense_constant(tensor, dtype, hint=arg.name)
         if arg not in self.values:
             raise UnsupportedOp(self.node, f"operand {arg.name} was not lowered")
         value = self.values[arg]
@@ -135,6 +143,13 @@ class Lowering:
 
     def constant(self, number, dtype, shape=()):
         self.check_finite(number)
+        if self.lifted is not None and dtype not in FLOAT_TYPES:
+            # A GPU package fills float splats only: an integer one (label
+            # padding) is passed as an argument.
+            name = f"lifted_{self.node.name}_c{len(self.lifted)}"
+            tensor = torch.full(tuple(shape), int(number), dtype=npz.TORCH_DTYPES[dtype])
+            self.lifted.append((name, tensor))
+            return self.f.arg(name, tuple(shape), dtype, comment="a constant passed as an argument")
         return self.f.constant(float(number), shape, dtype, hint=f"{self.node.name}.c")
 
     def scale(self, value, factor):
@@ -182,13 +197,25 @@ def _fold(lowering, node):
     return value if isinstance(value, torch.Tensor) else None
 
 
-def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False):
+def _needs_lifting(tensor):
+    """Whether a folded constant is one a GPU package cannot fill (its fill
+    kernel takes one float: a non-splat tensor, or one of integers)."""
+    if not tensor.is_floating_point():
+        return True
+    flat = tensor.reshape(-1)
+    return flat.numel() > 1 and not bool((flat == flat[0]).all())
+
+
+def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False, lifted=None):
     """weft IR text of `graph` as func @name(arguments...). The arguments at
     indices `params` are marked {weft.param}. With `vjp`, the function takes
     one more argument dy_i per float output y_i (after the graph's arguments)
     and returns the 0-d sum_i sum(y_i * dy_i), whose gradients (weft-autodiff)
-    are the vector-Jacobian product."""
+    are the vector-Jacobian product. With `lifted` (a list), the folded
+    constants a GPU package cannot fill become trailing arguments instead,
+    appended to it as (argument name, tensor) in argument order."""
     lowering = Lowering(name)
+    lowering.lifted = lifted
     graph_inputs = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     for index, argument in enumerate(arguments):
         node = graph_inputs[argument.name]
