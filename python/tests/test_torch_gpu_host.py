@@ -19,7 +19,7 @@ from harness import require_weft_run, run_ir, tool
 from test_torch_backend_gpu import GPT, make_model
 from weft import capi, torch_gpu
 from weft import runtime as rt
-from weft.torch_import import UnsupportedOp, import_module, training_text
+from weft.torch_import import UnsupportedOp, import_module, run_reference, training_text
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(rt.library_path()),
@@ -326,3 +326,34 @@ def test_autograd_function_over_a_simulated_step():
     with pytest.raises(torch_gpu.LayoutError, match=r"step buffer arg1 \(argument 1, .*\) "
                                                     r"expects \[64, 256\] f64 on cpu, got \[64, 255\]"):
         compiled(tensors[:1] + [torch.zeros(64, 255, dtype=torch.float64)] + tensors[2:])
+
+
+class Padded(nn.Module):
+    """Folded constants a GPU package cannot fill: float positions (non-splat)
+    and a -100 label pad (an integer splat), as HF's LLaMA and its loss make."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, labels):
+        pos = torch.arange(x.size(0), dtype=x.dtype)[:, None]
+        shifted = F.pad(labels[1:], (0, 1), value=-100)
+        return F.cross_entropy(self.proj(x) + pos, shifted)
+
+
+def test_constants_a_package_cannot_fill_are_lifted():
+    require_weft_run()
+    torch.manual_seed(0)
+    model = Padded().double()
+    x, labels = torch.randn(5, 8, dtype=torch.float64), torch.randint(0, 8, (5,))
+    plain = import_module(model, (x, labels))
+    lifted = import_module(model, (x, labels), lift_constants=True)
+    kinds = [a.kind for a in lifted.arguments]
+    assert kinds.count("lifted") == 2 and kinds[-2:] == ["lifted", "lifted"]
+    assert "lifted" not in [a.kind for a in plain.arguments]
+    assert "arith.constant dense<[" not in lifted.text and "xi64>" in lifted.text
+    values = lifted.argument_values(x, labels)
+    assert len(values) == len(lifted.arguments)
+    (got,) = run_reference(lifted, x, labels)
+    assert abs(got.item() - model(x, labels).item()) <= 1e-12
