@@ -14,6 +14,7 @@
 #include "weft/Host/StepTiming.h"
 #include "weft/Package/Package.h"
 #include "weft/Support/ExitCode.h"
+#include "weft/Support/ToolError.h"
 #include "weft/Support/FloatBits.h"
 #include "weft/Support/Npz.h"
 
@@ -35,8 +36,7 @@ namespace weft {
 namespace {
 
 int error(ExitCode code, const llvm::Twine &message) {
-  llvm::outs().flush();
-  llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+  printToolError("weft-run", message);
   return code;
 }
 

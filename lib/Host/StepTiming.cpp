@@ -2,6 +2,7 @@
 #include "weft/Host/StepTiming.h"
 
 #include "weft/Support/ExitCode.h"
+#include "weft/Support/ToolError.h"
 #include "weft/Support/FloatBits.h"
 
 #include "llvm/ADT/Twine.h"
@@ -120,8 +121,7 @@ bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &by
 int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath,
                  weft_comm *comm) {
   auto error = [](const llvm::Twine &message) {
-    llvm::outs().flush();
-    llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+    printToolError("weft-run", message);
     return kExitFailed;
   };
   size_t n = weft_step_entry_count(step);
@@ -191,8 +191,7 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
 int printStepMemory(weft_step *step, bool debugBuffers, const std::string &prefix,
                     std::optional<std::pair<size_t, size_t>> commMemory) {
   auto error = [](const llvm::Twine &message) {
-    llvm::outs().flush();
-    llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+    printToolError("weft-run", message);
     return kExitFailed;
   };
   weft_step_memory memory;

@@ -13,6 +13,7 @@
 #include "weft/Reference/RandomInputs.h"
 #include "weft/RegisterWeftDialects.h"
 #include "weft/Support/ExitCode.h"
+#include "weft/Support/ToolError.h"
 #include "weft/Support/Npz.h"
 #include "weft/Tools/Drivers.h"
 #include "weft/Package/Package.h"
@@ -178,9 +179,7 @@ cl::opt<std::string> timingJson(
     cl::value_desc("FILE.json"), cl::cat(packageCategory));
 
 int fail(ExitCode code, const llvm::Twine &message) {
-  // Keep the order of result lines and errors when both go to one terminal.
-  llvm::outs().flush();
-  llvm::WithColor::error(llvm::errs(), "weft-run") << message << "\n";
+  weft::printToolError("weft-run", message);
   return code;
 }
 
