@@ -405,7 +405,8 @@ TEST_F(InterpreterTest, AttentionGqaCausalMatchesDirectFormula) {
       int g = h / 2;
       std::vector<double> weights;
       double total = 0;
-      for (int j = 0; j <= i; ++j) {
+      // Causal is bottom-right: query i of 3 sees keys j <= i + (5 - 3).
+      for (int j = 0; j <= i + 2; ++j) {
         double score = 0.5 * (q.data[(h * 3 + i) * 2] * k.data[(g * 5 + j) * 2] +
                               q.data[(h * 3 + i) * 2 + 1] *
                                   k.data[(g * 5 + j) * 2 + 1]);
@@ -416,7 +417,7 @@ TEST_F(InterpreterTest, AttentionGqaCausalMatchesDirectFormula) {
                   1e-6);
       for (int t = 0; t < 3; ++t) {
         double expected = 0;
-        for (int j = 0; j <= i; ++j)
+        for (int j = 0; j <= i + 2; ++j)
           expected += weights[j] / total * v.data[(g * 5 + j) * 3 + t];
         EXPECT_NEAR(results[0].data[(h * 3 + i) * 3 + t], expected, 1e-14);
       }

@@ -53,7 +53,7 @@ def run_isolated(code, **env):
 
 
 def test_version():
-    assert rt.version() == "0.6.0"
+    assert rt.version() == "0.5.0"
 
 
 def test_ptx_inputs():

@@ -531,7 +531,7 @@ def _step_lib():
             except AttributeError:
                 raise WeftError(ERROR_VERSION_MISMATCH, 0,
                                 f"{library_path()} (runtime {version()}) has no {name}; this "
-                                f"binding needs runtime 0.6.0 or later",
+                                f"binding needs a runtime with the caller's stream and arena (weft_step_options_size)",
                                 "WEFT_ERROR_VERSION_MISMATCH") from None
             function.restype = restype
             function.argtypes = argtypes

@@ -9,7 +9,7 @@
 
 #include <cuda.h>
 
-#define WEFT_RUNTIME_VERSION "0.6.0"
+#define WEFT_RUNTIME_VERSION "0.5.0"
 
 #if defined(_WIN32)
 #define WEFT_API
@@ -252,9 +252,11 @@ typedef struct weft_step_options {
   int graph;         /* capture the schedule into a CUDA graph at the first run, replay it */
   int debug_buffers; /* each buffer its own cuMemAlloc, filled with 0xFF (NaN for
                         floats) when its live range ends, so reads of dead data show */
-  /* Since 0.6.0. Zero-initialise the whole struct (`weft_step_options o = {0};`):
-   * zero fields keep the behaviour of 0.5.0, and fields added later will be
-   * appended after these. weft_step_options_size() gives the size compiled in. */
+  /* Added after the fields above (the runtime's version stays the compiler's,
+   * which AOT units compare). Zero-initialise the whole struct
+   * (`weft_step_options o = {0};`): zero fields keep the earlier behaviour,
+   * and fields added later will be appended after these.
+   * weft_step_options_size() gives the size compiled in. */
   /* The caller's stream (e.g. PyTorch's current stream; CU_STREAM_LEGACY for
    * the legacy default stream, whose handle is 0): a run starts after the work
    * queued on it so far (an event recorded on it, which the step's stream 0

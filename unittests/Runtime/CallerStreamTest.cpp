@@ -194,7 +194,7 @@ weft_step_options callerOptions() {
 TEST(CallerStream, OptionsAreAppendedAndSized) {
   EXPECT_EQ(weft_step_options_size(), sizeof(weft_step_options));
   EXPECT_EQ(offsetof(weft_step_options, stream), 3 * sizeof(int) + 4); // after the 0.5.0 ints
-  EXPECT_STREQ(weft_runtime_version(), "0.6.0");
+  EXPECT_STREQ(weft_runtime_version(), "0.5.0");
 }
 
 TEST(CallerStream, PrepareChecksTheCallersArena) {

@@ -82,7 +82,7 @@ TEST(Status, ToCuResult) {
   EXPECT_STREQ(weft_status_name(WEFT_ERROR_ARCH_MISMATCH), "WEFT_ERROR_ARCH_MISMATCH");
   EXPECT_STREQ(weft_status_name(static_cast<weft_status>(42)), "WEFT_STATUS_UNKNOWN");
   EXPECT_STREQ(weft_runtime_version(), WEFT_RUNTIME_VERSION);
-  EXPECT_STREQ(WEFT_RUNTIME_VERSION, "0.6.0");
+  EXPECT_STREQ(WEFT_RUNTIME_VERSION, "0.5.0");
 }
 
 TEST(Status, MessagesAreClearedAndPerThread) {
