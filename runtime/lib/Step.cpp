@@ -505,15 +505,6 @@ weft_step_options optionsOrDefault(const weft_step_options *options) {
   return options ? *options : weft_step_options{};
 }
 
-weft_status checkBuffer(const weft_step *step, size_t index, const char *caller) {
-  if (!step)
-    return fail(WEFT_ERROR_INVALID_ARGUMENT, format("%s: step is NULL", caller));
-  if (index >= step->prepared.package.buffers.size())
-    return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                format("%s: buffer %zu, but the step has %zu", caller, index,
-                       step->prepared.package.buffers.size()));
-  return WEFT_OK;
-}
 
 } // namespace
 
@@ -756,3 +747,14 @@ const char *weft_step_describe(weft_step *step) {
 }
 
 } // extern "C"
+
+// A step and buffer index a buffer call may use (StepState.h).
+weft_status weft::runtime::checkBuffer(const weft_step *step, size_t index, const char *caller) {
+  if (!step)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT, format("%s: step is NULL", caller));
+  if (index >= step->prepared.package.buffers.size())
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("%s: buffer %zu, but the step has %zu", caller, index,
+                       step->prepared.package.buffers.size()));
+  return WEFT_OK;
+}

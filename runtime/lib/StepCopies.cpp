@@ -15,16 +15,6 @@ CUstream callerStream(const weft_step &step) {
   return step.prepared.options.stream ? step.prepared.options.stream : step.streams[0];
 }
 
-weft_status checkBuffer(const weft_step *step, size_t index, const char *caller) {
-  if (!step)
-    return fail(WEFT_ERROR_INVALID_ARGUMENT, format("%s: step is NULL", caller));
-  if (index >= step->prepared.package.buffers.size())
-    return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                format("%s: buffer %zu, but the step has %zu", caller, index,
-                       step->prepared.package.buffers.size()));
-  return WEFT_OK;
-}
-
 weft_status copyDevice(weft_step *step, size_t index, CUdeviceptr other, size_t bytes,
                        bool in, const char *caller) {
   return apiCall(caller, [&]() -> weft_status {

@@ -77,6 +77,9 @@ weft_status issue(weft_step &step,
                   const std::function<weft_status(size_t)> &afterEntry = nullptr);
 weft_status makeCurrent(weft_step &step, const char *caller);
 weft_status followCaller(weft_step &step);
+/// WEFT_ERROR_INVALID_ARGUMENT naming `caller` when `step` is NULL or has
+/// no buffer `index`.
+weft_status checkBuffer(const weft_step *step, size_t index, const char *caller);
 weft_status rejoinCaller(weft_step &step);
 // Waits for `until` (an event; null: stream 0): cuStreamSynchronize for a one-GPU step, the
 // communicator's watched wait (errors, dead peers, timeout) for a partitioned one.
