@@ -27,7 +27,7 @@ from weft import npz
 from weft import torch_gpu
 from weft.capi import CompileError
 from weft.runtime import WeftError
-from weft.torch_import import CaptureError, UnsupportedOp, import_module, vjp_text
+from weft.torch_import import CaptureError, UnsupportedOp, import_module, new_seed, vjp_text
 from weft.torch_import.capture import capture
 from weft.torch_split import SplitCompiled, WeftPart, split_graph
 
@@ -163,19 +163,21 @@ class _Compiled:
         self.steps = {}
         self.inputs = [i for i, a in enumerate(imported.arguments) if a.kind == "input"]
 
-    def forward(self, tensors):
+    def forward(self, tensors, seed=None):
+        """The forward's outputs; `seed` is the dropout seed (drawn anew
+        when None and the forward has dropout)."""
         return run_reference_step(self.imported.text, self.imported.entry,
-                                  self.imported.argument_values(*tensors))
+                                  self.imported.argument_values(*tensors, seed=seed))
 
-    def vjp(self, tensors, needs, dys):
+    def vjp(self, tensors, needs, dys, seed=None):
         """Gradients of sum(y * dy) for the tensors whose `needs` is set
-        (None for the others)."""
+        (None for the others), with the forward's dropout `seed`."""
         params = tuple(self.inputs[i] for i, n in enumerate(needs) if n)
         if params not in self.steps:
             text = _autodiff(vjp_text(self.imported, params, entry="vjp"), "vjp")
             self.dump(text, "vjp_step")
             self.steps[params] = text
-        values = self.imported.argument_values(*tensors)
+        values = self.imported.argument_values(*tensors, seed=seed)
         floats = [dy for dy, v in zip(dys, self.output_values) if v.dtype.is_floating_point]
         results = run_reference_step(self.steps[params], "vjp_step", values + floats)
         grads = iter(results[1:])
@@ -185,7 +187,9 @@ class _Compiled:
 class _WeftFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, compiled, *tensors):
-        outputs = compiled.forward(tensors)
+        # One seed for the forward and its backward: the same dropout masks.
+        ctx.seed = new_seed() if compiled.imported.has_seed else None
+        outputs = compiled.forward(tensors, ctx.seed)
         ctx.compiled = compiled
         ctx.save_for_backward(*tensors)
         ctx.mark_non_differentiable(*[o for o in outputs if not o.is_floating_point()])
@@ -197,7 +201,7 @@ class _WeftFunction(torch.autograd.Function):
         needs = ctx.needs_input_grad[1:]
         dys = [torch.zeros(tuple(v.shape), dtype=v.dtype) if dy is None else dy
                for dy, v in zip(dys, ctx.compiled.output_values)]
-        return (None, *ctx.compiled.vjp(tensors, needs, dys))
+        return (None, *ctx.compiled.vjp(tensors, needs, dys, ctx.seed))
 
 
 _EAGER = object()

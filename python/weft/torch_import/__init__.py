@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
+import torch
+
 from weft import npz
 
 from .capture import (Argument, CaptureError, UnsupportedOp, argument_values, capture,
@@ -20,7 +22,7 @@ from .ops import HANDLERS
 from .patterns import find_matches
 
 __all__ = ["Argument", "CaptureError", "ImportedModule", "UnsupportedOp",
-           "import_module", "run_reference", "training_text", "vjp_text"]
+           "import_module", "new_seed", "run_reference", "training_text", "vjp_text"]
 
 
 @dataclass
@@ -34,26 +36,48 @@ class ImportedModule:
 
     @property
     def graph_arguments(self):
-        """The arguments of the captured graph (without lifted constants)."""
-        return [a for a in self.arguments if a.kind != "lifted"]
+        """The arguments of the captured graph (without the trailing lifted
+        constants and dropout seed)."""
+        return [a for a in self.arguments if a.kind not in TRAILING_KINDS]
 
-    def argument_values(self, *inputs):
+    @property
+    def has_seed(self):
+        """Whether the forward draws dropout masks (its last arguments
+        include the seed)."""
+        return any(a.kind == "seed" for a in self.arguments)
+
+    def argument_values(self, *inputs, seed=None):
         """The function's arguments: the captured parameters, buffers and
         constants, then `inputs` (tensors, in the forward's order), then the
-        lifted constants."""
+        lifted constants and the dropout seed (`seed`, or one drawn by
+        new_seed on the inputs' device)."""
         values = argument_values(self.program, self.graph_arguments, inputs)
-        return values + [self.lifted[a.name] for a in self.arguments if a.kind == "lifted"]
+        if self.has_seed and seed is None:
+            seed = new_seed(next((v.device for v in inputs if isinstance(v, torch.Tensor)),
+                                 None))
+        return values + [seed if a.kind == "seed" else self.lifted[a.name]
+                         for a in self.arguments if a.kind in TRAILING_KINDS]
 
     def lower(self, entry, **kwargs):
         """lower_graph of the captured graph with this import's arguments (and
-        its lifting of constants, checked to lift the same ones)."""
+        its trailing arguments, checked to be the same ones)."""
         graph = self.program.graph
-        lifted = [] if self.lifted else None
+        lifted, trailing = ([] if self.lifted else None), []
         text, raised = lower_graph(graph, self.graph_arguments, entry, find_matches(graph),
-                                   HANDLERS, lifted=lifted, **kwargs)
-        if lifted is not None and [n for n, _ in lifted] != list(self.lifted):
-            raise RuntimeError("lowering lifted other constants than the import did")
+                                   HANDLERS, lifted=lifted, trailing=trailing, **kwargs)
+        if [n for n, _ in trailing] != [a.name for a in self.arguments
+                                         if a.kind in TRAILING_KINDS]:
+            raise RuntimeError("lowering made other trailing arguments than the import did")
         return text, raised
+
+
+TRAILING_KINDS = ("lifted", "seed")
+
+
+def new_seed(device=None):
+    """A dropout seed: a 0-d int64 tensor in [0, 2^31) drawn from torch's
+    generator of `device` (so torch.manual_seed makes runs repeat)."""
+    return torch.randint(0, 1 << 31, (), dtype=torch.int64, device=device)
 
 
 def import_module(module, example_inputs, entry="forward", lift_constants=False):
@@ -63,16 +87,18 @@ def import_module(module, example_inputs, entry="forward", lift_constants=False)
     torch.export cannot capture the forward. With `lift_constants` the
     folded constants a GPU package cannot fill (integers, non-splat tensors:
     position ids, label padding) are trailing arguments of kind "lifted"
-    whose values argument_values supplies."""
+    whose values argument_values supplies. Training-mode dropout adds a
+    trailing argument of kind "seed" (weft's masks, not torch's)."""
     program, arguments = capture(module, example_inputs)
     graph = program.graph
-    lifted = [] if lift_constants else None
+    lifted, trailing = ([] if lift_constants else None), []
     text, raised = lower_graph(graph, arguments, entry, find_matches(graph), HANDLERS,
-                               lifted=lifted)
-    extra = [Argument(name, "lifted", None, tuple(t.shape), weft_dtype(t.dtype))
-             for name, t in lifted or []]
-    return ImportedModule(text, entry, arguments + extra, raised, program,
-                          dict(lifted or []))
+                               lifted=lifted, trailing=trailing)
+    tensors = dict(lifted or [])
+    extra = [Argument(name, kind, None, tuple(tensors[name].shape),
+                      weft_dtype(tensors[name].dtype)) if kind == "lifted"
+             else Argument(name, kind, None, (), "i64") for name, kind in trailing]
+    return ImportedModule(text, entry, arguments + extra, raised, program, tensors)
 
 
 def vjp_text(imported, params, entry="vjp"):

@@ -82,8 +82,9 @@ def match_attention(anchor):
                 raise UnsupportedOp(anchor, "an attn_mask tensor that is not a constant causal "
                                             "mask (only causal masking is imported)")
             causal = True
-        if arg(4, "dropout_p", 0.0):
-            raise UnsupportedOp(anchor, "dropout_p > 0 (call module.eval())")
+        dropout = float(arg(4, "dropout_p", 0.0) or 0.0)
+        if not 0.0 <= dropout < 1.0:
+            raise UnsupportedOp(anchor, f"dropout_p = {dropout} (weft takes 0 <= p < 1)")
         shape, dtype = result_type(anchor)
         operands = [lw.float_value(t, dtype) for t in (q, k, v)]
         if any(len(o.shape) != 4 for o in operands):
@@ -105,6 +106,10 @@ def match_attention(anchor):
                 # weft's scale attribute is f32; fold a scale it cannot hold
                 # into q so f64 models keep f64 accuracy.
                 operands[0] = lw.scale(operands[0], float(scale) / default)
+        if dropout > 0.0:
+            seed, rng_id = lw.random()
+            operands.append(seed)
+            attrs.update({"dropout_p": dropout, "weft.rng_id": rng_id})
         return lw.op("attention", operands, shape, dtype, attrs)
     inputs = [q, k, v] + ([arg(3, "attn_mask")] if arg(3, "attn_mask") is not None else [])
     return [(anchor, Match("attention(gqa)" if grouped else "attention", inputs, emit))]

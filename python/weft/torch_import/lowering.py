@@ -89,6 +89,9 @@ class Lowering:
         self.node = None  # the node being lowered, for error messages
         self.layer = None  # its block's index (weft.layer), None outside the blocks
         self.lifted = None  # a list: constants GPU packages cannot hold become arguments
+        self.trailing = None  # a list: (name, kind) of each argument made while lowering
+        self.seed_value = None  # the dropout seed argument, made at the first dropout
+        self.rng_ids = 0  # weft.rng_id of the next random op
 
     # -- values -------------------------------------------------------------
 
@@ -105,6 +108,7 @@ class Lowering:
                 self.values[arg] = self.f.arg(f"lifted_{arg.name}", tuple(tensor.shape), dtype,
                                               comment="a constant passed as an argument")
                 self.lifted.append((f"lifted_{arg.name}", tensor))
+                self._record(f"lifted_{arg.name}", "lifted")
             else:
                 self.values[arg] = self.f.dense_constant(tensor, dtype, hint=arg.name)
         if arg not in self.values:
@@ -149,8 +153,29 @@ class Lowering:
             name = f"lifted_{self.node.name}_c{len(self.lifted)}"
             tensor = torch.full(tuple(shape), int(number), dtype=npz.TORCH_DTYPES[dtype])
             self.lifted.append((name, tensor))
+            self._record(name, "lifted")
             return self.f.arg(name, tuple(shape), dtype, comment="a constant passed as an argument")
         return self.f.constant(float(number), shape, dtype, hint=f"{self.node.name}.c")
+
+    def _record(self, name, kind):
+        if self.trailing is not None:
+            self.trailing.append((name, kind))
+
+    def random(self):
+        """(the dropout seed, a fresh weft.rng_id) for one random op. The seed
+        is one trailing i64 argument, made at the first random op, whose value
+        the caller draws anew for each call (kind "seed"). Without a
+        `trailing` list (a split region) random ops are refused."""
+        if self.trailing is None:
+            raise UnsupportedOp(self.node, "training-mode dropout in a graph region split "
+                                           "around an unsupported op (its seed cannot be "
+                                           "passed); only whole graphs import dropout")
+        if self.seed_value is None:
+            self.seed_value = self.f.arg("seed", (), "i64",
+                                         comment="the dropout seed, drawn anew each call")
+            self._record("seed", "seed")
+        self.rng_ids += 1
+        return self.seed_value, self.rng_ids - 1
 
     def scale(self, value, factor):
         self.check_finite(factor)
@@ -206,16 +231,21 @@ def _needs_lifting(tensor):
     return flat.numel() > 1 and not bool((flat == flat[0]).all())
 
 
-def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False, lifted=None):
+def lower_graph(graph, arguments, name, matches, handlers, params=(), vjp=False, lifted=None,
+                trailing=None):
     """weft IR text of `graph` as func @name(arguments...). The arguments at
     indices `params` are marked {weft.param}. With `vjp`, the function takes
     one more argument dy_i per float output y_i (after the graph's arguments)
     and returns the 0-d sum_i sum(y_i * dy_i), whose gradients (weft-autodiff)
     are the vector-Jacobian product. With `lifted` (a list), the folded
     constants a GPU package cannot fill become trailing arguments instead,
-    appended to it as (argument name, tensor) in argument order."""
+    appended to it as (argument name, tensor) in argument order. With
+    `trailing` (a list), every argument made while lowering (lifted
+    constants, the dropout seed) is appended to it as (name, kind) in
+    argument order; without it, training-mode dropout is refused."""
     lowering = Lowering(name)
     lowering.lifted = lifted
+    lowering.trailing = trailing
     graph_inputs = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     for index, argument in enumerate(arguments):
         node = graph_inputs[argument.name]

@@ -253,11 +253,18 @@ def _identity(lw, node):
 
 
 def _dropout(lw, node):
+    """Training-mode dropout as weft.dropout: weft's Philox mask (the seed a
+    trailing argument drawn anew each call, one weft.rng_id per site), not
+    torch's; scaled by 1/(1-p) as torch's."""
     p, train = float(node.args[1]), bool(_arg(node, 2, "train", True))
-    if train and p > 0:
-        raise UnsupportedOp(node, f"dropout with p = {p} in training mode "
-                                  "(call module.eval() to import the inference forward)")
-    return lw.value(node.args[0])
+    x = lw.value(node.args[0])
+    if not train or p == 0:
+        return x
+    if not 0.0 < p < 1.0:
+        raise UnsupportedOp(node, f"dropout with p = {p} (weft's dropout takes 0 <= p < 1)")
+    seed, rng_id = lw.random()
+    return lw.op("dropout", [lw.float_value(node.args[0]), seed], x.shape, x.dtype,
+                 {"p": p, "weft.rng_id": rng_id})
 
 
 def _convert(lw, node):
