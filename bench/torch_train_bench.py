@@ -136,9 +136,13 @@ def make(name):
             num_key_value_heads=4, max_position_embeddings=2048, vocab_size=32000,
             attn_implementation="sdpa"))), 4, 2048, 32000, "same"
     if name == "gpt2":
-        return HFLoss(GPT2LMHeadModel(GPT2Config(
+        model = GPT2LMHeadModel(GPT2Config(
             n_embd=768, n_layer=12, n_head=12, n_positions=1024, vocab_size=50304,
-            attn_implementation="sdpa"))), 8, 1024, 50304, "same"
+            attn_implementation="sdpa"))  # its default dropouts: 0.1 (embedding, attention, residuals)
+        # GPT2LMHeadModel has no loss_type; transformers' warning about it
+        # breaks the graph before the loss (torch.compile's too).
+        model.loss_type = "ForCausalLM"
+        return HFLoss(model), 8, 1024, 50304, "same"
     raise SystemExit(f"unknown model {name!r}: nanogpt, llama or gpt2")
 
 
@@ -172,6 +176,32 @@ def summarize(steps, top=25):
     return out
 
 
+def step_seeds(steps):
+    """The dropout seed of each step: eager and float64 runs draw weft's
+    masks with it (weft.eager_masks), Weft's runs take it as the seed
+    argument, so all three apply the same masks and their losses compare
+    step for step. The timed eager and torch.compile runs keep torch's own
+    masks; a model with dropout adds the run "eager_masked" (eager bf16 with
+    weft's masks, --check steps) for the accuracy check."""
+    return torch.randint(0, 1 << 31, (steps,), generator=torch.Generator().manual_seed(5)).tolist()
+
+
+def seeded(mode, uses_dropout):
+    """(context, begin(seed)) making `mode`'s run use weft's masks."""
+    import contextlib
+    if not uses_dropout or mode in ("compiled", "eager"):
+        return contextlib.nullcontext(), lambda seed: None
+    if mode == "weft":
+        import weft.torch_import
+        current = [0]
+        weft.torch_import.new_seed = lambda device=None: torch.full(
+            (), current[0], dtype=torch.int64, device=device)
+        return contextlib.nullcontext(), lambda seed: current.__setitem__(0, seed)
+    from weft.eager_masks import EagerMasks
+    masks = EagerMasks()
+    return masks, masks.begin
+
+
 def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=False):
     """Losses of `steps` steps, and the median time and peak memory of steps
     3..12 (forward + backward + AdamW)."""
@@ -190,12 +220,16 @@ def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=
     else:
         forward = model
     losses, times = [], []
+    uses_dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
+    context, begin = seeded(mode, uses_dropout)
+    seeds = step_seeds(steps)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     for step, (idx, targets) in enumerate(batches(batch, seq, labels, steps, device)):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast and not f64):
+        begin(seeds[step])
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast and not f64), context:
             loss = forward(idx, targets)
         loss.backward()
         optimizer.step()
@@ -224,8 +258,11 @@ def run_model(name, args, device):
     base = spec[0]
     out = {"params_m": sum(p.numel() for p in base.parameters()) / 1e6,
            "batch": spec[1], "seq": spec[2], "runs": {}}
-    for mode in args.modes.split(","):
-        steps = args.check if mode == "float64" else args.steps
+    modes = args.modes.split(",")
+    if any(isinstance(m, nn.Dropout) and m.p > 0 for m in base.modules()) and "eager" in modes:
+        modes.insert(modes.index("eager") + 1, "eager_masked")
+    for mode in modes:
+        steps = args.check if mode in ("float64", "eager_masked") else args.steps
         t0 = time.time()
         try:
             out["runs"][mode] = train(copy.deepcopy(base), mode, spec, steps, device,
@@ -246,13 +283,14 @@ def run_model(name, args, device):
                 print(f"    {t['ms']:7.3f} ms  x{t['count']:<3d} {t['name']}", flush=True)
     ref = out["runs"].get("float64", {}).get("losses")
     if ref:
-        for mode in ("eager", "weft"):
+        for mode in ("eager", "eager_masked", "weft"):
             losses = out["runs"].get(mode, {}).get("losses")
             if losses:
                 n = min(len(ref), len(losses), args.check)
                 out["runs"][mode]["max_loss_error_vs_f64"] = max(
                     abs(a - b) if math.isfinite(a) else math.inf for a, b in zip(losses[:n], ref[:n]))
-        e, w = (out["runs"].get(m, {}).get("max_loss_error_vs_f64") for m in ("eager", "weft"))
+        eager = "eager_masked" if "eager_masked" in out["runs"] else "eager"
+        e, w = (out["runs"].get(m, {}).get("max_loss_error_vs_f64") for m in (eager, "weft"))
         if e is not None and w is not None:
             out["loss_check"] = {"weft": w, "eager_bf16": e, "passes": w <= 2 * e}
             print(f"{name}: first {args.check} losses vs float64: weft {w:.4g}, eager bf16 "
