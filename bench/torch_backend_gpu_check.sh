@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The torch.compile backend on CUDA tensors (python/tests/test_torch_backend_gpu.py),
-# in two phases, because GPU machines lack the compiler's MLIR/LLVM libraries:
+# The torch.compile backend on CUDA tensors (python/tests/test_torch_backend_gpu.py:
+# training; python/tests/test_torch_infer_gpu.py: inference and a loss outside
+# the graph), in two phases, because GPU machines lack the compiler's MLIR/LLVM
+# libraries:
 #
 #   here (no GPU):  bench/torch_backend_gpu_check.sh prepare
-#       builds the runtime (weft_runtime_shared) and compiles the test's CUDA
-#       training package through the C API into build/pkgcache (the test's
-#       --compile-only mode: CPU tensors, the backend's compile_only option).
+#       builds the runtime (weft_runtime_shared) and compiles the tests' CUDA
+#       training, inference and VJP packages through the C API into
+#       build/pkgcache (the tests' --compile-only mode: CPU tensors, the
+#       backend's compile_only option).
 #       Needs libweft_c.so: $WEFT_CAPI_LIB, else build/lib/libweft_c.so.
 #       With --with-compiler it also packs libweft_c.so and the shared
 #       libraries GPU machines lack (libLLVM, libz3, libzip; ~45 MB xz) into
@@ -13,7 +16,7 @@
 #       there (another PyTorch tracing another graph) compiles on the spot.
 #   GPU machine:    bench/torch_backend_gpu_check.sh run
 #       carry build/pkgcache and build/lib/libweft_runtime.so (and build/weftc
-#       when prepared with --with-compiler); runs the test
+#       when prepared with --with-compiler); runs the tests
 #       against them (pytest when it and numpy are there, else the file as a
 #       script) and writes $OUT/torch_backend_gpu.json when $OUT is set; a
 #       cache miss leaves its request (IR + options) in $OUT for
@@ -25,6 +28,7 @@ CACHE=${WEFT_PACKAGE_CACHE:-$REPO/build/pkgcache}
 RUNTIME=${WEFT_RUNTIME_LIB:-$REPO/build/lib/libweft_runtime.so}
 PYTHON=${PYTHON:-python3}
 TEST=python/tests/test_torch_backend_gpu.py
+INFER_TEST=python/tests/test_torch_infer_gpu.py
 COMPILER_DIR=$REPO/build/weftc
 
 gpu_env() {
@@ -65,6 +69,8 @@ prepare)
   mkdir -p "$CACHE"
   WEFT_CAPI_LIB=$CAPI WEFT_RUNTIME_LIB=$RUNTIME WEFT_PACKAGE_CACHE=$CACHE PYTHONPATH=python \
     "$PYTHON" "$TEST" --compile-only
+  WEFT_CAPI_LIB=$CAPI WEFT_RUNTIME_LIB=$RUNTIME WEFT_PACKAGE_CACHE=$CACHE PYTHONPATH=python \
+    "$PYTHON" "$INFER_TEST" --compile-only
   ls "$CACHE"/*.weftpkg >/dev/null 2>&1 || { echo "no package in $CACHE" >&2; exit 1; }
   carry="build/pkgcache build/lib/libweft_runtime.so"
   if [ "${2:-}" = "--with-compiler" ]; then
@@ -79,9 +85,9 @@ run)
   [ -n "${OUT:-}" ] && export WEFT_GPU_REPORT=$OUT/torch_backend_gpu.json
   set +e
   if "$PYTHON" -c "import pytest, numpy" 2>/dev/null; then
-    "$PYTHON" -m pytest -q -s -rs -p no:cacheprovider -p no:logging "$TEST"
+    "$PYTHON" -m pytest -q -s -rs -p no:cacheprovider -p no:logging "$TEST" "$INFER_TEST"
   else
-    "$PYTHON" "$TEST"
+    "$PYTHON" "$TEST" && "$PYTHON" "$INFER_TEST"
   fi
   status=$?
   set -e

@@ -1,11 +1,13 @@
-/* The C API's example: parse a forward graph, compile its training step to a
- * package in memory and write it to a file, as weft-compile --train
- * --emit=package would (test/CAPI checks both give the same bytes).
+/* The C API's example: parse a forward graph, compile its training step
+ * (or, with mode=inference, the forward alone) to a package in memory and
+ * write it to a file, as weft-compile --train (--inference) --emit=package
+ * would (test/CAPI checks both give the same bytes).
  *
  *   weft-capi-example FILE.mlir ENTRY OUT.weftpkg [key=value ...]
  *
- * keys: optimizer, memory_budget, remat, weight_copies, target, grid,
- * tuning_table, fuse_elementwise, sequence_parallel. */
+ * keys: mode (training | inference), optimizer, memory_budget, remat,
+ * weight_copies, target, grid, tuning_table, fuse_elementwise,
+ * sequence_parallel. */
 #include "weft-c/Weft.h"
 
 #include <stdio.h>
@@ -88,6 +90,7 @@ int main(int argc, char **argv) {
   weft_training_options_t options;
   weftTrainingOptionsInit(&options);
   options.entry = argv[2];
+  int inference = 0;
   for (int i = 4; i < argc; ++i) {
     char *equals = strchr(argv[i], '=');
     if (!equals) {
@@ -95,6 +98,14 @@ int main(int argc, char **argv) {
       return 2;
     }
     *equals = '\0';
+    if (!strcmp(argv[i], "mode")) {
+      if (strcmp(equals + 1, "training") && strcmp(equals + 1, "inference")) {
+        fprintf(stderr, "mode must be training or inference, got '%s'\n", equals + 1);
+        return 2;
+      }
+      inference = !strcmp(equals + 1, "inference");
+      continue;
+    }
     if (!setOption(&options, argv[i], equals + 1)) {
       fprintf(stderr, "unknown option '%s'\n", argv[i]);
       return 2;
@@ -115,7 +126,8 @@ int main(int argc, char **argv) {
   free(text);
   if (status == WEFT_CAPI_OK) {
     printf("parsed %s\n", argv[1]);
-    status = weftCompileTrainingStep(module, &options, &package);
+    status = inference ? weftCompileInferenceStep(module, &options, &package)
+                       : weftCompileTrainingStep(module, &options, &package);
   }
   int exitCode = 1;
   if (status != WEFT_CAPI_OK) {

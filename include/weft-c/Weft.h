@@ -100,6 +100,17 @@ WEFT_CAPI_EXPORTED weft_capi_status_t weftCompileTrainingStep(
     weft_module_t module, const weft_training_options_t *options,
     weft_buffer_t *package);
 
+/* Packages the forward options->entry itself, with no autodiff (inference:
+ * model.eval() / torch.no_grad()), as weft-compile --inference
+ * --emit=package would: the step's argument i is the entry's argument i and
+ * its result i the entry's result i (any tensors, e.g. logits). The same
+ * options as weftCompileTrainingStep; optimizer must be "none", remat
+ * "none" and grid NULL (an option error otherwise). On failure *package is
+ * empty and weftGetDiagnostics says why. */
+WEFT_CAPI_EXPORTED weft_capi_status_t weftCompileInferenceStep(
+    weft_module_t module, const weft_training_options_t *options,
+    weft_buffer_t *package);
+
 WEFT_CAPI_EXPORTED void weftBufferFree(weft_buffer_t buffer);
 
 #ifdef __cplusplus

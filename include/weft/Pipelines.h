@@ -137,6 +137,12 @@ struct TrainingPipelineOptions
                      "matmul of the step owns a workspace of at most this "
                      "size, planned in the arena for its schedule index "
                      "(weft-compile --emit=package: 32MiB by default)")};
+  Option<bool> inference{
+      *this, "inference",
+      llvm::cl::desc("Package the forward itself (weft-inference-step in "
+                     "place of weft-autodiff): the step returns the entry's "
+                     "outputs; optimizer none, remat none, one GPU"),
+      llvm::cl::init(false)};
 };
 
 /// The name of the step function the pipeline builds from `entry`.

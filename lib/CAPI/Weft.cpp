@@ -209,20 +209,27 @@ void weftTrainingOptionsInit(weft_training_options_t *options) {
   options->target = defaults.target.c_str();
 }
 
-weft_capi_status_t weftCompileTrainingStep(weft_module_t module,
-                                           const weft_training_options_t *options,
-                                           weft_buffer_t *package) {
+} // extern "C"
+
+namespace {
+
+/// The step of options->entry (its training step, or with `inference` the
+/// forward itself) and its package, for the two weftCompile* calls.
+weft_capi_status_t compileStep(weft_module_t module, const weft_training_options_t *options,
+                               weft_buffer_t *package, bool inference) {
   if (!module)
     return WEFT_CAPI_ERROR_INVALID_ARGUMENT;
   weft_context_impl *ctx = module->owner;
   ctx->diagnostics.clear();
+  StringRef function = inference ? "weftCompileInferenceStep" : "weftCompileTrainingStep";
   if (!options || !package)
     return fail(ctx, WEFT_CAPI_ERROR_INVALID_ARGUMENT,
-                "weftCompileTrainingStep needs options and a package buffer to set");
+                function + " needs options and a package buffer to set");
   *package = weft_buffer_t{nullptr, 0};
   if (!options->entry || !*options->entry)
     return fail(ctx, WEFT_CAPI_ERROR_INVALID_OPTION,
-                "entry is required: the forward function that returns the loss");
+                inference ? "entry is required: the forward function to package"
+                          : "entry is required: the forward function that returns the loss");
   ModuleOp input = *module->module;
   auto entry = input.lookupSymbol<func::FuncOp>(options->entry);
   if (!entry || entry.isExternal())
@@ -246,6 +253,7 @@ weft_capi_status_t weftCompileTrainingStep(weft_module_t module,
   pipeline.fuseElementwise = options->fuse_elementwise != 0;
   pipeline.grid = orDefault(options->grid, "");
   pipeline.sequenceParallel = options->sequence_parallel != 0;
+  pipeline.inference = inference;
   std::string copies = orDefault(options->weight_copies, defaults.weightCopies);
   bool autoCopies = false;
   if (failed(weft::setWeightCopies(pipeline, copies, autoCopies)))
@@ -299,6 +307,22 @@ weft_capi_status_t weftCompileTrainingStep(weft_module_t module,
     return fail(ctx, WEFT_CAPI_ERROR_COMPILE, "out of memory for a package of " +
                                                   llvm::Twine(bytes->size()) + " bytes");
   return WEFT_CAPI_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+weft_capi_status_t weftCompileTrainingStep(weft_module_t module,
+                                           const weft_training_options_t *options,
+                                           weft_buffer_t *package) {
+  return compileStep(module, options, package, /*inference=*/false);
+}
+
+weft_capi_status_t weftCompileInferenceStep(weft_module_t module,
+                                            const weft_training_options_t *options,
+                                            weft_buffer_t *package) {
+  return compileStep(module, options, package, /*inference=*/true);
 }
 
 void weftBufferFree(weft_buffer_t buffer) { std::free(buffer.data); }

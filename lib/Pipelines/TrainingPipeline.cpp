@@ -1,8 +1,8 @@
-// weft-train-pipeline: weft-autodiff -> [weft-fold-attention-layout] ->
-// [weft-fuse-gemm-epilogue] -> [weft-fuse-elementwise] -> weft-remat
-// -> weft-plan-memory ->
+// weft-train-pipeline: weft-autodiff (or, with inference, weft-inference-step)
+// -> [weft-fold-attention-layout] -> [weft-fuse-gemm-epilogue] ->
+// [weft-fuse-elementwise] -> weft-remat -> weft-plan-memory ->
 // weft-training-report, one definition for weft-opt's named pipeline and
-// weft-compile --train.
+// weft-compile --train / --inference.
 #include "weft/Pipelines.h"
 
 #include "weft/Pipelines/Passes.h"
@@ -18,6 +18,52 @@ using namespace weft;
 
 std::string weft::getStepFunctionName(StringRef entry) {
   return (entry + "_step").str();
+}
+
+/// weft-autodiff and, with a grid, the partition of its step.
+static LogicalResult addAutodiffAndPartition(
+    OpPassManager &pm, const TrainingPipelineOptions &options, StringRef step,
+    std::optional<int64_t> gemmWorkspace,
+    function_ref<LogicalResult(const Twine &)> emitError) {
+  AutodiffPassOptions autodiff;
+  autodiff.entry = options.entry;
+  autodiff.optimizer = options.optimizer;
+  autodiff.lr = options.lr;
+  autodiff.weightDecay = options.weightDecay;
+  autodiff.gemmWorkspace = gemmWorkspace.value_or(0);
+  autodiff.weightCopies = options.weightCopies;
+  autodiff.convertedParams.assign(options.convertedParams.begin(),
+                                  options.convertedParams.end());
+  if (!options.grid.empty()) {
+    // GQA kv heads that tp exceeds are replicated in the forward, before
+    // autodiff (its gradient then sums the replicas).
+    std::string error;
+    std::optional<partition::GridSpec> grid =
+        partition::parseGridSpec(options.grid, error);
+    if (!grid)
+      return emitError(error);
+    int64_t tp = grid->tensorParallelSize();
+    if (tp > 1) {
+      ExpandKvHeadsPassOptions expandOptions;
+      expandOptions.tp = tp;
+      pm.addNestedPass<func::FuncOp>(createExpandKvHeadsPass(expandOptions));
+    }
+  }
+  pm.addPass(createAutodiffPass(autodiff));
+  if (!options.grid.empty()) {
+    PlacePassOptions place;
+    place.gridSpec = options.grid;
+    place.sequenceParallel = options.sequenceParallel;
+    place.funcName = step.str();
+    pm.addPass(createPlacePass(place));
+    PartitionPassOptions partition;
+    partition.sequenceParallel = options.sequenceParallel;
+    pm.addPass(createPartitionPass(partition));
+    pm.addNestedPass<func::FuncOp>(createHoistCollectivesPass());
+  } else if (options.sequenceParallel) {
+    return emitError("sequence-parallel needs a grid (e.g. grid=tp=2)");
+  }
+  return success();
 }
 
 LogicalResult weft::buildTrainingPipeline(
@@ -67,43 +113,24 @@ LogicalResult weft::buildTrainingPipeline(
   }
 
   std::string step = getStepFunctionName(options.entry);
-  AutodiffPassOptions autodiff;
-  autodiff.entry = options.entry;
-  autodiff.optimizer = options.optimizer;
-  autodiff.lr = options.lr;
-  autodiff.weightDecay = options.weightDecay;
-  autodiff.gemmWorkspace = gemmWorkspace.value_or(0);
-  autodiff.weightCopies = options.weightCopies;
-  autodiff.convertedParams.assign(options.convertedParams.begin(),
-                                  options.convertedParams.end());
-  if (!options.grid.empty()) {
-    // GQA kv heads that tp exceeds are replicated in the forward, before
-    // autodiff (its gradient then sums the replicas).
-    std::string error;
-    std::optional<partition::GridSpec> grid =
-        partition::parseGridSpec(options.grid, error);
-    if (!grid)
-      return emitError(error);
-    int64_t tp = grid->tensorParallelSize();
-    if (tp > 1) {
-      ExpandKvHeadsPassOptions expandOptions;
-      expandOptions.tp = tp;
-      pm.addNestedPass<func::FuncOp>(createExpandKvHeadsPass(expandOptions));
-    }
-  }
-  pm.addPass(createAutodiffPass(autodiff));
-  if (!options.grid.empty()) {
-    PlacePassOptions place;
-    place.gridSpec = options.grid;
-    place.sequenceParallel = options.sequenceParallel;
-    place.funcName = step;
-    pm.addPass(createPlacePass(place));
-    PartitionPassOptions partition;
-    partition.sequenceParallel = options.sequenceParallel;
-    pm.addPass(createPartitionPass(partition));
-    pm.addNestedPass<func::FuncOp>(createHoistCollectivesPass());
-  } else if (options.sequenceParallel) {
-    return emitError("sequence-parallel needs a grid (e.g. grid=tp=2)");
+  if (options.inference) {
+    // The forward is the step: nothing to differentiate, update or recompute.
+    if (options.optimizer != "none")
+      return emitError("inference packages the forward alone: optimizer must be none, got '" +
+                       options.optimizer + "'");
+    if (*policy != RematPolicy::None)
+      return emitError("inference keeps no activations for a backward: remat must be none, "
+                       "got '" + options.remat + "'");
+    if (!options.grid.empty() || options.sequenceParallel)
+      return emitError("inference packages run on one GPU: drop grid='" + options.grid +
+                       "' and sequence-parallel");
+    InferenceStepPassOptions inference;
+    inference.entry = options.entry;
+    inference.gemmWorkspace = gemmWorkspace.value_or(0);
+    pm.addPass(createInferenceStepPass(inference));
+  } else {
+    if (failed(addAutodiffAndPartition(pm, options, step, gemmWorkspace, emitError)))
+      return failure();
   }
   if (options.foldAttentionLayout)
     pm.addNestedPass<func::FuncOp>(createFoldAttentionLayoutPass());

@@ -46,7 +46,8 @@ struct CompileOptions {
                "(.ptx, .cubin, .h, .c, .json) of every weft.attention / "
                "attention_grad; gpu-binary: PTX and cubin of hand-written "
                "gpu.modules, with ptxas's resources on stdout; package: "
-               "the step's plan and kernel images (--train, -o FILE.weftpkg); "
+               "the step's plan and kernel images (--train or --inference, "
+               "-o FILE.weftpkg); "
                "elementwise-kernels: PTX, cubin and JSON of every non-GEMM, "
                "non-attention op of FILE (-o DIR), ptxas's resources on "
                "stdout; elementwise-ir: their gpu.modules before lowering"),
@@ -93,6 +94,11 @@ struct CompileOptions {
                              cl::value_desc("name"), cl::cat(category)};
   cl::opt<bool> train{"train", cl::desc("Build the training step of --entry"),
                       cl::cat(category)};
+  cl::opt<bool> inference{
+      "inference",
+      cl::desc("Build the inference step of --entry: the forward itself, no "
+               "autodiff (its outputs, e.g. logits); optimizer and remat none"),
+      cl::cat(category)};
   cl::opt<std::string> optimizer{"optimizer", cl::desc("none | adamw"),
                                  cl::init(std::string(defaults.optimizer)), cl::cat(category)};
   cl::opt<double> lr{"lr", cl::desc("AdamW learning rate"), cl::init(double(defaults.lr)),

@@ -38,7 +38,9 @@ constexpr const char *kUsage =
     "  weft-compile FILE --emit=gpu-binary -o DIR [--chip=sm_90a]\n"
     "  weft-compile FILE --entry NAME --train [--optimizer=adamw]\n"
     "    [--memory-budget=SIZE] --target=sm_90a --emit=package "
-    "-o STEP.weftpkg\n";
+    "-o STEP.weftpkg\n"
+    "  weft-compile FILE --entry NAME --inference [--memory-budget=SIZE]\n"
+    "    --target=sm_90a --emit=package -o STEP.weftpkg\n";
 
 /// The tuning table's path: --tuning-table, else $WEFT_TUNING_TABLE (both
 /// must exist; "none" or empty turns the table off), else the source tree's
@@ -67,26 +69,34 @@ std::optional<EmitMode> checkEmitMode(const CompileOptions &cli) {
     usageError(message);
     return std::nullopt;
   };
-  if (elementwise && cli.train)
+  // --train and --inference both build a step of --entry.
+  bool step = cli.train || cli.inference;
+  if (cli.train && cli.inference)
+    return fail("--train builds the training step and --inference the forward alone: "
+                "give one of them");
+  if (elementwise && step)
     return fail("--emit=" + cli.emit + " builds the kernels of the ops "
-                "in FILE as they are; drop --train");
+                "in FILE as they are; drop --train / --inference");
   if (mode == EmitMode::ElementwiseKernels && cli.output == "-")
     return fail("--emit=elementwise-kernels needs -o DIR");
   if (!mode)
     return fail("--emit=" + cli.emit +
                 " is not one of step, kernels, gpu-binary, package, "
                 "elementwise-kernels, elementwise-ir");
-  if (mode == EmitMode::Package && (!cli.train || cli.output == "-"))
-    return fail("--emit=package packages a training step: give --train "
+  if (mode == EmitMode::Package && (!step || cli.output == "-"))
+    return fail("--emit=package packages a step: give --train (or --inference) "
                 "--entry NAME and -o FILE.weftpkg");
   if (toDirectory && cli.output == "-")
     return fail("--emit=" + cli.emit + " writes several files: give the directory with -o DIR");
-  if (mode == EmitMode::GpuBinary && cli.train)
-    return fail("--emit=gpu-binary lowers gpu.modules as they are; --train does not apply");
-  if (!cli.train && !toDirectory && !elementwise)
-    return fail("give --train (build a training step) or --emit=kernels / --emit=gpu-binary");
-  if (cli.train && cli.entry.empty())
-    return fail("--entry NAME is required: the forward function that returns the loss");
+  if (mode == EmitMode::GpuBinary && step)
+    return fail("--emit=gpu-binary lowers gpu.modules as they are; --train / --inference "
+                "do not apply");
+  if (!step && !toDirectory && !elementwise)
+    return fail("give --train (build a training step), --inference (the forward alone) or "
+                "--emit=kernels / --emit=gpu-binary");
+  if (step && cli.entry.empty())
+    return fail(cli.train ? "--entry NAME is required: the forward function that returns the loss"
+                          : "--entry NAME is required: the forward function to package");
   return mode;
 }
 
@@ -109,6 +119,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.sequenceParallel = cli.sequenceParallel.getValue();
   options.collectiveChunks = cli.collectiveChunks.getValue();
   options.collectiveMatmulSides = cli.collectiveMatmulSides.getValue();
+  options.inference = cli.inference.getValue();
   if (failed(weft::setWeightCopies(options, cli.weightCopies, autoCopies))) {
     usageError("--weight-copies must be converted, carried, split or auto, got '" +
                cli.weightCopies + "'");
@@ -203,7 +214,7 @@ int emit(const CompileOptions &cli, EmitMode mode, OwningOpRef<ModuleOp> &module
   std::optional<weft::gpu::AttentionTuningTable> table;
   if (failed(fillKernelOptions(cli, mode, kernels, table)))
     return weft::kExitUsage;
-  if (!cli.train)
+  if (!cli.train && !cli.inference)
     return emitKernelUnits(*module, kernels);
   auto entry = module->lookupSymbol<func::FuncOp>(cli.entry);
   if (!entry || entry.isExternal())

@@ -188,15 +188,16 @@ def test_compile_only_fills_the_cache_and_runs_eagerly(tmp_path):
     torch._dynamo.reset()
 
 
-def test_compile_only_graph_without_a_loss_warns(tmp_path):
+def test_compile_only_graph_without_a_loss_compiles_inference_and_vjp(tmp_path, recwarn):
+    """A graph without a loss is no longer refused: its inference and VJP
+    packages (weft.torch_gpu_infer; test_torch_gpu_infer_host.py)."""
     need_capi()
     torch._dynamo.reset()
     model = nn.Linear(8, 8).to(torch.bfloat16)
     compiled = weft.compile(model, compile_only=True, package_cache=str(tmp_path))
-    with pytest.warns(UserWarning, match="weft runs CUDA graphs that return a scalar loss .* "
-                                         r"returns a torch.bfloat16 tensor of shape \[2, 8\]"):
-        compiled(torch.randn(2, 8, dtype=torch.bfloat16))
-    assert not list(tmp_path.glob("*.weftpkg"))
+    compiled(torch.randn(2, 8, dtype=torch.bfloat16))
+    assert not [w for w in recwarn if "weft:" in str(w.message)]
+    assert len(list(tmp_path.glob("*.weftpkg"))) == 2
     torch._dynamo.reset()
 
 

@@ -118,6 +118,9 @@ def load():
     lib.weftCompileTrainingStep.restype = c_int
     lib.weftCompileTrainingStep.argtypes = [c_void_p, ctypes.POINTER(_TrainingOptions),
                                             ctypes.POINTER(_Buffer)]
+    lib.weftCompileInferenceStep.restype = c_int
+    lib.weftCompileInferenceStep.argtypes = [c_void_p, ctypes.POINTER(_TrainingOptions),
+                                             ctypes.POINTER(_Buffer)]
     lib.weftBufferFree.restype = None
     lib.weftBufferFree.argtypes = [_Buffer]
     _lib = lib
@@ -203,6 +206,16 @@ class Module:
         weft_training_options_t): optimizer, lr, weight_decay,
         memory_budget, remat, remat_layers, weight_copies, fuse_elementwise,
         target, grid, sequence_parallel, tuning_table."""
+        return self._compile(self._context._lib.weftCompileTrainingStep, entry, options)
+
+    def compile_inference_step(self, entry, **options):
+        """The package (bytes) of the forward `entry` itself, no autodiff
+        (weftCompileInferenceStep, weft-compile --inference --emit=package):
+        result i is the entry's result i. The options of
+        compile_training_step (optimizer and remat must stay none)."""
+        return self._compile(self._context._lib.weftCompileInferenceStep, entry, options)
+
+    def _compile(self, function, entry, options):
         lib = self._context._lib
         raw = _TrainingOptions()
         lib.weftTrainingOptionsInit(ctypes.byref(raw))
@@ -218,8 +231,7 @@ class Module:
                 allowed = ", ".join(_STRING_OPTIONS + tuple(_NUMBER_OPTIONS))
                 raise ValueError("unknown option '%s'; options: %s" % (key, allowed))
         buffer = _Buffer()
-        self._context._check(lib.weftCompileTrainingStep(self._handle, ctypes.byref(raw),
-                                                         ctypes.byref(buffer)))
+        self._context._check(function(self._handle, ctypes.byref(raw), ctypes.byref(buffer)))
         return _take(lib, buffer)
 
     def close(self):

@@ -5,7 +5,9 @@ argument requires grad, the graph runs as a torch.autograd.Function whose
 backward is Weft's own autodiff (weft-opt --weft-autodiff) of
 sum(y * dy), so gradients land in .grad and any torch optimizer works.
 CUDA tensors: a graph returning a scalar loss runs as Weft's compiled
-training step on the GPU runtime (weft.torch_gpu); other graphs run eagerly.
+training step on the GPU runtime (weft.torch_gpu); other graphs, and any
+graph under no_grad, run the forward as an inference package, with a VJP
+package for their backward (weft.torch_gpu_infer).
 docs/torch-import.md, "The torch.compile backend".
 
     model = weft.compile(model)                  # or
@@ -25,6 +27,7 @@ from torch.utils import _pytree as pytree
 
 from weft import npz
 from weft import torch_gpu
+from weft import torch_gpu_infer
 from weft.capi import CompileError
 from weft.runtime import WeftError
 from weft.torch_import import CaptureError, UnsupportedOp, import_module, new_seed, vjp_text
@@ -252,13 +255,18 @@ class WeftGraph:
         return dump
 
     def _compile_gpu(self, imported, tensors, dump):
-        """The CUDA training step of a graph returning a scalar loss, or (on
-        CPU tensors with compile_only) its package compiled into the cache."""
-        reason = torch_gpu.loss_output(imported.program)
-        if reason:
-            raise NotImplementedError(f"weft runs CUDA graphs that return a scalar loss (the "
-                                      f"training call); this one does not: {reason}")
-        compiled = torch_gpu.CompiledGpuGraph(imported, [t.requires_grad for t in tensors],
+        """The CUDA training step of a graph returning a scalar loss with
+        arguments requiring grad; any other graph's inference package (and,
+        when grad is on and some tensor requires grad, its VJP package):
+        weft.torch_gpu_infer. On CPU tensors with compile_only, the packages
+        compiled into the cache."""
+        requires_grad = [t.requires_grad for t in tensors]
+        training = torch.is_grad_enabled() and any(requires_grad)
+        if not training or torch_gpu.loss_output(imported.program):
+            return torch_gpu_infer.CompiledGpuInference(
+                imported, requires_grad, self.settings["memory_budget"],
+                torch_gpu.cache_directory(self.settings), dump)
+        compiled = torch_gpu.CompiledGpuGraph(imported, requires_grad,
                                               self.settings["memory_budget"],
                                               torch_gpu.cache_directory(self.settings))
         dump(compiled.step.text, "training")
@@ -333,6 +341,8 @@ class WeftGraph:
         if isinstance(compiled, torch_gpu.CompiledGpuGraph):
             return pytree.tree_unflatten([compiled(tensors)],
                                          compiled.step.imported.program.call_spec.out_spec)
+        if isinstance(compiled, torch_gpu_infer.CompiledGpuInference):
+            return pytree.tree_unflatten(compiled(tensors), compiled.out_spec)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             outputs = _WeftFunction.apply(compiled, *tensors)
         else:

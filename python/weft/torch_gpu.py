@@ -151,9 +151,14 @@ def training_package(text, options, cache):
                 f"; its request is {key[:16]}.request.json there: compile it with "
                 f"`python -m weft.torch_gpu compile DIR` where the compiler runs" if cache
                 else "")) from error
+    # Inference packages (weft.torch_gpu_infer) say so in their options.
+    options = dict(options)
+    inference = options.pop("inference", False)
     with capi.Context() as context:
         module = context.parse(text, name="torch_graph.mlir")
-        package = module.compile_training_step(entry="forward", **options)
+        compile_step = module.compile_inference_step if inference else \
+            module.compile_training_step
+        package = compile_step(entry="forward", **options)
     if path:
         os.makedirs(cache, exist_ok=True)
         # Written whole, then renamed: a concurrent reader never sees a part.

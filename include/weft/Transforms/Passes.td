@@ -81,6 +81,36 @@ def AutodiffPass : Pass<"weft-autodiff", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def InferenceStepPass : Pass<"weft-inference-step", "mlir::ModuleOp"> {
+  let summary = "Make a forward function itself the step (inference: no autodiff)";
+  let description = [{
+    Clones `func.func @<entry>` as `func.func @<entry>_step`, with the same
+    arguments (and their attributes) and results, so that the passes after
+    `weft-autodiff` in the training pipeline (attention layout, fusion,
+    remat, memory planning, the plan and the package) build an inference
+    package from it: the step's results are the forward's outputs (logits,
+    any tensors), not a loss and gradients; ops no result depends on are
+    dropped from the step. With `gemm-workspace` the step
+    gets `weft.gemm_workspace`, as `weft-autodiff` stamps it.
+
+    Each result must be a value the forward computes: a result that is an
+    argument unchanged, or a value returned twice, has no buffer of its own
+    for the package to write, and is refused with the result's index.
+
+    ```mlir
+    func.func @forward(%w: tensor<8x4xbf16>, %x: tensor<2x4xbf16>) -> tensor<2x8xbf16>
+    // weft-opt --weft-inference-step adds the same function as @forward_step
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"forward\"", "Forward function to package">,
+    Option<"gemmWorkspace", "gemm-workspace", "int64_t", "0",
+           "cuBLASLt workspace cap (bytes) stamped on the step as "
+           "weft.gemm_workspace; 0 plans none">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
 def RematPass : Pass<"weft-remat", "mlir::ModuleOp"> {
   let summary = "Recompute activations in the backward to trade time for memory";
   let description = [{

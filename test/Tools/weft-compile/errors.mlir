@@ -2,7 +2,7 @@
 // for a compilation that fails: a pass, the budget, a changed result).
 
 // RUN: sh -c 'weft-compile %s --entry forward 2>&1; echo "exit $?"' | FileCheck %s --check-prefix=NO-TRAIN
-// NO-TRAIN: error: give --train (build a training step) or --emit=kernels / --emit=gpu-binary
+// NO-TRAIN: error: give --train (build a training step), --inference (the forward alone) or --emit=kernels / --emit=gpu-binary
 // NO-TRAIN: exit 2
 
 // RUN: sh -c 'weft-compile %s --train 2>&1; echo "exit $?"' | FileCheck %s --check-prefix=NO-ENTRY
