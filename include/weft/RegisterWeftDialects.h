@@ -47,6 +47,7 @@ inline void registerWeftPasses() {
   registerFoldAttentionLayoutPass();
   registerPlanMemoryPass();
   registerAutodiffPass();
+  registerInferenceStepPass();
   registerRematPass();
   registerTileAttentionPass();
   registerEmitAttentionKernelsPass();

@@ -2,11 +2,13 @@
 // training pipeline's passes after weft-autodiff package an inference step
 // (the forward's outputs, no loss and no gradients).
 #include "weft/Dialect/WeftDialect.h"
+#include "weft/Transforms/GradientOpInterface.h"
 #include "weft/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -72,8 +74,29 @@ void eraseDeadOps(Block &body) {
       op->erase();
 }
 
+/// The GPU attention kernel always writes the row log-sum-exp, and the plan
+/// gives it a buffer: each attention gets its lse result, as weft-autodiff's
+/// rule builds it (GradientOpInterface::saveForBackward), unused here.
+void addAttentionLse(func::FuncOp step) {
+  SmallVector<AttentionOp> missing;
+  step.walk([&](AttentionOp attention) {
+    if (!attention.getLse())
+      missing.push_back(attention);
+  });
+  IRRewriter rewriter(step.getContext());
+  for (AttentionOp attention : missing) {
+    rewriter.setInsertionPoint(attention);
+    cast<GradientOpInterface>(attention.getOperation()).saveForBackward(rewriter);
+  }
+}
+
 struct InferenceStepPass : public weft::impl::InferenceStepPassBase<InferenceStepPass> {
   using Base::Base;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerGradientOpModels(registry);
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -102,6 +125,7 @@ struct InferenceStepPass : public weft::impl::InferenceStepPassBase<InferenceSte
     step.setSymName(stepName);
     step.setPublic();
     eraseDeadOps(step.front());
+    addAttentionLse(step);
     if (gemmWorkspace > 0)
       step->setAttr(WeftDialect::kGemmWorkspaceAttr, builder.getI64IntegerAttr(gemmWorkspace));
   }

@@ -48,11 +48,11 @@ def test_inference_package_layout():
         torch_gpu.package_key(imported.text, torch_gpu.compile_options(None))
     # An output list the package was not compiled for is refused by name.
     wrong = [torch_gpu_infer._Value("output 0 (lm_head)", (2, 64, 256), "bf16")]
-    with pytest.raises(torch_gpu.LayoutError, match=r"step buffer \w+ for output 0 \(lm_head\): "
-                                                    r"expected \[2, 64, 256\] bf16, the step has "
-                                                    r"\[2, 64, 512\] bf16"):
-        torch_gpu_infer.InferenceLayout(rt.prepare_step(step.package, 90).buffers(),
-                                        imported.arguments, wrong)
+    with rt.prepare_step(step.package, 90) as prepared, \
+            pytest.raises(torch_gpu.LayoutError, match=r"step buffer \w+ for output 0 \(lm_head\): "
+                                                       r"expected \[2, 64, 256\] bf16, the step has "
+                                                       r"\[2, 64, 512\] bf16"):
+        torch_gpu_infer.InferenceLayout(prepared.buffers(), imported.arguments, wrong)
 
 
 def test_vjp_package_layout():

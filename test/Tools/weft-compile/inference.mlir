@@ -27,7 +27,7 @@
 // PKG: step @forward_step_plan
 // PKG: 5 gemms
 // PKG-NEXT: ok
-// RUN: weft-run %t.weftpkg --dry-run | FileCheck %s --check-prefix=BUFFERS
+// RUN: weft-run %t.weftpkg --dry-run --load-state %t.in.npz --data %t.in.npz | FileCheck %s --check-prefix=BUFFERS
 // BUFFERS-DAG: output tensor<2x16x64xbf16> {{.*}} result 0
 // BUFFERS-DAG: output tensor<2x16x128xbf16> {{.*}} result 1
 //
