@@ -102,7 +102,7 @@ class PackageRun(GpuTrainingStep):
         finally:
             prepared.free()
         self.loaded, self.pending, self.last, self._fast, self._lifted_on = {}, [], None, None, {}
-        self._arena_views = {}  # loaded key -> (input views, result views)
+        self._arena_views = {}  # loaded key -> {buffer index: its view in the arena}
         torch_gpu._LIVE.add(self)
 
     def execute(self, values, inputs, results):

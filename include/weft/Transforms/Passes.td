@@ -90,7 +90,9 @@ def InferenceStepPass : Pass<"weft-inference-step", "mlir::ModuleOp"> {
     remat, memory planning, the plan and the package) build an inference
     package from it: the step's results are the forward's outputs (logits,
     any tensors), not a loss and gradients; ops no result depends on are
-    dropped from the step. With `gemm-workspace` the step
+    dropped from the step, and each `weft.attention` gets its row
+    log-sum-exp result (the GPU kernel writes it, so the plan gives it a
+    buffer), as `weft-autodiff` builds it. With `gemm-workspace` the step
     gets `weft.gemm_workspace`, as `weft-autodiff` stamps it.
 
     Each result must be a value the forward computes: a result that is an
