@@ -141,8 +141,13 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
   Value firstQueryBlock = config.causal ? e.divu(k0, e.i32c(inner)) : e.i32c(0);
   Value queryBlocks = e.ceilDiv(s.qLen, inner);
   std::optional<AttentionDropout> dropout;
-  if (config.dropoutP > 0.0)
+  Value alignedDraws, keyInQuad;
+  if (config.dropoutP > 0.0) {
     dropout.emplace(e, config, func.getArguments().back());
+    alignedDraws = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                         arith::AndIOp::create(b, s.kLen, e.i32c(3)), e.i32c(0));
+    keyInQuad = arith::AndIOp::create(b, ids.g, e.i32c(3));
+  }
 
   // State: dK[dTiles] then dV[dTiles] accumulators.
   SmallVector<Value> init(2 * dTiles * 4, zeroF);
@@ -208,19 +213,20 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
               SmallVector<Quad> dvAcc = toQuads(state.drop_front(dTiles * 4));
               // The keep factors of P^T: element (key, query) is P[query,
               // key], global index (flat query row) * k_len + key.
+              // Lanes g = 4a .. 4a + 3 (same t) hold keys 4a' .. 4a' + 3
+              // of each query: one Philox block per element, shared.
               SmallVector<Quad> factors;
               if (dropout) {
                 Value kLen64 = w.toI64(s.kLen);
                 for (int64_t nt = 0; nt < queryTiles; ++nt) {
-                  Quad quad;
+                  std::array<Value, 4> indices;
                   for (int j = 0; j < 4; ++j) {
                     Value query = w.add(w.add(qRow0, colBase), w.i32c(nt * 8 + j % 2));
-                    Value index = arith::AddIOp::create(
+                    indices[j] = arith::AddIOp::create(
                         lb, arith::MulIOp::create(lb, w.toI64(query), kLen64),
                         w.toI64(keys[j / 2]));
-                    quad[j] = dropout->factorAt(w, index);
                   }
-                  factors.push_back(quad);
+                  factors.push_back(dropout->quadFactors(w, keyInQuad, indices, alignedDraws));
                 }
               }
               // dV += (P F)^T dO.
@@ -303,8 +309,11 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
   // With dropout: the global index of element (row, key 0) of the two rows.
   std::optional<AttentionDropout> dropout;
   std::array<Value, 2> rowIndex;
+  Value alignedDraws;
   if (config.dropoutP > 0.0) {
     dropout.emplace(e, config, func.getArguments().back());
+    alignedDraws = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                         arith::AndIOp::create(b, s.kLen, e.i32c(3)), e.i32c(0));
     for (int h = 0; h < 2; ++h)
       rowIndex[h] = arith::MulIOp::create(
           b, e.toI64(e.add(qRow0, e.add(localRow, e.i32c(8 * h)))), e.toI64(s.kLen));
@@ -328,14 +337,14 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
         SmallVector<Quad> ds = w.mmaABt(doutFrag, w.i32c(smemV), laneB, keyTiles, pitch);
         Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
         if (dropout)
-          for (int64_t nt = 0; nt < keyTiles; ++nt)
-            for (int h = 0; h < 2; ++h) {
-              Value index = arith::AddIOp::create(
-                  lb, rowIndex[h], w.toI64(w.add(colBase, w.i32c(nt * 8))));
-              std::array<Value, 2> factors = dropout->pairFactors(w, index);
-              for (int j = 0; j < 2; ++j)
-                ds[nt][2 * h + j] = w.fmul(ds[nt][2 * h + j], factors[j]);
-            }
+          for (int64_t nt = 0; nt < keyTiles; ++nt) {
+            Value key = w.toI64(w.add(colBase, w.i32c(nt * 8)));
+            std::array<Value, 4> factors = dropout->tileFactors(
+                w, ids.t, arith::AddIOp::create(lb, rowIndex[0], key),
+                arith::AddIOp::create(lb, rowIndex[1], key), alignedDraws);
+            for (int j = 0; j < 4; ++j)
+              ds[nt][j] = w.fmul(ds[nt][j], factors[j]);
+          }
         for (int64_t nt = 0; nt < keyTiles; ++nt)
           for (int j = 0; j < 4; ++j) {
             Value col = w.add(colBase, w.i32c(nt * 8 + j % 2));

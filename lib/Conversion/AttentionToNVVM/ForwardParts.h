@@ -28,6 +28,8 @@ struct ForwardRows {
   mlir::Value seedPointer;
   std::optional<AttentionDropout> dropout;
   std::array<mlir::Value, 2> rowIndex;
+  /// k_len % 4 == 0: a row's Philox blocks start at keys 4m (tileFactors).
+  mlir::Value alignedDraws;
 
   /// Fills scaleLog2, minusInf, zeroF and rows, and the dropout state (the
   /// ops go where `e` inserts).

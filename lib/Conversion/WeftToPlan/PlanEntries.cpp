@@ -296,9 +296,10 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
   }
   if (options.chooseTiles)
     options.chooseTiles(config, o.backward);
-  // The warpgroup-MMA backward draws no dropout mask: a dropout backward
-  // runs on the mma.sync kernels at their default 64 x 64 tiles.
-  if (config.dropoutP > 0.0 && o.backward && config.warpgroupMma) {
+  // Dropout runs on the mma.sync kernels at 64 x 64 tiles, which hold the
+  // Philox draws without spilling (the warpgroup kernels and larger tiles
+  // do not).
+  if (config.dropoutP > 0.0) {
     config.warpgroupMma = false;
     config.blockQ = config.blockK = 64;
     config.stages = 2;

@@ -204,9 +204,10 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
   site.config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
   site.config.stages = options.fixedStages.value_or(tiles.stages);
-  // The warpgroup-MMA backward draws no dropout mask: a dropout backward
-  // runs on the mma.sync kernels at their default 64 x 64 tiles.
-  if (site.config.dropoutP > 0.0 && site.backward && site.config.warpgroupMma) {
+  // Dropout runs on the mma.sync kernels at 64 x 64 tiles, which hold the
+  // Philox draws without spilling (the warpgroup kernels and larger tiles
+  // do not).
+  if (site.config.dropoutP > 0.0) {
     site.config.warpgroupMma = false;
     site.config.blockQ = site.config.blockK = 64;
     site.config.stages = 2;
