@@ -12,6 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -75,6 +76,16 @@ std::string scaleText(double scale) {
   char text[64];
   std::snprintf(text, sizeof text, "%.9e", static_cast<double>(static_cast<float>(scale)));
   return text;
+}
+
+/// The dropout probability in the fewest digits that read back exactly (0.1).
+std::string probabilityText(double p) {
+  char text[64];
+  for (int digits = 1;; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, p);
+    if (digits == 17 || std::strtod(text, nullptr) == p)
+      return text;
+  }
 }
 
 /// The "key=value\n" lines embedded in NAME.c and rebuilt from NAME.h's
@@ -298,7 +309,7 @@ std::string writeUnitHeader(const AotUnit &unit) {
      << (unit.backward ? " and the delta workspace are" : " is")
      << " [batch, q_heads, q_len] f32.\n";
   if (unit.config.dropoutP > 0.0)
-    os << " * Dropout p = " << scaleText(unit.config.dropoutP) << " on the probabilities, "
+    os << " * Dropout p = " << probabilityText(unit.config.dropoutP) << " on the probabilities, "
        << "rng_id " << unit.config.rngId << ": the launcher's last argument,\n"
        << " *   seed, is the device address of one int64 (the step's seed), read by\n"
        << " *   the kernels when they run; element P[b, h, i, j] is kept by Philox4x32-10\n"
@@ -332,7 +343,7 @@ std::string writeUnitHeader(const AotUnit &unit) {
   define("MMA", llvm::Twine("\"") + mmaName(unit.config) + "\"");
   define("LAYOUT", "\"" + layoutName(unit.config) + "\"");
   if (unit.config.dropoutP > 0.0) {
-    define("DROPOUT_P", scaleText(unit.config.dropoutP));
+    define("DROPOUT_P", probabilityText(unit.config.dropoutP));
     define("RNG_ID", llvm::Twine(unit.config.rngId));
   }
   os << "\n/* Checks the metadata, makes a context current (keeping one that "
