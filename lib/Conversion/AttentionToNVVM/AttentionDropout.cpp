@@ -21,15 +21,6 @@ Value AttentionDropout::factorOf(WarpEmitter &w, Value draw) const {
   return w.select(kept, w.f32c(1.0 / (1.0 - p)), w.f32c(0.0));
 }
 
-Value AttentionDropout::factorAt(WarpEmitter &w, Value index) const {
-  return factorOf(w, codegen::buildPhiloxDraw(w.b, seed, rngId, index));
-}
-
-std::array<Value, 2> AttentionDropout::pairFactors(WarpEmitter &w, Value index) const {
-  std::array<Value, 2> draws = pairDraws(w, index);
-  return {factorOf(w, draws[0]), factorOf(w, draws[1])};
-}
-
 std::array<Value, 4> AttentionDropout::tileFactors(WarpEmitter &w, Value t, Value row0,
                                                    Value row1, Value aligned) const {
   ImplicitLocOpBuilder &b = w.b;

@@ -17,13 +17,6 @@ public:
   /// Reads the i64 seed behind `seedPointer` (the kernels' `seed`).
   AttentionDropout(WarpEmitter &e, const AttentionKernelConfig &config, mlir::Value seedPointer);
 
-  /// The factors of elements `index` and `index + 1` (i64 global indices,
-  /// two consecutive keys of one query row, as an accumulator register pair
-  /// holds them): one Philox block serves both unless `index` is its last
-  /// lane (index % 4 == 3, only when k_len is not a multiple of 4).
-  std::array<mlir::Value, 2> pairFactors(WarpEmitter &w, mlir::Value index) const;
-  /// The factor of one element (i64 global index).
-  mlir::Value factorAt(WarpEmitter &w, mlir::Value index) const;
   /// The factors of a thread's four accumulator elements of one 8-key tile
   /// (c0, c1: row g, keys 2t and 2t + 1, at global indices `row0` and
   /// `row0` + 1; c2, c3: row g + 8 from `row1`). When `aligned` (i1, uniform
@@ -48,7 +41,9 @@ public:
 
 private:
   mlir::Value factorOf(WarpEmitter &w, mlir::Value draw) const;
-  /// pairFactors' two draws (i32).
+  /// The draws (i32) of elements `index` and `index + 1` (i64 global
+  /// indices): one Philox block serves both unless `index` is its last lane
+  /// (index % 4 == 3, only when k_len is not a multiple of 4).
   std::array<mlir::Value, 2> pairDraws(WarpEmitter &w, mlir::Value index) const;
 
   double p;
