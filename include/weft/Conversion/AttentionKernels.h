@@ -59,12 +59,24 @@ struct AttentionKernelConfig {
   /// zero-padded to 64 or 128 (4 or 8 warps of 16 rows); head_dim 64, 128 or
   /// 256, blockK = decodeBlockK(headDim), head_major, forward only.
   int64_t decodeRows = 0;
+  /// Dropout on the probabilities (training forward and backward, mma.sync
+  /// kernels): element P[b, h, i, j] of the [batch, q_heads, q_len, k_len]
+  /// probabilities is kept by the Philox rule (ARCHITECTURE.md, Randomness)
+  /// at global index ((b * q_heads + h) * q_len + i) * k_len + j, key
+  /// (seed, rngId); kept values are scaled by 1 / (1 - p). The seed is a
+  /// run-time i64 behind the kernels' last parameter, `seed`.
+  double dropoutP = 0.0;
+  int64_t rngId = 0;
 
   /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64"; SeqMajor adds
   /// "_sm", then "_pqkv" / "_pgrad" for the packed tensors and "_grp" when
-  /// they are grouped; the decode kernels "_dec<rows>".
+  /// they are grouped; the decode kernels "_dec<rows>"; dropout adds
+  /// "_drop<floor(p * 2^32)>_r<rng_id>" (what the mask depends on).
   std::string suffix() const;
 };
+
+/// The dropout keep threshold floor(p * 2^32): a draw at or above it keeps.
+uint64_t dropoutThreshold(double p);
 
 /// Keys per block of the decode kernels: 8192 / head_dim, so one K plus V
 /// block is 32 KiB whatever the head_dim.
@@ -125,7 +137,8 @@ struct KernelSpec {
 ///   lse, delta:       [batch, q_heads, q_len]      (f32; lse is natural-log
 ///                     log-sum-exp of scale * q k^T, delta = rowsum(dout*out))
 /// Scalar tail of every kernel, in order: batch, q_heads, kv_heads, q_len,
-/// k_len (i32), scale (f32). The backward is deterministic: dK/dV per key
+/// k_len (i32), scale (f32); with dropout the forward, dK/dV and dQ kernels
+/// then take `seed`, a pointer to the 0-d i64 seed. The backward is deterministic: dK/dV per key
 /// block and dQ per query block, no atomics.
 llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &config,
                                                    bool backward);

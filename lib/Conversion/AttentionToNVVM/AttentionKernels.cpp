@@ -11,9 +11,13 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace weft::gpu {
+
+uint64_t dropoutThreshold(double p) { return static_cast<uint64_t>(std::ldexp(p, 32)); }
 
 namespace {
 
@@ -36,6 +40,11 @@ KernelSpec spec(const AttentionKernelConfig &config, llvm::StringRef role,
   for (llvm::StringRef tensor : tensors)
     result.params.push_back(pointer(tensor));
   appendScalars(result.params);
+  // The kernels that draw the mask (not the delta preprocess) read the seed
+  // last, so the tensor and scalar indices stay those of the dropout-free
+  // kernels.
+  if (config.dropoutP > 0.0 && role != "backward_preprocess")
+    result.params.push_back(pointer("seed"));
   return result;
 }
 } // namespace
@@ -46,6 +55,8 @@ std::string AttentionKernelConfig::suffix() const {
   if (layout == Layout::SeqMajor)
     layoutPart = std::string("_sm") + (packedQkv ? "_pqkv" : "") + (packedGrads ? "_pgrad" : "") +
                  (groupedQkv ? "_grp" : "");
+  if (dropoutP > 0.0)
+    layoutPart += llvm::formatv("_drop{0}_r{1}", dropoutThreshold(dropoutP), rngId).str();
   if (decodeRows)
     return llvm::formatv("{0}_d{1}_{2}_k{3}_dec{4}", bf16 ? "bf16" : "f16", headDim,
                          causal ? "causal" : "full", blockK, decodeRows)
@@ -136,6 +147,18 @@ static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, boo
 
 LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
                                           bool backward, std::string &message) {
+  if (config.dropoutP < 0.0 || config.dropoutP >= 1.0) {
+    message = llvm::formatv("attention dropout needs 0 <= p < 1, got {0}", config.dropoutP);
+    return failure();
+  }
+  // The warpgroup forward holds the Philox draws only by spilling (ptxas:
+  // 500 - 800 bytes at 168 registers a thread).
+  if (config.dropoutP > 0.0 && (config.decodeRows || config.warpgroupMma)) {
+    message = llvm::formatv("attention dropout (p = {0}) is implemented by the warp-level "
+                            "(mma.sync) training kernels, not the {1} kernels",
+                            config.dropoutP, config.decodeRows ? "decode" : "warpgroup-MMA");
+    return failure();
+  }
   if (config.decodeRows)
     return verifyDecodeConfig(config, backward, message);
   if (config.headDim != 64 && config.headDim != 128) {

@@ -2,7 +2,10 @@
 // delta = rowsum(dO * O); dK, dV per key block (a warp owns 16 keys and
 // walks every query of the kv head's q-head group, so P^T and dS^T are
 // built directly in the A-fragment layout); dQ per query block (the forward
-// kernel's shape with dP = dO V^T and dQ += dS K).
+// kernel's shape with dP = dO V^T and dQ += dS K). With dropout (factors F,
+// 0 or 1 / (1 - p), redrawn by the forward's rule): dV += (P F)^T dO and
+// dS = P (dP F - delta); delta = rowsum(dO * O) is unchanged.
+#include "AttentionDropout.h"
 #include "KernelBodies.h"
 #include "WarpEmitter.h"
 
@@ -12,6 +15,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <limits>
+#include <optional>
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -136,6 +140,14 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
   // block is the one holding query k0.
   Value firstQueryBlock = config.causal ? e.divu(k0, e.i32c(inner)) : e.i32c(0);
   Value queryBlocks = e.ceilDiv(s.qLen, inner);
+  std::optional<AttentionDropout> dropout;
+  Value alignedDraws, keyInQuad;
+  if (config.dropoutP > 0.0) {
+    dropout.emplace(e, config, func.getArguments().back());
+    alignedDraws = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                         arith::AndIOp::create(b, s.kLen, e.i32c(3)), e.i32c(0));
+    keyInQuad = arith::AndIOp::create(b, ids.g, e.i32c(3));
+  }
 
   // State: dK[dTiles] then dV[dTiles] accumulators.
   SmallVector<Value> init(2 * dTiles * 4, zeroF);
@@ -199,14 +211,40 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
                 }
               SmallVector<Quad> dkAcc = toQuads(state.take_front(dTiles * 4));
               SmallVector<Quad> dvAcc = toQuads(state.drop_front(dTiles * 4));
-              // dV += P^T dO.
-              w.mmaAB(w.toA(probs), w.i32c(smemDout), laneBt, dvAcc, pitch);
-              // dP^T = V dO^T, dS^T = P^T (dP^T - delta).
+              // The keep factors of P^T: element (key, query) is P[query,
+              // key], global index (flat query row) * k_len + key.
+              // Lanes g = 4a .. 4a + 3 (same t) hold keys 4a' .. 4a' + 3
+              // of each query: one Philox block per element, shared.
+              SmallVector<Quad> factors;
+              if (dropout) {
+                Value kLen64 = w.toI64(s.kLen);
+                for (int64_t nt = 0; nt < queryTiles; ++nt) {
+                  std::array<Value, 4> indices;
+                  for (int j = 0; j < 4; ++j) {
+                    Value query = w.add(w.add(qRow0, colBase), w.i32c(nt * 8 + j % 2));
+                    indices[j] = arith::AddIOp::create(
+                        lb, arith::MulIOp::create(lb, w.toI64(query), kLen64),
+                        w.toI64(keys[j / 2]));
+                  }
+                  factors.push_back(dropout->quadFactors(w, keyInQuad, indices, alignedDraws));
+                }
+              }
+              // dV += (P F)^T dO.
+              SmallVector<Quad> kept = probs;
+              for (size_t nt = 0; nt < factors.size(); ++nt)
+                for (int j = 0; j < 4; ++j)
+                  kept[nt][j] = w.fmul(probs[nt][j], factors[nt][j]);
+              w.mmaAB(w.toA(kept), w.i32c(smemDout), laneBt, dvAcc, pitch);
+              // dP^T = V dO^T, dS^T = P^T (dP^T F - delta).
               SmallVector<Quad> vFrag = w.loadA(w.add(warpRows, w.i32c(smemV)), dSteps);
               SmallVector<Quad> dsT = w.mmaABt(vFrag, w.i32c(smemDout), laneB, queryTiles, pitch);
               for (int64_t nt = 0; nt < queryTiles; ++nt)
-                for (int j = 0; j < 4; ++j)
-                  dsT[nt][j] = w.fmul(probs[nt][j], w.fsub(dsT[nt][j], rowStats[nt * 2 + j % 2][1]));
+                for (int j = 0; j < 4; ++j) {
+                  Value dp = dsT[nt][j];
+                  if (dropout)
+                    dp = w.fmul(dp, factors[nt][j]);
+                  dsT[nt][j] = w.fmul(probs[nt][j], w.fsub(dp, rowStats[nt * 2 + j % 2][1]));
+                }
               // dK += dS^T Q (scaled once at the end).
               w.mmaAB(w.toA(dsT), w.i32c(smemQ), laneBt, dkAcc, pitch);
               SmallVector<Value> next = flattenQuads(dkAcc);
@@ -268,6 +306,18 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
   Value kEnd = config.causal ? e.minsi(s.kLen, e.add(q0, e.i32c(blockQ))) : s.kLen;
   Value keyBlocks = e.ceilDiv(kEnd, inner);
   Value zeroF = e.f32c(0.0);
+  // With dropout: the global index of element (row, key 0) of the two rows.
+  std::optional<AttentionDropout> dropout;
+  std::array<Value, 2> rowIndex;
+  Value alignedDraws;
+  if (config.dropoutP > 0.0) {
+    dropout.emplace(e, config, func.getArguments().back());
+    alignedDraws = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                         arith::AndIOp::create(b, s.kLen, e.i32c(3)), e.i32c(0));
+    for (int h = 0; h < 2; ++h)
+      rowIndex[h] = arith::MulIOp::create(
+          b, e.toI64(e.add(qRow0, e.add(localRow, e.i32c(8 * h)))), e.toI64(s.kLen));
+  }
 
   SmallVector<Value> init(dTiles * 4, zeroF);
   auto loop = scf::ForOp::create(
@@ -286,6 +336,15 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
         SmallVector<Quad> probs = w.mmaABt(qFrag, w.i32c(smemK), laneB, keyTiles, pitch);
         SmallVector<Quad> ds = w.mmaABt(doutFrag, w.i32c(smemV), laneB, keyTiles, pitch);
         Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
+        if (dropout)
+          for (int64_t nt = 0; nt < keyTiles; ++nt) {
+            Value key = w.toI64(w.add(colBase, w.i32c(nt * 8)));
+            std::array<Value, 4> factors = dropout->tileFactors(
+                w, ids.t, arith::AddIOp::create(lb, rowIndex[0], key),
+                arith::AddIOp::create(lb, rowIndex[1], key), alignedDraws);
+            for (int j = 0; j < 4; ++j)
+              ds[nt][j] = w.fmul(ds[nt][j], factors[j]);
+          }
         for (int64_t nt = 0; nt < keyTiles; ++nt)
           for (int j = 0; j < 4; ++j) {
             Value col = w.add(colBase, w.i32c(nt * 8 + j % 2));

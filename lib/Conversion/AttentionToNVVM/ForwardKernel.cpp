@@ -26,6 +26,8 @@ void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &con
   const int64_t kSteps = d / 16, keyTiles = blockK / 8, dTiles = d / 8;
 
   ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, blockQ), {}, {}, {}, {}};
+  if (config.dropoutP > 0.0)
+    r.seedPointer = func.getArguments().back();
   Value tid = r.ids.tid, warp = r.ids.warp, lane = r.ids.lane;
   TensorRows qRows(e, config, s, AttentionOperand::Q), kRows(e, config, s, AttentionOperand::K),
       vRows(e, config, s, AttentionOperand::V);

@@ -4,8 +4,11 @@
 #ifndef WEFT_LIB_CONVERSION_ATTENTIONTONVVM_FORWARDPARTS_H
 #define WEFT_LIB_CONVERSION_ATTENTIONTONVVM_FORWARDPARTS_H
 
+#include "AttentionDropout.h"
 #include "KernelBodies.h"
 #include "WarpEmitter.h"
+
+#include <optional>
 
 namespace weft::gpu {
 
@@ -19,8 +22,17 @@ struct ForwardRows {
   /// lane's two accumulator rows (g and g + 8 of its warp's 16).
   mlir::Value scaleLog2, minusInf, zeroF;
   std::array<mlir::Value, 2> rows;
+  /// With dropout: the kernel's `seed` parameter (set before
+  /// initSoftmaxConstants), then the mask's draws and the global index of
+  /// element (row, key 0) of this lane's two rows (i64).
+  mlir::Value seedPointer;
+  std::optional<AttentionDropout> dropout;
+  std::array<mlir::Value, 2> rowIndex;
+  /// k_len % 4 == 0: a row's Philox blocks start at keys 4m (tileFactors).
+  mlir::Value alignedDraws;
 
-  /// Fills scaleLog2, minusInf, zeroF and rows (the ops go where `e` inserts).
+  /// Fills scaleLog2, minusInf, zeroF and rows, and the dropout state (the
+  /// ops go where `e` inserts).
   void initSoftmaxConstants(WarpEmitter &e);
   /// The key loop's initial state: m[2] = -inf, l[2] = 0, O (dTiles quads) = 0.
   llvm::SmallVector<mlir::Value> initialLoopState(int64_t dTiles) const;
@@ -30,7 +42,9 @@ struct ForwardRows {
 /// masks keys at or past k_len (and above the diagonal when causal) to -inf,
 /// then advances the online softmax of this thread's two rows: the scores
 /// become P = exp2(s - m_new), next[h] = m_new, next[2 + h] = l * alpha + the
-/// row's partial sum. Returns alpha = exp2(m_old - m_new) per row (a row that
+/// row's partial sum. With dropout the scores then become P times the keep
+/// factors (the row sum l stays that of the undropped P, as FlashAttention
+/// normalises before dropout). Returns alpha = exp2(m_old - m_new) per row (a row that
 /// has seen no key keeps m = -inf and uses 0 in place of m).
 /// When `maskNeeded` (i1, uniform over the CTA) is given, the mask is only
 /// applied where it holds: blocks wholly inside k_len and below the diagonal

@@ -211,7 +211,7 @@ namespace {
 /// gradient operands null for the forward).
 struct AttentionOperands {
   bool backward;
-  Value q, k, v, out, lse, dout, dq, dk, dv;
+  Value q, k, v, out, lse, dout, dq, dk, dv, seed;
   double scale, dropout;
   bool causal;
   std::string dtype;
@@ -225,6 +225,7 @@ AttentionOperands attentionOperandsOf(Operation *op) {
     o.out = forward.getOut(), o.lse = forward.getLse();
     o.scale = forward.getScaleValue();
     o.dropout = forward.getDropoutP().convertToDouble();
+    o.seed = forward.getSeed();
     o.causal = forward.getCausal();
   } else {
     auto grad = cast<AttentionGradOp>(op);
@@ -233,6 +234,7 @@ AttentionOperands attentionOperandsOf(Operation *op) {
     o.dq = grad.getDq(), o.dk = grad.getDk(), o.dv = grad.getDv();
     o.scale = grad.getScaleValue();
     o.dropout = grad.getDropoutP().convertToDouble();
+    o.seed = grad.getSeed();
     o.causal = grad.getCausal();
   }
   o.dtype = elementTypeName(o.q.getType()).str();
@@ -249,10 +251,13 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
     return op->emitError("cannot plan ")
            << op->getName() << ": the GPU attention kernels take bf16 or f16, got "
            << cast<ShapedType>(o.q.getType()).getElementType();
-  if (o.dropout > 0.0)
+  auto rngId = op->getAttrOfType<IntegerAttr>(WeftDialect::kRngIdAttr);
+  if (o.dropout > 0.0 && (!o.seed || !rngId))
     return op->emitError("cannot plan ")
-           << op->getName() << ": the GPU attention kernels do not implement "
-           << "dropout (dropout_p = " << o.dropout << ")";
+           << op->getName() << " with dropout_p = " << o.dropout
+           << ": the GPU kernels draw the mask from the seed operand and "
+           << WeftDialect::kRngIdAttr << ", and the op lacks "
+           << (o.seed ? "the attribute" : "the seed");
   if (!o.lse)
     return op->emitError("cannot plan weft.attention without its lse result: "
                          "the forward kernel writes the row log-sum-exp");
@@ -274,6 +279,10 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
   config.bf16 = o.dtype == "bf16";
   config.headDim = qShape[3];
   config.causal = o.causal;
+  if (o.dropout > 0.0) {
+    config.dropoutP = o.dropout;
+    config.rngId = rngId.getInt();
+  }
   if (isSeqMajorAttention(op)) {
     config.layout = gpu::AttentionKernelConfig::Layout::SeqMajor;
     std::optional<QkvPacking> packing = packedQkvOf(op);
@@ -287,6 +296,14 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
   }
   if (options.chooseTiles)
     options.chooseTiles(config, o.backward);
+  // Dropout runs on the mma.sync kernels at 64 x 64 tiles, which hold the
+  // Philox draws without spilling (the warpgroup kernels and larger tiles
+  // do not).
+  if (config.dropoutP > 0.0) {
+    config.warpgroupMma = false;
+    config.blockQ = config.blockK = 64;
+    config.stages = 2;
+  }
   std::string message;
   if (failed(gpu::verifyAttentionKernelConfig(config, o.backward, message)))
     return op->emitError("cannot plan ") << op->getName() << ": " << message;
@@ -385,7 +402,8 @@ LogicalResult ScheduleBuilder::addAttention(Operation *op, int64_t index) {
   call.scale = o.scale;
   call.tensors = {{"q", o.q},     {"k", o.k},       {"v", o.v},
                   {"out", o.out}, {"lse", o.lse},   {"dout", o.dout},
-                  {"dq", o.dq},   {"dk", o.dk},     {"dv", o.dv}};
+                  {"dq", o.dq},   {"dk", o.dk},     {"dv", o.dv},
+                  {"seed", o.seed}};
   if (o.backward) {
     std::optional<unsigned> workspace = liveness.lookupWorkspace(op);
     auto it = workspace ? bufferSymbols.find(*workspace) : bufferSymbols.end();

@@ -59,20 +59,34 @@ FailureOr<AttentionShapes> shapesOf(OpTy op) {
     return op.emitError("the GPU attention kernels need the value dim to "
                         "equal head_dim, got q ")
            << q[3] << " and v " << v[3];
-  double dropout = op.getDropoutP().convertToDouble();
-  if (dropout > 0.0) {
-    // %g: 0.1 reads as written in the IR, not 0.10.
-    std::string text;
-    llvm::raw_string_ostream(text) << llvm::format("%g", dropout);
-    return op.emitError("the GPU attention kernels do not implement dropout "
-                        "(dropout_p = ")
-           << text
-           << "); compile with dropout_p = 0 or run this attention through "
-              "the CPU path";
-  }
   // A seq-major op's operands are [b, s, h, d].
   int seq = op.getSeqMajor() ? 1 : 2, heads = 3 - seq;
   return AttentionShapes{q[0], q[heads], k[heads], q[seq], k[seq], q[3], op.getScaleValue()};
+}
+
+/// The dropout of the op's kernels (p, rng_id): a block of heads of a
+/// partitioned attention draws the global mask at its heads' offset, which
+/// the kernels do not take.
+template <typename OpTy>
+LogicalResult dropoutOf(OpTy op, AttentionKernelConfig &config) {
+  double p = op.getDropoutP().convertToDouble();
+  if (p == 0.0)
+    return success();
+  // %g: 0.1 reads as written in the IR, not 0.10.
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", p);
+  if (op.getHeadOffset())
+    return op.emitError("the GPU attention kernels with dropout (dropout_p = ")
+           << text << ") draw the mask of a whole attention; this op is a block of its "
+           << op.getDropoutHeads().value_or(0)
+           << " heads at a run-time head offset, which they do not take";
+  auto rngId = op->template getAttrOfType<IntegerAttr>(WeftDialect::kRngIdAttr);
+  if (!op.getSeed() || !rngId)
+    return op.emitError("the GPU attention kernels with dropout (dropout_p = ")
+           << text << ") need the seed operand and " << WeftDialect::kRngIdAttr;
+  config.dropoutP = p;
+  config.rngId = rngId.getInt();
+  return success();
 }
 
 /// What one op needs: its unit's name, configuration and shapes.
@@ -131,6 +145,8 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
                        {"v", forward.getV()}, {"out", forward.getOut()}});
     shapes = shapesOf(forward);
     site.config.causal = forward.getCausal();
+    if (failed(dropoutOf(forward, site.config)))
+      return failure();
     if (succeeded(bf16) && forward.getLse() &&
         !forward.getLse().getType().getElementType().isF32())
       return op->emitError("the GPU attention kernels write lse in f32, got ")
@@ -141,13 +157,16 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
                        {"out", grad.getOut()}, {"dout", grad.getDout()}});
     shapes = shapesOf(grad);
     site.config.causal = grad.getCausal();
+    if (failed(dropoutOf(grad, site.config)))
+      return failure();
     if (succeeded(bf16) && !grad.getLse().getType().getElementType().isF32())
       return op->emitError("the GPU attention kernels read lse in f32, got ")
              << grad.getLse().getType().getElementType();
   }
   if (failed(bf16) || failed(shapes))
     return failure();
-  if (!site.backward) {
+  // Decoding is inference: a dropout attention takes the training kernels.
+  if (!site.backward && site.config.dropoutP == 0.0) {
     if (int64_t rows = decodeRowsFor(*shapes, options, isSeqMajorAttention(op))) {
       site.shapes = *shapes;
       site.config.bf16 = *bf16;
@@ -185,6 +204,14 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
   site.config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
   site.config.stages = options.fixedStages.value_or(tiles.stages);
+  // Dropout runs on the mma.sync kernels at 64 x 64 tiles, which hold the
+  // Philox draws without spilling (the warpgroup kernels and larger tiles
+  // do not).
+  if (site.config.dropoutP > 0.0) {
+    site.config.warpgroupMma = false;
+    site.config.blockQ = site.config.blockK = 64;
+    site.config.stages = 2;
+  }
   // A seq-major op's tensors are seq-major whatever --attention-layout says.
   site.config.layout = options.layout;
   if (isSeqMajorAttention(op))

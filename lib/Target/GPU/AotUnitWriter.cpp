@@ -12,6 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -77,6 +78,16 @@ std::string scaleText(double scale) {
   return text;
 }
 
+/// The dropout probability in the fewest digits that read back exactly (0.1).
+std::string probabilityText(double p) {
+  char text[64];
+  for (int digits = 1;; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, p);
+    if (digits == 17 || std::strtod(text, nullptr) == p)
+      return text;
+  }
+}
+
 /// The "key=value\n" lines embedded in NAME.c and rebuilt from NAME.h's
 /// macros at load time; keep in sync with kMetadataFormat.
 std::string metadataText(const AotUnit &unit) {
@@ -112,13 +123,16 @@ llvm::SmallVector<std::string> launcherPointers(const AotUnit &unit) {
                   : llvm::SmallVector<std::string>{"q", "k", "v"};
   if (!unit.backward) {
     inputs.append({"out", "lse"});
-    return inputs;
+  } else {
+    inputs.append({"out", "dout", "lse", "delta_workspace"});
+    if (c.packedGrads)
+      inputs.push_back("dqkv");
+    else
+      inputs.append({"dq", "dk", "dv"});
   }
-  inputs.append({"out", "dout", "lse", "delta_workspace"});
-  if (c.packedGrads)
-    inputs.push_back("dqkv");
-  else
-    inputs.append({"dq", "dk", "dv"});
+  // Dropout's seed: the device address of one int64, read at launch.
+  if (c.dropoutP > 0.0)
+    inputs.push_back("seed");
   return inputs;
 }
 
@@ -188,6 +202,11 @@ std::string writeUnitJson(const AotUnit &unit) {
       if (unit.config.warpgroupMma)
         json.attribute("stages", unit.config.stages);
       json.attribute("layout", layoutName(unit.config));
+      if (unit.config.dropoutP > 0.0)
+        json.attributeObject("dropout", [&] {
+          json.attribute("p", unit.config.dropoutP);
+          json.attribute("rng_id", unit.config.rngId);
+        });
       if (unit.config.decodeRows)
         json.attributeObject("decode", [&] {
           json.attribute("rows", unit.config.decodeRows);
@@ -288,8 +307,16 @@ std::string writeUnitHeader(const AotUnit &unit) {
      << " --emit=kernels; do not edit.\n"
      << layoutComment(unit) << " * lse"
      << (unit.backward ? " and the delta workspace are" : " is")
-     << " [batch, q_heads, q_len] f32.\n"
-     << " * Every function returns CUresult; on failure weft_last_error() "
+     << " [batch, q_heads, q_len] f32.\n";
+  if (unit.config.dropoutP > 0.0)
+    os << " * Dropout p = " << probabilityText(unit.config.dropoutP) << " on the probabilities, "
+       << "rng_id " << unit.config.rngId << ": the launcher's last argument,\n"
+       << " *   seed, is the device address of one int64 (the step's seed), read by\n"
+       << " *   the kernels when they run; element P[b, h, i, j] is kept by Philox4x32-10\n"
+       << " *   with key (uint32(seed), rng_id) at index ((b * q_heads + h) * q_len + i)\n"
+       << " *   * k_len + j (ARCHITECTURE.md, Randomness); the backward takes the\n"
+       << " *   forward's seed.\n";
+  os << " * Every function returns CUresult; on failure weft_last_error() "
         "says why. */\n";
   os << "#ifndef " << guard << "\n#define " << guard << "\n\n";
   os << "#include <stddef.h>\n\n#include <cuda.h>\n\n#include \"weft_runtime.h\"\n\n";
@@ -315,6 +342,10 @@ std::string writeUnitHeader(const AotUnit &unit) {
   define("BLOCK_K", llvm::Twine(unit.config.blockK));
   define("MMA", llvm::Twine("\"") + mmaName(unit.config) + "\"");
   define("LAYOUT", "\"" + layoutName(unit.config) + "\"");
+  if (unit.config.dropoutP > 0.0) {
+    define("DROPOUT_P", probabilityText(unit.config.dropoutP));
+    define("RNG_ID", llvm::Twine(unit.config.rngId));
+  }
   os << "\n/* Checks the metadata, makes a context current (keeping one that "
         "is),\n * loads the cubin and its kernels. */\n";
   os << "CUresult " << n << "_load(" << n << "_module **out);\n";

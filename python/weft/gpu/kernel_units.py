@@ -69,6 +69,10 @@ class Unit:
     mma: str = "warp"
     stages: int = 2
     layout: str = "head_major"
+    # Dropout on the probabilities (the config's "dropout" object): p and
+    # rng_id; the kernels then take a `seed` pointer (one int64).
+    dropout_p: float = 0.0
+    rng_id: int = 0
 
     @property
     def config_key(self):
@@ -77,7 +81,8 @@ class Unit:
         layout are two configs (head_major adds nothing to the key)."""
         key = (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k, self.mma,
                self.stages)
-        return key if self.layout == "head_major" else key + (self.layout,)
+        key = key if self.layout == "head_major" else key + (self.layout,)
+        return key if not self.dropout_p else key + (("dropout", self.dropout_p, self.rng_id),)
 
 
 def config_name(key):
@@ -202,6 +207,12 @@ def parse_unit(obj, directory, where):
             raise UnitError(f"{where}: workspace {wname} has shape {ws.get('shape')}, expected "
                             f"[batch, q_heads, q_len] = {expected_shape}")
         workspaces.append((wname, wdtype))
+    dropout = config.get("dropout", {})
+    if not isinstance(dropout, dict):
+        raise UnitError(f"{where}: config dropout {dropout!r} is not an object")
+    dropout_p = float(dropout.get("p", 0.0))
+    if not 0.0 <= dropout_p < 1.0:
+        raise UnitError(f"{where}: config dropout p {dropout_p!r} is not in [0, 1)")
     cubin = os.path.join(directory, _field(obj, "cubin", str, where))
     if not os.path.isfile(cubin):
         raise UnitError(f"{where}: its cubin {cubin} does not exist")
@@ -211,7 +222,8 @@ def parse_unit(obj, directory, where):
                 block_q=_field(config, "block_q", int, f"{where} config"),
                 block_k=_field(config, "block_k", int, f"{where} config"),
                 arch=obj.get("arch", "?"), cubin_path=cubin, kernels=kernels,
-                workspaces=workspaces, mma=mma, stages=config.get("stages", 2), layout=layout)
+                workspaces=workspaces, mma=mma, stages=config.get("stages", 2), layout=layout,
+                dropout_p=dropout_p, rng_id=int(dropout.get("rng_id", 0)))
 
 
 def load_units(root):

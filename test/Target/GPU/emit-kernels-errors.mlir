@@ -21,9 +21,9 @@ func.func @f32(%q: tensor<1x2x64x64xf32>) -> tensor<1x2x64x64xf32> {
   return %o : tensor<1x2x64x64xf32>
 }
 
-func.func @dropout(%q: tensor<1x2x64x64xbf16>, %seed: tensor<i64>) -> tensor<1x2x64x64xbf16> {
-  // CHECK: emit-kernels-errors.mlir:[[@LINE+1]]:8: error: the GPU attention kernels do not implement dropout (dropout_p = 0.1); compile with dropout_p = 0
-  %o = weft.attention %q, %q, %q, %seed {dropout_p = 0.1 : f64, weft.rng_id = 1 : i64} : (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<i64>) -> tensor<1x2x64x64xbf16>
+func.func @dropout_head_block(%q: tensor<1x2x64x64xbf16>, %seed: tensor<i64>, %offset: index) -> tensor<1x2x64x64xbf16> {
+  // CHECK: emit-kernels-errors.mlir:[[@LINE+1]]:8: error: the GPU attention kernels with dropout (dropout_p = 0.1) draw the mask of a whole attention; this op is a block of its 4 heads at a run-time head offset, which they do not take
+  %o = weft.attention %q, %q, %q, %seed, %offset {dropout_p = 0.1 : f64, dropout_heads = 4 : i64, weft.rng_id = 1 : i64} : (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<i64>, index) -> tensor<1x2x64x64xbf16>
   return %o : tensor<1x2x64x64xbf16>
 }
 
