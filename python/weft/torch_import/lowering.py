@@ -89,6 +89,9 @@ class Lowering:
         self.node = None  # the node being lowered, for error messages
         self.layer = None  # its block's index (weft.layer), None outside the blocks
         self.lifted = None  # a list: constants GPU packages cannot hold become arguments
+        # (value, dtype) -> its conversion: autocast converts one activation
+        # for each linear that reads it (q, k and v; gate and up), one is enough.
+        self.converted = {}
 
     # -- values -------------------------------------------------------------
 
@@ -135,7 +138,9 @@ class Lowering:
             return value
         if dtype not in FLOAT_TYPES or value.dtype not in FLOAT_TYPES:
             raise UnsupportedOp(self.node, f"conversion {value.dtype} -> {dtype}")
-        return self.op("convert", [value], value.shape, dtype)
+        if (value, dtype) not in self.converted:
+            self.converted[value, dtype] = self.op("convert", [value], value.shape, dtype)
+        return self.converted[value, dtype]
 
     def reshape(self, value, shape):
         shape = tuple(shape)
