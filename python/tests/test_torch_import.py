@@ -531,3 +531,23 @@ def test_autocast_rope_is_raised_in_f32():
     # bf16 projections: the GEMMs may round an element of q or k one bf16
     # ulp apart from eager's, nothing more.
     assert rel_err(out, eager) <= 1e-2
+
+
+class RoundTrip(nn.Module):
+    """A bf16 value widened to f32 and narrowed back (HF LLaMA's v under
+    autocast): the same bf16 value, no conversion."""
+
+    def forward(self, x):
+        return x.float().to(torch.bfloat16) * 2 + x.float().to(torch.float16).to(torch.bfloat16)
+
+
+def test_widen_then_narrow_back_is_no_convert():
+    weft_run = require_weft_run()
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+    imported = import_module(RoundTrip(), (x,))
+    converts = re.findall(r"weft\.convert .*", imported.text)
+    # Only the f16 detour converts (f32 -> f16 rounds, f16 -> bf16 too).
+    assert len(converts) == 3 and not any("-> tensor<4x8xbf16>" in c and "f32>)" in c
+                                          for c in converts), converts
+    (out,) = run_reference(imported, x, weft_run=weft_run)
+    assert torch.equal(out, RoundTrip()(x))
