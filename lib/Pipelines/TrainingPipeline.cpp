@@ -1,4 +1,4 @@
-// weft-train-pipeline: weft-autodiff -> [weft-fold-attention-layout] ->
+// weft-train-pipeline: weft-fold-loss-convert -> weft-autodiff -> [weft-fold-attention-layout] ->
 // [weft-fuse-gemm-epilogue] -> [weft-fuse-elementwise] -> weft-remat
 // -> weft-plan-memory ->
 // weft-training-report, one definition for weft-opt's named pipeline and
@@ -91,6 +91,8 @@ LogicalResult weft::buildTrainingPipeline(
       pm.addNestedPass<func::FuncOp>(createExpandKvHeadsPass(expandOptions));
     }
   }
+  // The loss reads bf16 logits itself, so autodiff gives it a bf16 gradient.
+  pm.addNestedPass<func::FuncOp>(createFoldLossConvertPass());
   pm.addPass(createAutodiffPass(autodiff));
   if (!options.grid.empty()) {
     PlacePassOptions place;
