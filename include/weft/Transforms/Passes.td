@@ -212,7 +212,10 @@ def FuseElementwisePass : Pass<"weft-fuse-elementwise", "mlir::func::FuncOp"> {
     value between them is domain-shaped (not broadcast), they carry the same
     `weft.layer` and both are forward or both backward (the liveness rule's
     backward start), and the merged group has no path out of it and back in
-    through an op outside it (which would make the group a cycle). GEMMs,
+    through an op outside it (which would make the group a cycle). A
+    pointwise op (no row statistics, no random draws) also joins a group of
+    such ops that reads one of its domain-shaped operands (siblings: SwiGLU's
+    backward reads dh in two), under the same rules. GEMMs,
     attention and shape ops never join, so no group spans them. A group's
     inputs are the values its ops read from outside, its results the values
     used outside it; the block is then re-sorted topologically (each op at
