@@ -41,6 +41,7 @@ inline void registerWeftPasses() {
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
   registerFuseAttentionPass();
+  registerFoldLossConvertPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();
   registerFuseGemmEpiloguePass();

@@ -1,5 +1,5 @@
-// weft-train-pipeline: weft-autodiff (or, with inference, weft-inference-step)
-// -> [weft-fold-attention-layout] -> [weft-fuse-gemm-epilogue] ->
+// weft-train-pipeline: weft-fold-loss-convert -> weft-autodiff (or, with
+// inference, weft-inference-step) -> [weft-fold-attention-layout] -> [weft-fuse-gemm-epilogue] ->
 // [weft-fuse-elementwise] -> weft-remat -> weft-plan-memory ->
 // weft-training-report, one definition for weft-opt's named pipeline and
 // weft-compile --train / --inference.
@@ -49,6 +49,8 @@ static LogicalResult addAutodiffAndPartition(
       pm.addNestedPass<func::FuncOp>(createExpandKvHeadsPass(expandOptions));
     }
   }
+  // The loss reads bf16 logits itself, so autodiff gives it a bf16 gradient.
+  pm.addNestedPass<func::FuncOp>(createFoldLossConvertPass());
   pm.addPass(createAutodiffPass(autodiff));
   if (!options.grid.empty()) {
     PlacePassOptions place;

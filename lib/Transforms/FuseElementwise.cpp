@@ -37,6 +37,14 @@ void forEachDependency(Operation *op, Block &block, Fn fn) {
   });
 }
 
+/// A pointwise op without row statistics or random draws: grouping it with a
+/// sibling changes neither kernel shape nor the rules a group must meet.
+bool isPlainPointwise(Operation *op) {
+  auto fusion = dyn_cast<FusionOpInterface>(op);
+  return fusion && fusion.getRowStatCount() == 0 && op->getNumResults() == 1 &&
+         !op->hasAttr(WeftDialect::kRngIdAttr);
+}
+
 /// One group being formed: members in block order and what they share.
 struct Group {
   SmallVector<Operation *> members;
@@ -125,6 +133,25 @@ void ElementwiseFuser::formGroups() {
           producer.backward == mine.backward && producer.layer == mine.layer)
         producers.push_back(it->second);
     }
+    // Pointwise sibling groups reading one of this op's domain-shaped
+    // operands too (SwiGLU's backward: dh * silu(g) beside dh's silu_grad
+    // term): one kernel reads the shared value once.
+    if (isPlainPointwise(&op))
+      for (Value operand : op.getOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.getType());
+        if (!type || type.getShape() != ArrayRef<int64_t>(mine.domain))
+          continue;
+        for (Operation *user : operand.getUsers()) {
+          auto it = groupOf.find(user);
+          if (user == &op || it == groupOf.end() ||
+              llvm::is_contained(producers, it->second))
+            continue;
+          const Group &sibling = groups[it->second];
+          if (sibling.domain == mine.domain && sibling.backward == mine.backward &&
+              sibling.layer == mine.layer && llvm::all_of(sibling.members, isPlainPointwise))
+            producers.push_back(it->second);
+        }
+      }
     for (unsigned index : producers) {
       SmallVector<Operation *> merged(groups[index].members);
       llvm::append_range(merged, mine.members);

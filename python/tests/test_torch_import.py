@@ -489,3 +489,65 @@ def test_autocast_enabled_region_is_refused():
     module = AutocastRegions(enabled=True).double()
     with pytest.raises(UnsupportedOp, match="autocast region enabled inside the model"):
         import_module(module, (torch.randn(2, 8, dtype=torch.float64),))
+
+
+class AutocastRotary(nn.Module):
+    """HF LLaMA's rotary step as autocast leaves it: bf16 q and k (from the
+    projections) times f32 cos/sin tables, the sum in f32, then two linears
+    reading one f32 activation (autocast converts it for each)."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = nn.Linear(16, 16, bias=False), nn.Linear(16, 16, bias=False)
+
+    def forward(self, x, cos, sin):
+        def rotate_half(t):
+            return torch.cat((-t[..., 8:], t[..., :8]), dim=-1)
+        q, k = self.q(x), self.k(x)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        return q + k
+
+
+def test_autocast_rope_is_raised_in_f32():
+    """bf16 x with f32 tables is one weft.rope on x converted to f32 (exact),
+    and x is converted to bf16 once for both linears."""
+    weft_run = require_weft_run()
+    module = randomized(AutocastRotary())
+    gen = torch.Generator().manual_seed(11)
+    x = torch.randn(2, 6, 16, generator=gen)
+    cos, sin = rotary_tables(6, 16, torch.float32)
+    # Autocast around the call, as torch.compile sees it.
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        imported = import_module(module, (x, cos, sin))
+        eager = module(x, cos, sin)
+    text = imported.text
+    assert sorted(imported.raised) == ["rope", "rope"], imported.raised
+    for piece in ("weft.neg", "weft.concat", "weft.split"):
+        assert piece not in text, piece
+    assert re.search(r"weft\.rope .*-> tensor<2x6x16xf32>", text)
+    assert len(re.findall(r"weft\.convert %x\b", text)) == 1, text
+    (out,) = run_reference(imported, x, cos, sin, weft_run=weft_run)
+    # bf16 projections: the GEMMs may round an element of q or k one bf16
+    # ulp apart from eager's, nothing more.
+    assert rel_err(out, eager) <= 1e-2
+
+
+class RoundTrip(nn.Module):
+    """A bf16 value widened to f32 and narrowed back (HF LLaMA's v under
+    autocast): the same bf16 value, no conversion."""
+
+    def forward(self, x):
+        return x.float().to(torch.bfloat16) * 2 + x.float().to(torch.float16).to(torch.bfloat16)
+
+
+def test_widen_then_narrow_back_is_no_convert():
+    weft_run = require_weft_run()
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+    imported = import_module(RoundTrip(), (x,))
+    converts = re.findall(r"weft\.convert .*", imported.text)
+    # Only the f16 detour converts (f32 -> f16 rounds, f16 -> bf16 too).
+    assert len(converts) == 3 and not any("-> tensor<4x8xbf16>" in c and "f32>)" in c
+                                          for c in converts), converts
+    (out,) = run_reference(imported, x, weft_run=weft_run)
+    assert torch.equal(out, RoundTrip()(x))

@@ -155,6 +155,17 @@ def dtype_cases(d, pw, rw, ce):
                     op(["dlogits"], "cross_entropy_grad", ["dloss", "logits", "labels"],
                        "ignore_index = 7 : i64", [sc, lg, lb], [lg])))
     if d != "f32":
+        # Low-precision logits with an f32 loss (weft-fold-loss-convert's
+        # form under autocast): f32 math, the gradient in the logits' type.
+        f = t([], "f32")
+        out.append(func(f"cross_entropy_f32_loss_{d}", [("logits", lg), ("labels", lb)],
+                        [("loss", f)],
+                        op(["loss"], "cross_entropy", ["logits", "labels"],
+                           "ignore_index = 7 : i64", [lg, lb], [f])))
+        out.append(func(f"cross_entropy_grad_f32_dloss_{d}",
+                        [("dloss", f), ("logits", lg), ("labels", lb)], [("dlogits", lg)],
+                        op(["dlogits"], "cross_entropy_grad", ["dloss", "logits", "labels"],
+                           "ignore_index = 7 : i64", [f, lg, lb], [lg])))
         # AdamW on f32 master weights and moments, the low-precision copy.
         p, lp, st = t(rw[1:], "f32"), t(rw[1:], d), "tensor<i64>"
         out.append(func(f"adamw_convert_{d}",

@@ -28,6 +28,11 @@ mlir::LogicalResult verifyRngId(mlir::Operation *op);
 mlir::LogicalResult verifyReduce(mlir::Operation *op, mlir::Value x,
                                  llvm::ArrayRef<int64_t> dims, bool keepdim,
                                  mlir::Value result);
+/// A loss (or its gradient dloss) of logits: its element type is the
+/// logits' or, for bf16/f16 logits, f32: the op then reads the narrow logits
+/// and computes in f32, rounding once (as PyTorch's bf16 cross-entropy).
+mlir::LogicalResult verifyLossPrecision(mlir::Operation *op, llvm::StringRef name,
+                                        mlir::Value loss, mlir::Value logits);
 /// The label checks of the cross-entropy ops: logits [..., V] with V >= 1 and
 /// labels [...].
 mlir::LogicalResult verifyLabels(mlir::Operation *op, mlir::Value logits,

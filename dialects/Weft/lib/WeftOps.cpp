@@ -701,16 +701,28 @@ LogicalResult weft::verify::verifyLabels(Operation *op, Value logits, Value labe
   return verifyShape(op, "labels", labels, tensorOf(logits).getShape().drop_back());
 }
 
+LogicalResult weft::verify::verifyLossPrecision(Operation *op, StringRef name,
+                                                Value loss, Value logits) {
+  Type lossElement = tensorOf(loss).getElementType();
+  Type logitsElement = tensorOf(logits).getElementType();
+  if (lossElement == logitsElement ||
+      (lossElement.isF32() && (logitsElement.isBF16() || logitsElement.isF16())))
+    return success();
+  return op->emitOpError("expects ")
+         << name << " (" << loss.getType() << ") to have the logits' element type or f32 "
+         << "with bf16/f16 logits, got logits " << logits.getType();
+}
+
 LogicalResult CrossEntropyOp::verify() {
   if (failed(verifyLabels(*this, getLogits(), getLabels())))
     return failure();
-  return verifySameElementType(*this, {{"logits", getLogits()}, {"result", getLoss()}});
+  return verifyLossPrecision(*this, "result", getLoss(), getLogits());
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
   if (failed(verifyLabels(*this, getLogits(), getLabels())))
     return failure();
-  if (failed(verifySameElementType(*this, {{"logits", getLogits()}, {"dloss", getDloss()}})))
+  if (failed(verifyLossPrecision(*this, "dloss", getDloss(), getLogits())))
     return failure();
   return verifySameTypes(*this, {{"logits", getLogits()}, {"dlogits", getDlogits()}});
 }

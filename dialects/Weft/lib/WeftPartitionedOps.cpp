@@ -103,7 +103,7 @@ LogicalResult CrossEntropyGradPartialOp::verify() {
     return emitOpError("expects dlogits (")
            << getDlogits().getType() << ") to have the logits' type ("
            << getLogits().getType() << ")";
-  return verifySameElementType(*this, {{"logits", getLogits()}, {"dloss", getDloss()}});
+  return verifyLossPrecision(*this, "dloss", getDloss(), getLogits());
 }
 
 LogicalResult ReduceMaxOp::verify() {

@@ -210,6 +210,30 @@ def PlanMemoryPass : Pass<"weft-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def FoldLossConvertPass : Pass<"weft-fold-loss-convert", "mlir::func::FuncOp"> {
+  let summary = "Let cross_entropy read bf16/f16 logits that were converted to f32 for it";
+  let description = [{
+    Under autocast a model's loss is `cross_entropy(convert(logits) : f32)`
+    with bf16 logits (often through reshapes: `logits.view(-1, V).float()`).
+    The loss reads the narrow logits instead, with an f32 result: the op
+    computes in f32 and rounds once, so the result is the same, and neither
+    the forward's f32 copy of the logits nor (after weft-autodiff, whose
+    `cross_entropy_grad` then writes bf16 dlogits) the backward's f32
+    gradient of `[rows, vocab]` and its convert exist. Reshapes between the
+    convert and the loss are rebuilt on the narrow value. A convert with
+    other users stays for them. The training pipeline runs it before
+    weft-autodiff.
+
+    ```mlir
+    %f = weft.convert %lb : (tensor<8x100xbf16>) -> tensor<8x100xf32>
+    %l = weft.cross_entropy %f, %y : (tensor<8x100xf32>, tensor<8xi64>) -> tensor<f32>
+    // becomes
+    %l = weft.cross_entropy %lb, %y : (tensor<8x100xbf16>, tensor<8xi64>) -> tensor<f32>
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FuseElementwisePass : Pass<"weft-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Group pointwise, normalization and row-reduction ops into weft.fused kernels";
   let description = [{
@@ -220,7 +244,10 @@ def FuseElementwisePass : Pass<"weft-fuse-elementwise", "mlir::func::FuncOp"> {
     value between them is domain-shaped (not broadcast), they carry the same
     `weft.layer` and both are forward or both backward (the liveness rule's
     backward start), and the merged group has no path out of it and back in
-    through an op outside it (which would make the group a cycle). GEMMs,
+    through an op outside it (which would make the group a cycle). A
+    pointwise op (no row statistics, no random draws) also joins a group of
+    such ops that reads one of its domain-shaped operands (siblings: SwiGLU's
+    backward reads dh in two), under the same rules. GEMMs,
     attention and shape ops never join, so no group spans them. A group's
     inputs are the values its ops read from outside, its results the values
     used outside it; the block is then re-sorted topologically (each op at

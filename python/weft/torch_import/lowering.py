@@ -18,6 +18,7 @@ from .capture import UnsupportedOp, weft_dtype
 from .layers import block_layers
 
 FLOAT_TYPES = ("f64", "f32", "f16", "bf16")
+FLOAT_BITS = {"f64": 64, "f32": 32, "f16": 16, "bf16": 16}
 
 
 class ImportBuilder(FunctionBuilder):
@@ -92,6 +93,12 @@ class Lowering:
         self.trailing = None  # a list: (name, kind) of each argument made while lowering
         self.seed_value = None  # the dropout seed argument, made at the first dropout
         self.rng_ids = 0  # weft.rng_id of the next random op
+        # (value, dtype) -> its conversion: autocast converts one activation
+        # for each linear that reads it (q, k and v; gate and up), one is enough.
+        self.converted = {}
+        # widened value -> the narrower value it was converted from exactly
+        # (bf16 -> f32): converting it back is that value, no kernel.
+        self.widened = {}
 
     # -- values -------------------------------------------------------------
 
@@ -139,7 +146,15 @@ class Lowering:
             return value
         if dtype not in FLOAT_TYPES or value.dtype not in FLOAT_TYPES:
             raise UnsupportedOp(self.node, f"conversion {value.dtype} -> {dtype}")
-        return self.op("convert", [value], value.shape, dtype)
+        origin = self.widened.get(value)
+        if origin is not None and origin.dtype == dtype:
+            return origin
+        if (value, dtype) not in self.converted:
+            result = self.op("convert", [value], value.shape, dtype)
+            self.converted[value, dtype] = result
+            if FLOAT_BITS[dtype] > FLOAT_BITS[value.dtype]:
+                self.widened[result] = value
+        return self.converted[value, dtype]
 
     def reshape(self, value, shape):
         shape = tuple(shape)

@@ -147,12 +147,23 @@ def _half_of(node):
     return None
 
 
+NARROW = (torch.bfloat16, torch.float16)
+
+
+def _promoted(x, node):
+    """Whether `node` has x's dtype, or f32 where x is bf16/f16 (autocast's
+    bf16 q times an f32 table: the product is computed in f32)."""
+    have, want = traced(node).dtype, traced(x).dtype
+    return have == want or (have == torch.float32 and want in NARROW)
+
+
 def _table(node, x):
-    """Whether cos/sin `node` is x's [s, d] table, possibly with leading 1s."""
+    """Whether cos/sin `node` is x's [s, d] table, possibly with leading 1s,
+    of x's dtype or the f32 it is promoted to."""
     table, shape = tuple(traced(node).shape), tuple(traced(x).shape)
     while table and table[0] == 1 and len(table) > 2:
         table = table[1:]
-    return table == shape[-2:] and len(traced(node).shape) <= len(shape) and same_type(node, x)
+    return table == shape[-2:] and len(traced(node).shape) <= len(shape) and _promoted(x, node)
 
 
 def _table_source(node, x):
@@ -186,7 +197,7 @@ def match_rope(anchor):
                 continue
             cos = other_operand(through(direct), x)
             if cos is not None and _table(cos, x) and traced(total).shape == traced(x).shape \
-                    and same_type(total, x):
+                    and same_type(total, cos, sin) and _promoted(x, total):
                 matches.append((total, _rope_match(x, _table_source(cos, x),
                                                    _table_source(sin, x))))
     return matches
@@ -194,9 +205,12 @@ def match_rope(anchor):
 
 def _rope_match(x, cos, sin):
     def emit(lw):
-        value = lw.value(x)
+        # A bf16 x with f32 tables rotates in f32: x converts exactly, and
+        # rotate_half's negation and halves are exact in bf16 too.
+        table_value = lw.value(cos)
+        value = lw.convert(lw.value(x), table_value.dtype)
         table = value.shape[-2:]
-        return lw.op("rope", [value, lw.reshape(lw.value(cos), table),
+        return lw.op("rope", [value, lw.reshape(table_value, table),
                               lw.reshape(lw.value(sin), table)], value.shape, value.dtype)
     return Match("rope", [x, cos, sin], emit)
 

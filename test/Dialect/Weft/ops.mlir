@@ -238,6 +238,16 @@ func.func @cross_entropy(%logits: tensor<2x16x100xf32>, %labels: tensor<2x16xi64
   return
 }
 
+// bf16 logits, f32 loss and dloss: f32 math, dlogits in the logits' type.
+// CHECK-LABEL: func.func @cross_entropy_bf16_logits
+// CHECK: weft.cross_entropy %arg0, %arg1 : (tensor<2x16x100xbf16>, tensor<2x16xi64>) -> tensor<f32>
+// CHECK: weft.cross_entropy_grad %arg2, %arg0, %arg1 : (tensor<f32>, tensor<2x16x100xbf16>, tensor<2x16xi64>) -> tensor<2x16x100xbf16>
+func.func @cross_entropy_bf16_logits(%logits: tensor<2x16x100xbf16>, %labels: tensor<2x16xi64>, %dloss: tensor<f32>) {
+  %0 = weft.cross_entropy %logits, %labels : (tensor<2x16x100xbf16>, tensor<2x16xi64>) -> tensor<f32>
+  %1 = weft.cross_entropy_grad %dloss, %logits, %labels : (tensor<f32>, tensor<2x16x100xbf16>, tensor<2x16xi64>) -> tensor<2x16x100xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @rope
 // CHECK: weft.rope %arg0, %arg1, %arg2 : (tensor<1x4x16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<1x4x16x8xf32>
 // CHECK: weft.rope %arg0, %arg1, %arg2 {inverse} : (tensor<1x4x16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<1x4x16x8xf32>

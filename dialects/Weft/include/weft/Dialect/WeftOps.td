@@ -558,9 +558,15 @@ def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
     with f32 (f64 in the interpreter) log-sum-exp. With `ignore_index`
     (PyTorch's `F.cross_entropy(..., ignore_index=)`), positions whose label
     is that value add nothing and the mean is over the others (NaN when
-    none is left, as in PyTorch); the GPU kernels do not take it yet.
+    none is left, as in PyTorch).
+
+    The loss has the logits' element type or, for bf16/f16 logits, f32: the
+    op then reads the narrow logits, computes in f32 and rounds once, which
+    is `convert` to f32 followed by the loss without the f32 copy of the
+    logits (weft-fold-loss-convert forms it).
     ```mlir
     %l = weft.cross_entropy %logits, %labels : (tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<f32>
+    %b = weft.cross_entropy %lb, %labels : (tensor<2x16x100xbf16>, tensor<2x16xi64>) -> tensor<f32>
     %m = weft.cross_entropy %logits, %labels {ignore_index = -100 : i64} : (tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<f32>
     ```
   }];
@@ -575,7 +581,9 @@ def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
   let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
   let description = [{
     N counts the positions whose label is not `ignore_index`; an ignored
-    position's row is zero.
+    position's row is zero. `dloss` has the loss's element type (f32 with
+    bf16/f16 logits allowed, see `cross_entropy`); `dlogits` has the logits'
+    type, computed in f32 and rounded once.
     ```mlir
     %dl = weft.cross_entropy_grad %dloss, %logits, %labels : (tensor<f32>, tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<2x16x100xf32>
     ```
