@@ -46,6 +46,7 @@ inline void registerWeftPasses() {
   registerFuseGemmEpiloguePass();
   registerFoldAttentionLayoutPass();
   registerPlanMemoryPass();
+  registerBindArgumentsPass();
   registerAutodiffPass();
   registerRematPass();
   registerTileAttentionPass();

@@ -246,6 +246,7 @@ weft_capi_status_t weftCompileTrainingStep(weft_module_t module,
   pipeline.fuseElementwise = options->fuse_elementwise != 0;
   pipeline.grid = orDefault(options->grid, "");
   pipeline.sequenceParallel = options->sequence_parallel != 0;
+  pipeline.bindArguments = orDefault(options->bind_arguments, "none");
   std::string copies = orDefault(options->weight_copies, defaults.weightCopies);
   bool autoCopies = false;
   if (failed(weft::setWeightCopies(pipeline, copies, autoCopies)))
