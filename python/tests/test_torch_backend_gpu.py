@@ -41,8 +41,11 @@ from weft import torch_gpu  # noqa: E402
 
 VOCAB, HIDDEN, HEADS, SEQ, BATCH, LAYERS = 512, 256, 4, 64, 2, 2
 STEPS = 3
-# The budgeted run's arena share: this fraction of the arena without a budget.
-BUDGET_SHARE = 0.75
+# The budgeted run's arena share: this fraction of the arena without a
+# budget. This model's arena (7.6 MiB) shrinks by at most 1.7 % (the solver's
+# smallest peak is 7.51 MiB: its activations are small beside the cuBLASLt
+# workspaces and the logits), so the budget sits just above that.
+BUDGET_SHARE = 0.99
 FLOOR = 2.0**-6  # bf16 has 8 significant bits: errors below this are its rounding
 
 
