@@ -186,6 +186,32 @@ def test_torch_budget_leaves_the_rest_to_the_arena():
         torch_gpu.TorchBudget(4096).arena_budget(imported, params)
 
 
+def test_budget_below_the_smallest_arena_is_refused(tmp_path):
+    """A memory_budget the remat solver cannot meet: strict raises
+    BudgetError naming the budget, what torch holds and the smallest peak;
+    otherwise the graph runs eagerly with that warning."""
+    need_capi()
+    model = make_model().to(torch.bfloat16)
+    imported = import_module(model, batch())
+    held = torch_gpu.TorchBudget(0).held(imported, parameter_indices(imported))
+    budget = sum(held.values()) + (1 << 20)  # 1 MiB for the arena
+    for strict in (True, False):
+        torch._dynamo.reset()
+        compiled = weft.compile(model, memory_budget=budget, strict=strict, compile_only=True,
+                                package_cache=str(tmp_path))
+        if strict:
+            with pytest.raises(torch_gpu.BudgetError,
+                               match=r"which leaves 1048576 bytes \(1.0 MiB\) for Weft's arena; "
+                                     r"the remat solver cannot fit the step in it: [\s\S]*the smallest "
+                                     r"peak Weft can reach is"):
+                compiled(*batch())
+        else:
+            with pytest.warns(UserWarning, match="running this graph in eager PyTorch: "
+                                                 "memory_budget"):
+                compiled(*batch())
+    torch._dynamo.reset()
+
+
 def test_package_cache_hit_without_the_compiler(tmp_path, monkeypatch):
     need_capi()
     imported = import_module(make_model().to(torch.bfloat16), batch())

@@ -288,7 +288,8 @@ class WeftGraph:
                 # compile_only: the package is in the cache; the graph runs eagerly.
                 return compiled if devices else _EAGER
         except (UnsupportedOp, CaptureError, NotImplementedError, CompileError, WeftError,
-                torch_gpu.PackageUnavailable, torch_gpu.LayoutError) as error:
+                torch_gpu.PackageUnavailable, torch_gpu.LayoutError,
+                torch_gpu.BudgetError) as error:
             if self.strict:
                 raise
             # Split graphs run their parts on the reference interpreter:
