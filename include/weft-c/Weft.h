@@ -60,6 +60,14 @@ typedef struct {
   /* The attention tuning table: a path, or "none"; NULL: $WEFT_TUNING_TABLE,
    * else the source tree's bench/attention_tuning.json when it exists. */
   const char *tuning_table;
+  /* Step arguments the caller binds outside the arena (weft-compile
+   * --bind-arguments): "none" (default, NULL too), "params" (the parameters)
+   * or "all" (every tensor argument). The package records them as bound; the
+   * runtime is given their device addresses (weft_step_bind_device) and
+   * reads them in place, so the arena and the memory budget leave them out.
+   * Appended last: a caller built against the earlier struct that fills it
+   * with weftTrainingOptionsInit never reads past its own fields. */
+  const char *bind_arguments;
 } weft_training_options_t;
 
 /* "0.5.0": the version packages record. */

@@ -57,6 +57,13 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Bytes the planned step may use (e.g. 96MiB, 1.5GB, "
                      "4096); with remat=budget weft-remat meets it, otherwise "
                      "a planned peak above it is an error")};
+  Option<std::string> bindArguments{
+      *this, "bind-arguments",
+      llvm::cl::desc("none | params | all: step arguments the caller binds "
+                     "outside the arena (weft-bind-arguments), which the "
+                     "runtime reads in place; budget and arena then leave "
+                     "them out"),
+      llvm::cl::init("none")};
   Option<std::string> remat{
       *this, "remat",
       llvm::cl::desc("none | full | selective | block | uniform | budget"),

@@ -47,6 +47,7 @@ inline void registerWeftPasses() {
   registerFuseGemmEpiloguePass();
   registerFoldAttentionLayoutPass();
   registerPlanMemoryPass();
+  registerBindArgumentsPass();
   registerAutodiffPass();
   registerInferenceStepPass();
   registerRematPass();

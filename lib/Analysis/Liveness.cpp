@@ -80,6 +80,7 @@ private:
   bool readByOtherThan(Value value, Operation *writer);
   void computeBackwardStart();
   void buildBuffers();
+  LogicalResult markBound();
   void classify();
 
   ScheduleLiveness &result;
@@ -197,6 +198,8 @@ LogicalResult LivenessBuilder::build() {
     return failure();
   computeBackwardStart();
   buildBuffers();
+  if (failed(markBound()))
+    return failure();
   classify();
   return success();
 }
@@ -412,6 +415,41 @@ void LivenessBuilder::buildBuffers() {
         lastStep;
 }
 
+/// Arguments marked weft.bound keep their bytes in the caller's memory: their
+/// buffer must hold nothing the step writes there except the argument's own
+/// in-place update (views only read it).
+LogicalResult LivenessBuilder::markBound() {
+  Block &block = func.getBody().front();
+  for (BlockArgument arg : block.getArguments()) {
+    if (!func.getArgAttr(arg.getArgNumber(), kBoundAttrName))
+      continue;
+    std::optional<unsigned> index = result.lookupBuffer(arg);
+    if (!index)
+      continue;
+    LiveBuffer &buffer = result.buffers[*index];
+    for (Value value : buffer.values) {
+      if (value == arg)
+        continue;
+      Operation *def = value.getDefiningOp();
+      if (def && (isBufferView(def) || aliasWriters.contains(def)))
+        continue;
+      InFlightDiagnostic diag =
+          func.emitOpError("argument ")
+          << arg.getArgNumber() << " is bound by the caller ('"
+          << kBoundAttrName << "'), but its buffer also holds ";
+      if (auto other = dyn_cast<BlockArgument>(value))
+        diag << "argument " << other.getArgNumber();
+      else
+        diag << "a result of " << def->getName() << ", written into the caller's memory";
+      if (def)
+        diag.attachNote(def->getLoc()) << "written here";
+      return diag;
+    }
+    buffer.bound = true;
+  }
+  return success();
+}
+
 bool LivenessBuilder::readByOtherThan(Value value, Operation *writer) {
   for (Operation *user : value.getUsers()) {
     int64_t step = result.getStep(user);
@@ -537,7 +575,7 @@ SmallVector<int64_t>
 ScheduleLiveness::getLiveBytesPerStep(int64_t alignment) const {
   SmallVector<int64_t> bytes(getNumSteps() + 1, 0);
   for (const LiveBuffer &buffer : buffers) {
-    int64_t size = alignTo(buffer.size, alignment);
+    int64_t size = alignTo(buffer.arenaSize(), alignment);
     bytes[buffer.start] += size;
     bytes[buffer.end + 1] -= size;
   }
@@ -556,14 +594,22 @@ CategoryBytes ScheduleLiveness::getCategoryBytesAt(int64_t step,
   CategoryBytes bytes{};
   for (const LiveBuffer &buffer : buffers)
     if (buffer.isLiveAt(step))
-      bytes[unsigned(buffer.category)] += alignTo(buffer.size, alignment);
+      bytes[unsigned(buffer.category)] += alignTo(buffer.arenaSize(), alignment);
   return bytes;
 }
 
 CategoryBytes ScheduleLiveness::getCategoryBytesTotal(int64_t alignment) const {
   CategoryBytes bytes{};
   for (const LiveBuffer &buffer : buffers)
-    bytes[unsigned(buffer.category)] += alignTo(buffer.size, alignment);
+    bytes[unsigned(buffer.category)] += alignTo(buffer.arenaSize(), alignment);
+  return bytes;
+}
+
+int64_t ScheduleLiveness::getBoundBytes() const {
+  int64_t bytes = 0;
+  for (const LiveBuffer &buffer : buffers)
+    if (buffer.bound)
+      bytes += buffer.size;
   return bytes;
 }
 

@@ -254,6 +254,7 @@ weft_capi_status_t compileStep(weft_module_t module, const weft_training_options
   pipeline.grid = orDefault(options->grid, "");
   pipeline.sequenceParallel = options->sequence_parallel != 0;
   pipeline.inference = inference;
+  pipeline.bindArguments = orDefault(options->bind_arguments, "none");
   std::string copies = orDefault(options->weight_copies, defaults.weightCopies);
   bool autoCopies = false;
   if (failed(weft::setWeightCopies(pipeline, copies, autoCopies)))

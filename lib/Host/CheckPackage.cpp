@@ -59,6 +59,17 @@ int checkPackageFile(llvm::StringRef path, bool allowMissingImages) {
                << package.launches.size() << " launches, "
                << package.gemms.size() << " gemms, " << package.events.size()
                << " events, " << package.images.size() << " images\n";
+  size_t bound = 0;
+  uint64_t boundBytes = 0;
+  for (const pkg::Buffer &buffer : package.buffers)
+    if (buffer.bound) {
+      ++bound;
+      boundBytes += buffer.size;
+    }
+  if (bound)
+    llvm::outs() << "  " << bound << " arguments bound by the caller outside the arena ("
+                 << boundBytes << " bytes, "
+                 << llvm::format("%.2f", double(boundBytes) / (1 << 20)) << " MiB)\n";
   if (!package.grid.empty()) {
     // A partitioned step: one plan that every rank of the grid runs.
     int64_t ranks = 1;

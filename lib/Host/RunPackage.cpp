@@ -254,6 +254,14 @@ int loadStep(const RunPackageOptions &options, LoadedStep &loaded) {
     BufferView &buffer = loaded.buffers[i];
     buffer.index = i;
     weft_step_buffer_info(raw, i, &buffer.info);
+    // weft-run owns no memory of the caller's to bind; --dry-run still lists it.
+    int bound = 0;
+    weft_step_buffer_bound(raw, i, &bound);
+    if (bound && !options.dryRun)
+      return error(kExitFailed, options.path + ": buffer '" + buffer.info.name +
+                                    "' is bound by the caller (compiled with "
+                                    "--bind-arguments); weft-run runs only packages whose "
+                                    "arguments live in the arena: compile without it");
     for (int d = 0; d < buffer.info.rank; ++d) {
       buffer.shape.push_back(buffer.info.shape[d]);
       buffer.elements *= buffer.info.shape[d];

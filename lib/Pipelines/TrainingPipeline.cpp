@@ -1,6 +1,7 @@
 // weft-train-pipeline: weft-fold-loss-convert -> weft-autodiff (or, with
-// inference, weft-inference-step) -> [weft-fold-attention-layout] -> [weft-fuse-gemm-epilogue] ->
-// [weft-fuse-elementwise] -> weft-remat -> weft-plan-memory ->
+// inference, weft-inference-step) -> [weft-fold-attention-layout] ->
+// [weft-fuse-gemm-epilogue] -> [weft-fuse-elementwise] ->
+// [weft-bind-arguments] -> weft-remat -> weft-plan-memory ->
 // weft-training-report, one definition for weft-opt's named pipeline and
 // weft-compile --train / --inference.
 #include "weft/Pipelines.h"
@@ -92,6 +93,10 @@ LogicalResult weft::buildTrainingPipeline(
     return emitError("weight-copies=" + stringifyWeightCopies(options.weightCopies) +
                      " needs optimizer=adamw (its updates write the copies); got optimizer '" +
                      options.optimizer + "'");
+  if (options.bindArguments != "none" && options.bindArguments != "params" &&
+      options.bindArguments != "all")
+    return emitError("bind-arguments must be none, params or all; got '" +
+                     options.bindArguments + "'");
   if (options.rematLayers < 1)
     return emitError("remat-layers must be at least 1, got " +
                      Twine(options.rematLayers));
@@ -147,6 +152,14 @@ LogicalResult weft::buildTrainingPipeline(
   // recomputes and the planner places groups, never their intermediates.
   if (options.fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+
+  // Before remat and planning: both then count only the arena's bytes.
+  if (options.bindArguments != "none") {
+    BindArgumentsPassOptions bind;
+    bind.entry = step;
+    bind.which = options.bindArguments;
+    pm.addPass(createBindArgumentsPass(bind));
+  }
 
   // A fixed policy gets no budget: the planned peak is checked against it
   // after planning (weft-training-report), where the arena's peak is known.

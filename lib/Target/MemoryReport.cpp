@@ -171,6 +171,7 @@ weft::buildTrainingStepReport(func::FuncOp step, std::optional<int64_t> budget,
   FailureOr<ScheduleLiveness> liveness = ScheduleLiveness::compute(step);
   if (failed(liveness))
     return failure();
+  report.boundBytes = liveness->getBoundBytes();
 
   std::map<int64_t, LayerMemory> layers;
   auto layerEntry = [&](int64_t layer) -> LayerMemory & {
@@ -240,6 +241,8 @@ void weft::writeTrainingStepReport(const TrainingStepReport &report,
     json.attribute("lower_bound_bytes", report.lowerBoundBytes);
     json.attribute("fragmentation", report.fragmentation);
     json.attribute("alignment", report.alignment);
+    if (report.boundBytes)
+      json.attribute("bound_bytes", report.boundBytes);
     json.attributeObject("categories",
                          [&] { writeCategories(report.bytesAtPeak); });
     json.attributeObject("category_totals",

@@ -80,7 +80,8 @@ SmallVector<PlanBlock> collectBlocks(func::FuncOp step, const ScheduleLiveness &
   AsmState asmState(step);
   for (const LiveBuffer &buffer : liveness.getBuffers()) {
     std::optional<int64_t> offset = plannedOffset(step, buffer);
-    if (!offset)
+    // A bound argument lies in the caller's memory, not in the arena drawn.
+    if (!offset || buffer.bound)
       continue;
     PlanBlock block;
     block.offset = *offset;

@@ -110,6 +110,12 @@ struct CompileOptions {
       cl::desc("Bytes the planned step may use (96MiB, 1.5GB, 4096...): met "
                "by --remat=budget, checked after planning otherwise"),
       cl::value_desc("size"), cl::cat(category)};
+  cl::opt<std::string> bindArguments{
+      "bind-arguments",
+      cl::desc("none | params | all: step arguments the caller binds outside "
+               "the arena, read in place by the runtime (weft_step_bind_device); "
+               "the arena and --memory-budget leave them out"),
+      cl::init(std::string(defaults.bindArguments)), cl::cat(category)};
   cl::opt<std::string> gemmWorkspace{
       "gemm-workspace",
       cl::desc("cuBLASLt workspace cap per GEMM, planned in the arena for "

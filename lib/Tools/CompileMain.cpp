@@ -37,8 +37,8 @@ constexpr const char *kUsage =
     "    [--chip=sm_90a] [--train --entry NAME ...]\n"
     "  weft-compile FILE --emit=gpu-binary -o DIR [--chip=sm_90a]\n"
     "  weft-compile FILE --entry NAME --train [--optimizer=adamw]\n"
-    "    [--memory-budget=SIZE] --target=sm_90a --emit=package "
-    "-o STEP.weftpkg\n"
+    "    [--memory-budget=SIZE] [--bind-arguments=params|all] --target=sm_90a\n"
+    "    --emit=package -o STEP.weftpkg\n"
     "  weft-compile FILE --entry NAME --inference [--memory-budget=SIZE]\n"
     "    --target=sm_90a --emit=package -o STEP.weftpkg\n";
 
@@ -110,6 +110,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.lr = cli.lr.getValue();
   options.weightDecay = cli.weightDecay.getValue();
   options.memoryBudget = cli.memoryBudget.getValue();
+  options.bindArguments = cli.bindArguments.getValue();
   options.remat = cli.remat.getValue();
   options.fuseElementwise = cli.fuseElementwise.getValue();
   options.rematLayers = cli.rematLayers.getValue();

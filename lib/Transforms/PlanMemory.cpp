@@ -53,7 +53,11 @@ DictionaryAttr buildMemoryPlanAttr(MLIRContext *ctx,
       b.getNamedAttr("strategy", b.getStringAttr(plan.arena.strategy)),
       b.getNamedAttr("categories", b.getDictionaryAttr(categories)),
   };
-  return b.getDictionaryAttr(entries);
+  SmallVector<NamedAttribute> fields(std::begin(entries), std::end(entries));
+  // Arguments the caller binds (weft.bound): bytes outside the arena.
+  if (int64_t bound = liveness.getBoundBytes())
+    fields.push_back(b.getNamedAttr("bound_bytes", b.getI64IntegerAttr(bound)));
+  return b.getDictionaryAttr(fields);
 }
 
 /// Writes offsets onto the IR: `weft.offset` on tensor arguments,
@@ -114,6 +118,8 @@ void writeFunctionReport(llvm::json::OStream &json, const ScheduleLiveness &live
   json.attribute("fragmentation", plan.arena.fragmentation());
   json.attribute("alignment", plan.alignment);
   json.attribute("strategy", plan.arena.strategy);
+  if (int64_t bound = liveness.getBoundBytes())
+    json.attribute("bound_bytes", bound);
   json.attribute("num_steps", liveness.getNumSteps());
   json.attribute("backward_start", liveness.getBackwardStart());
   json.attributeObject("categories", [&] {
@@ -133,6 +139,8 @@ void writeFunctionReport(llvm::json::OStream &json, const ScheduleLiveness &live
         json.attribute("start", buffer.start);
         json.attribute("end", buffer.end);
         json.attribute("category", getBufferCategoryName(buffer.category));
+        if (buffer.bound)
+          json.attribute("bound", true);
       });
   });
 }

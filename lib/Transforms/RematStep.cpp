@@ -213,7 +213,7 @@ ScopeModel weft::remat::buildScopeModel(const StepStructure &step,
     auto [it, inserted] = unitOfBuffer.try_emplace(buffer, model.units.size());
     if (inserted) {
       SavedUnit unit;
-      unit.bytes = alignTo(liveness.getBuffers()[buffer].size, alignment);
+      unit.bytes = alignTo(liveness.getBuffers()[buffer].arenaSize(), alignment);
       model.units.push_back(unit);
       result.unitValues.emplace_back();
     }

@@ -75,7 +75,9 @@ private:
     for (uint32_t i = 0; i < package.buffers.size(); ++i) {
       const Buffer &b = package.buffers[i];
       std::string name = "buffer '" + b.name + "'";
-      if (b.offset > package.arenaBytes || b.size > package.arenaBytes - b.offset)
+      if (b.bound) {
+        checkBound(i);
+      } else if (b.offset > package.arenaBytes || b.size > package.arenaBytes - b.offset)
         report(Subject::Buffer, i,
                name + " at offset " + str(b.offset) + " with size " +
                    str(b.size) + " ends past the arena of " +
@@ -97,6 +99,25 @@ private:
       if (b.copyOf >= 0)
         checkCopy(i);
     }
+  }
+
+  /// A buffer the caller binds: a step argument with a type (the runtime
+  /// checks the caller's memory against it), offset 0, no initial data.
+  void checkBound(uint32_t i) {
+    const Buffer &b = package.buffers[i];
+    std::string name = "bound buffer '" + b.name + "'";
+    if (b.arg < 0)
+      report(Subject::Buffer, i, name + " holds no step argument; only arguments are bound");
+    if (b.type.empty())
+      report(Subject::Buffer, i, name + " has no tensor type");
+    if (b.offset != 0)
+      report(Subject::Buffer, i,
+             name + " has arena offset " + str(b.offset) + "; a bound buffer has 0");
+    if (b.copyOf >= 0)
+      report(Subject::Buffer, i, name + " is a carried weight copy, which the runtime fills");
+    for (const InitData &data : package.initData)
+      if (data.buffer == i)
+        report(Subject::Buffer, i, name + " has initial data, which the caller's memory holds");
   }
 
   /// The element type of a buffer's "tensor<...xT>" type, or "" if untyped.
@@ -153,14 +174,14 @@ private:
     });
     for (size_t x = 0; x < order.size(); ++x) {
       const Buffer &a = buffers[order[x]];
-      if (a.size == 0)
+      if (a.size == 0 || a.bound)
         continue;
       uint64_t end = a.offset + a.size; // overflow: reported by checkBuffers
       for (size_t y = x + 1; y < order.size(); ++y) {
         const Buffer &b = buffers[order[y]];
         if (b.offset >= end)
           break;
-        if (b.size == 0 || a.first > b.last || b.first > a.last)
+        if (b.size == 0 || b.bound || a.first > b.last || b.first > a.last)
           continue;
         uint32_t later = std::max(order[x], order[y]);
         uint32_t earlier = std::min(order[x], order[y]);
@@ -521,7 +542,9 @@ private:
     }
     // NCCL's send/recv read the input while peers write the output.
     bool sendRecv = c.kind == CollectiveKind::AllToAll || c.kind == CollectiveKind::SendRecv;
-    if (fitting == 2 && sendRecv) {
+    // A bound buffer lies outside the arena: it overlaps no arena buffer.
+    if (fitting == 2 && sendRecv && !package.buffers[c.input].bound &&
+        !package.buffers[c.output].bound) {
       long double size = dtypeBytes(c.dtype);
       long double in = package.buffers[c.input].offset + c.inputOffset * size;
       long double out = package.buffers[c.output].offset + c.outputOffset * size;

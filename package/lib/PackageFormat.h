@@ -76,8 +76,13 @@ enum SectionKind : uint32_t {
                      //   3: collective), u32 item; i64 element offsets[5]
                      //   (gemm: a, b, c, d, aux; collective: input, output,
                      //   0, 0, 0), one record per entry with one not 0
+  kBound = 20,       // optional, at most once; 4: u32 buffer, ascending:
+                     //   the argument buffers the caller binds (outside the
+                     //   arena, offset 0). Absent when none is, so packages
+                     //   without bound arguments keep their bytes; a reader
+                     //   that predates it refuses the unknown kind.
 };
-inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kOffsets;
+inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kBound;
 inline constexpr uint32_t kLastRequiredKind = kImages;
 
 inline constexpr size_t kStepBytes = 32;
@@ -92,6 +97,7 @@ inline constexpr size_t kImageBytes = 8;
 inline constexpr size_t kTensorMapBytes = 112;
 inline constexpr size_t kCollectiveBytes = 40;
 inline constexpr size_t kOffsetsBytes = 48;
+inline constexpr size_t kBoundBytes = 4;
 
 const char *sectionName(uint32_t kind);
 

@@ -86,6 +86,7 @@ private:
   bool readCollectives(Package &package);
   bool readSplits(Package &package);
   bool readOffsets(Package &package);
+  bool readBound(Package &package);
   bool readKernels(Package &package);
   bool readLaunches(Package &package);
   bool readArg(const Package &package, const uint8_t *record,

@@ -1,5 +1,5 @@
 // The optional sections of a partitioned step (GRID, COLLECTIVES, SPLITS,
-// OFFSETS), read as untrusting as the rest (Reader.cpp).
+// OFFSETS) and BOUND, read as untrusting as the rest (Reader.cpp).
 #include "PackageReader.h"
 
 #include <algorithm>
@@ -199,6 +199,33 @@ bool PackageReader::readOffsets(Package &package) {
       package.collectives[item].inputOffset = values[0];
       package.collectives[item].outputOffset = values[1];
     }
+  }
+  return true;
+}
+
+/// BOUND (kind 20): argument buffers the caller binds, ascending, each once.
+bool PackageReader::readBound(Package &package) {
+  const SectionRef *found;
+  if (!optionalSection(kBound, found))
+    return false;
+  if (!found)
+    return true;
+  if (found->length == 0 || found->length % kBoundBytes != 0)
+    return fail("section BOUND has " + str(found->length) +
+                " bytes, not one or more " + str(kBoundBytes) + "-byte records");
+  int64_t previous = -1;
+  for (uint64_t i = 0; i < found->length / kBoundBytes; ++i) {
+    Cursor c(found->data + i * kBoundBytes, kBoundBytes);
+    uint32_t buffer = c.u32();
+    std::string where = "section BOUND: record " + str(i);
+    if (buffer >= package.buffers.size())
+      return fail(where + " names buffer " + str(buffer) + ", but the package has " +
+                  str(package.buffers.size()) + " buffers");
+    if (int64_t(buffer) <= previous)
+      return fail(where + ": buffer " + str(buffer) + " does not follow buffer " +
+                  str(uint64_t(previous)) + " (records ascend, each buffer once)");
+    previous = buffer;
+    package.buffers[buffer].bound = true;
   }
   return true;
 }

@@ -469,7 +469,7 @@ bool PackageReader::readBlobs(Package &package) {
   for (const SectionRef &section : sections) {
     if (section.kind <= kLastRequiredKind || section.kind == kTensorMaps ||
         section.kind == kGrid || section.kind == kCollectives || section.kind == kSplits ||
-        section.kind == kOffsets)
+        section.kind == kOffsets || section.kind == kBound)
       continue;
     const char *name = sectionName(section.kind);
     const char *text = reinterpret_cast<const char *>(section.data);
@@ -512,7 +512,7 @@ bool PackageReader::read(Package &package) {
          readBuffers(package) && readTensorMaps(package) &&
          readKernels(package) && readLaunches(package) && readGemms(package) &&
          readEvents(package) && readGrid(package) && readCollectives(package) &&
-         readSplits(package) && readOffsets(package) &&
+         readSplits(package) && readOffsets(package) && readBound(package) &&
          readSchedule(package) && readBlobs(package);
 }
 

@@ -253,6 +253,16 @@ std::string offsetsSection(const Package &package) {
   return std::move(offsets.bytes);
 }
 
+/// BOUND: the indices of the buffers the caller binds, ascending; empty
+/// when there is none.
+std::string boundSection(const Package &package) {
+  ByteWriter bound;
+  for (size_t i = 0; i < package.buffers.size(); ++i)
+    if (package.buffers[i].bound)
+      bound.u32(uint32_t(i));
+  return std::move(bound.bytes);
+}
+
 std::string scheduleSection(const Package &package) {
   ByteWriter schedule;
   for (const Entry &entry : package.schedule) {
@@ -315,6 +325,9 @@ std::vector<Section> packageSections(const Package &package) {
   // Optional: only the partial GEMMs and chunks of a collective matmul.
   if (std::string offsets = offsetsSection(package); !offsets.empty())
     sections.push_back({kOffsets, 0, std::move(offsets)});
+  // Optional: only steps compiled with arguments bound by the caller.
+  if (std::string bound = boundSection(package); !bound.empty())
+    sections.push_back({kBound, 0, std::move(bound)});
   return sections;
 }
 

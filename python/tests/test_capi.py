@@ -24,6 +24,9 @@ CASES = {
                           memory_budget="4.5MiB"),
                      ["--optimizer=adamw", "--fuse-elementwise", "--remat=budget",
                       "--memory-budget=4.5MiB"]),
+    # Parameters bound by the caller: the package's BOUND section.
+    "bound_params": (dict(bind_arguments="params", tuning_table="none"),
+                     ["--bind-arguments=params", "--tuning-table=none"]),
 }
 
 
@@ -91,6 +94,32 @@ def test_budget_too_small_is_a_compile_error(context):
                                      tuning_table="none")
     assert error.value.status == capi.ERROR_COMPILE
     assert "exceeds the memory budget of 1024 bytes" in error.value.diagnostics
+
+
+def test_bound_parameters_leave_the_arena(context):
+    """bind_arguments=params: the arena shrinks by at least the parameters'
+    bytes minus what their gradients' plan can reuse, and the package marks
+    each parameter argument bound (weft-run --check counts them)."""
+    module = context.parse(model_text(), name=MODEL)
+    plain = module.compile_training_step("forward", tuning_table="none")
+    bound = module.compile_training_step("forward", tuning_table="none", bind_arguments="params")
+    from weft import runtime as rt
+    try:
+        steps = [rt.prepare_step(p, 90) for p in (plain, bound)]
+    except OSError as error:
+        pytest.skip(str(error))
+    params = [b for b in steps[0].buffers() if b.role == "parameter" and b.arg >= 0]
+    bound_buffers = [b for b in steps[1].buffers() if b.bound]
+    assert sorted(b.arg for b in bound_buffers) == sorted(b.arg for b in params)
+    assert all(b.offset == 0 for b in bound_buffers)
+    arenas = [s.memory_info()["planned_bytes"] for s in steps]
+    # Parameters live through the whole step: none of their bytes was reused.
+    assert arenas[0] - arenas[1] >= sum(b.size for b in params) - 256 * len(params)
+    for step in steps:
+        step.free()
+    with pytest.raises(capi.InvalidOptionError, match="bind-arguments must be none, params or "
+                                                      "all; got 'some'"):
+        module.compile_training_step("forward", bind_arguments="some")
 
 
 def test_version():

@@ -9,6 +9,10 @@ every parameter's .grad are compared with eager PyTorch at the same
 parameters, by the rule of ARCHITECTURE.md: the error against float32 eager
 is at most twice eager bf16's own (with a floor for tensors bf16 computes
 exactly), NaN fails. torch.cuda.max_memory_allocated is reported for both.
+The parameters must be read in place (bound: no arena copy, their
+data_ptr given to the runtime), and a second run with memory_budget (what
+torch holds beside the arena plus BUDGET_SHARE of the unbudgeted arena)
+must keep torch.cuda.max_memory_allocated under the budget.
 
 Two modes (bench/torch_backend_gpu_check.sh runs them):
   --compile-only (a machine without a GPU): the same model on CPU tensors
@@ -37,6 +41,11 @@ from weft import torch_gpu  # noqa: E402
 
 VOCAB, HIDDEN, HEADS, SEQ, BATCH, LAYERS = 512, 256, 4, 64, 2, 2
 STEPS = 3
+# The budgeted run's arena share: this fraction of the arena without a
+# budget. This model's arena (7.6 MiB) shrinks by at most 1.7 % (the solver's
+# smallest peak is 7.51 MiB: its activations are small beside the cuBLASLt
+# workspaces and the logits), so the budget sits just above that.
+BUDGET_SHARE = 0.99
 FLOOR = 2.0**-6  # bf16 has 8 significant bits: errors below this are its rounding
 
 
@@ -138,10 +147,35 @@ def compile_packages():
         optimizer.zero_grad()
         compiled(idx, targets).backward()
         optimizer.step()
+    torch._dynamo.reset()
+    model = make_model().to(torch.bfloat16)
+    budget = memory_budget(model)
+    compiled = weft.compile(model, memory_budget=budget, strict=True, compile_only=True,
+                            package_cache=cache)
+    for idx, targets in batches("cpu"):
+        compiled(idx, targets).backward()
     packages = sorted(f for f in os.listdir(cache) if f.endswith(".weftpkg"))
     print(f"compile-only: {len(packages)} package(s) in {cache}: {packages}")
     assert packages, f"no package was compiled into {cache}"
     return packages
+
+
+def memory_budget(model):
+    """The budgeted run's memory_budget, the same here and on the GPU (the
+    package key depends on it): what torch holds beside the arena
+    (TorchBudget) plus BUDGET_SHARE of the arena the step plans without a
+    budget, which the C API compiles here (or the cache holds)."""
+    idx, targets = next(iter(batches("cpu")))
+    from weft.torch_import import import_module, training_text
+    imported = import_module(model, (idx, targets))
+    params = [i for i, a in enumerate(imported.arguments) if a.kind == "parameter"]
+    package, _key = torch_gpu.training_package(training_text(imported, params),
+                                               torch_gpu.compile_options(None), package_cache())
+    step = rt.prepare_step(package, 90)
+    arena = step.memory_info()["planned_bytes"]
+    step.free()
+    held = torch_gpu.TorchBudget(0).held(imported, params)
+    return sum(held.values()) + int(BUDGET_SHARE * arena)
 
 
 def gpu_skip_reason():
@@ -207,6 +241,15 @@ def train_and_compare():
               f"{len(failures)} tensor(s) out of tolerance", flush=True)
         assert not failures, f"step {step}:\n" + "\n".join(failures)
         optimizer.step()
+    # Bound in place: every parameter's storage is what the runtime reads,
+    # and no step holds an arena copy of a parameter.
+    pointers = torch_gpu.RUNS["bound_pointers"]
+    missing = [n for n, p in model.named_parameters() if p.data_ptr() not in pointers]
+    assert not missing, f"parameters not bound in place (copied into the arena?): {missing}"
+    for live in list(torch_gpu._LIVE):
+        if live.loaded:
+            assert all(live.layout.inputs[i].bound for i in live.params), (
+                "a parameter's buffer is in the arena")
     report["weft_step_runs"] = torch_gpu.RUNS["steps"] - runs_before
     report["weft_arena_bytes"] = torch_gpu.RUNS["arena_bytes"]
     print(f"weft's arena (a torch uint8 tensor): {report['weft_arena_bytes'] / 2**20:.2f} MiB; "
@@ -219,6 +262,35 @@ def train_and_compare():
         with open(out, "w") as f:
             json.dump(report, f, indent=1)
     return report
+
+
+def train_with_budget():
+    """Three AdamW steps of a fresh model compiled with memory_budget:
+    torch.cuda.max_memory_allocated over them (from before the model was
+    made) stays under the budget."""
+    device = torch.device("cuda")
+    torch._dynamo.reset()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    model = make_model().to(dtype=torch.bfloat16)
+    budget = memory_budget(model)
+    model = model.to(device)
+    compiled = weft.compile(model, memory_budget=budget, strict=True,
+                            package_cache=package_cache())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for idx, targets in batches(device):
+        optimizer.zero_grad(set_to_none=True)
+        compiled(idx, targets).backward()
+        optimizer.step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated(device) - before
+    print(f"memory_budget {budget / 2**20:.2f} MiB: torch.cuda.max_memory_allocated "
+          f"{peak / 2**20:.2f} MiB over {STEPS} AdamW steps; arena "
+          f"{torch_gpu.RUNS['arena_bytes'] / 2**20:.2f} MiB", flush=True)
+    assert peak <= budget, f"max_memory_allocated {peak} bytes exceeds the budget {budget}"
+    return {"budget_bytes": budget, "max_memory_allocated": peak,
+            "arena_bytes": torch_gpu.RUNS["arena_bytes"]}
 
 
 try:
@@ -236,6 +308,14 @@ if pytest is not None:
             pytest.skip(reason)
         train_and_compare()
 
+    def test_memory_budget_bounds_torch_peak(request):
+        if request.config.getoption("--compile-only", default=False):
+            return  # compile_packages() compiled the budgeted package too
+        reason = gpu_skip_reason()
+        if reason:
+            pytest.skip(reason)
+        train_with_budget()
+
 
 if __name__ == "__main__":
     if "--compile-only" in sys.argv[1:]:
@@ -245,5 +325,7 @@ if __name__ == "__main__":
         if reason:
             print("SKIPPED:", reason)
             sys.exit(0)
-        print(json.dumps(train_and_compare(), indent=1))
+        report = train_and_compare()
+        report["budget"] = train_with_budget()
+        print(json.dumps(report, indent=1))
         print("PASSED")

@@ -177,6 +177,79 @@ def test_tensor_checks_name_buffer_expected_and_got():
         torch_gpu.check_tensor(buffer, torch.zeros(4, 8), "argument 3, w")
 
 
+def test_parameters_are_bound_in_place():
+    """The GPU path's package binds the parameters: their buffers are outside
+    the arena (offset 0, bound), the batch is copied, and the arena is
+    smaller than the package without binding by at least the parameters'
+    bytes (they live through the whole step: no bytes of theirs are reused)."""
+    model = make_model().to(torch.bfloat16)
+    imported, params, package = compiled_package(model, batch())
+    assert torch_gpu.compile_options(None)["bind_arguments"] == "params"
+    plain, _key = torch_gpu.training_package(
+        training_text(imported, params), {"optimizer": "none", "target": torch_gpu.TARGET}, None)
+    steps = [rt.prepare_step(p, 90) for p in (package, plain)]
+    layout = torch_gpu.StepLayout(steps[0].buffers(), imported.arguments, params)
+    assert layout.bound == params
+    assert layout.copied == [i for i in range(len(imported.arguments)) if i not in params]
+    assert all(layout.inputs[i].offset == 0 for i in params)
+    param_bytes = sum(layout.inputs[i].size for i in params)
+    arenas = [s.memory_info()["planned_bytes"] for s in steps]
+    assert arenas[1] - arenas[0] >= param_bytes, (arenas, param_bytes)
+    assert not any(b.bound for b in steps[1].buffers())
+    for step in steps:
+        step.free()
+
+
+def test_torch_budget_leaves_the_rest_to_the_arena():
+    """TorchBudget: what torch holds beside the arena from the graph alone,
+    the arena's share, and a budget that leaves nothing named item by item."""
+    model = make_model().to(torch.bfloat16)
+    imported = import_module(model, batch())
+    params = parameter_indices(imported)
+    param_bytes = sum(p.numel() * 2 for p in model.parameters())
+    budget = torch_gpu.TorchBudget(1 << 30)
+    held = budget.held(imported, params)
+    assert held["parameters"] == held["gradients"] == param_bytes
+    assert held["optimizer"] == 3 * param_bytes
+    assert held["inputs"] >= 2 * 2 * 64 * 8  # idx and targets, i64
+    arena, _held = budget.arena_budget(imported, params)
+    assert arena == (1 << 30) - sum(held.values())
+    assert torch_gpu.TorchBudget(1 << 30, 0).held(imported, params)["optimizer"] == 0
+    options = torch_gpu.compile_options(arena)
+    assert options["memory_budget"] == f"{arena}B" and options["remat"] == "budget"
+    with pytest.raises(torch_gpu.BudgetError, match=r"memory_budget 4096 bytes \(0.0 MiB\): "
+                                                    r"torch holds .* \(parameters .* MiB, inputs "
+                                                    r".*, gradients .*, optimizer .*\), which "
+                                                    r"leaves no bytes for the arena"):
+        torch_gpu.TorchBudget(4096).arena_budget(imported, params)
+
+
+def test_budget_below_the_smallest_arena_is_refused(tmp_path):
+    """A memory_budget the remat solver cannot meet: strict raises
+    BudgetError naming the budget, what torch holds and the smallest peak;
+    otherwise the graph runs eagerly with that warning."""
+    need_capi()
+    model = make_model().to(torch.bfloat16)
+    imported = import_module(model, batch())
+    held = torch_gpu.TorchBudget(0).held(imported, parameter_indices(imported))
+    budget = sum(held.values()) + (1 << 20)  # 1 MiB for the arena
+    for strict in (True, False):
+        torch._dynamo.reset()
+        compiled = weft.compile(model, memory_budget=budget, strict=strict, compile_only=True,
+                                package_cache=str(tmp_path))
+        if strict:
+            with pytest.raises(torch_gpu.BudgetError,
+                               match=r"which leaves 1048576 bytes \(1.0 MiB\) for Weft's arena; "
+                                     r"the remat solver cannot fit the step in it: [\s\S]*the smallest "
+                                     r"peak Weft can reach is"):
+                compiled(*batch())
+        else:
+            with pytest.warns(UserWarning, match="running this graph in eager PyTorch: "
+                                                 "memory_budget"):
+                compiled(*batch())
+    torch._dynamo.reset()
+
+
 def test_package_cache_hit_without_the_compiler(tmp_path, monkeypatch):
     need_capi()
     imported = import_module(make_model().to(torch.bfloat16), batch())
@@ -272,17 +345,20 @@ class SimulatedStep:
     one after another in a CPU arena, device copies as memmoves, and a run
     that is the training step on weft-run."""
 
-    def __init__(self, imported, params, step_text):
+    def __init__(self, imported, params, step_text, bind_params=False):
         self.text, self.calls, self.layout, offset = step_text, [], [], 0
+        self.pointers = {}  # bound buffer -> the caller's address
 
-        def add(name, role, arg, result, shape, dtype):
+        def add(name, role, arg, result, shape, dtype, bound=False):
             nonlocal offset
             size = max(1, torch.Size(shape).numel()) * torch.tensor([], dtype=torch_gpu.TORCH_DTYPES[dtype]).element_size()
-            self.layout.append(rt.StepBuffer(len(self.layout), name, "", role, offset, size, 0, 0,
-                                             arg, result, tuple(shape), dtype, False, -1))
-            offset += size
+            self.layout.append(rt.StepBuffer(len(self.layout), name, "", role,
+                                             0 if bound else offset, size, 0, 0, arg, result,
+                                             tuple(shape), dtype, False, -1, bound))
+            offset += 0 if bound else size
         for i, a in enumerate(imported.arguments):
-            add(f"arg{i}", "parameter" if i in params else "input", i, -1, a.shape, a.dtype)
+            add(f"arg{i}", "parameter" if i in params else "input", i, -1, a.shape, a.dtype,
+                bind_params and i in params)
         add("loss", "output", -1, 0, (), "f64")
         for k, i in enumerate(params):
             add(f"grad{k}", "gradient", -1, k + 1, imported.arguments[i].shape,
@@ -296,8 +372,14 @@ class SimulatedStep:
         flat = self.arena[b.offset:b.offset + b.size].view(torch_gpu.TORCH_DTYPES[b.dtype])
         return flat.view(b.shape)
 
+    def bind_device(self, index, pointer, nbytes, dtype):
+        buffer = self.layout[index]
+        assert buffer.bound and nbytes == buffer.size and dtype == buffer.dtype
+        self.calls.append(("bind", index))
+        self.pointers[index] = pointer
+
     def copy_in_device(self, index, source, nbytes):
-        assert nbytes == self.layout[index].size
+        assert nbytes == self.layout[index].size and not self.layout[index].bound
         self.calls.append(("in", index))
         ctypes.memmove(self.arena.data_ptr() + self.layout[index].offset, source, nbytes)
 
@@ -306,9 +388,17 @@ class SimulatedStep:
         self.calls.append(("out", index))
         ctypes.memmove(destination, self.arena.data_ptr() + self.layout[index].offset, nbytes)
 
+    def _argument(self, b):
+        """A bound argument is read where the caller's tensor lies."""
+        if not b.bound:
+            return self._view(b)
+        value = torch.empty(b.shape, dtype=torch_gpu.TORCH_DTYPES[b.dtype])
+        ctypes.memmove(value.data_ptr(), self.pointers[b.index], b.size)
+        return value
+
     def enqueue(self):
         self.calls.append(("run",))
-        args = [self._view(b) for b in self.layout if b.arg >= 0]
+        args = [self._argument(b) for b in self.layout if b.arg >= 0]
         results = run_ir(self.text, [a.clone() for a in args], entry="forward_step")
         for b in self.layout:
             if b.result >= 0:
@@ -328,9 +418,11 @@ class Functional(nn.Module):
         return torch.func.functional_call(self.model[0], params, tensors[len(self.names):])
 
 
-def test_autograd_function_over_a_simulated_step():
+@pytest.mark.parametrize("bind_params", [False, True])
+def test_autograd_function_over_a_simulated_step(bind_params):
     """CompiledGpuGraph and GpuStepFunction end to end on CPU: the call's
-    tensors bound by position, the loss returned, and after backward every
+    tensors bound by position (with bind_params the parameters read in place,
+    the batch copied), the loss returned, and after backward every
     parameter's .grad equal to eager float64 (the step on weft-run)."""
     require_weft_run()
     model = make_model().double()
@@ -343,7 +435,7 @@ def test_autograd_function_over_a_simulated_step():
     text = subprocess.run([tool("weft-opt"), "-", "--weft-autodiff=entry=forward optimizer=none"],
                           input=training_text(imported, indices), capture_output=True, text=True,
                           check=True).stdout
-    simulated = SimulatedStep(imported, indices, text)
+    simulated = SimulatedStep(imported, indices, text, bind_params)
     step = object.__new__(torch_gpu.GpuTrainingStep)
     step.imported, step.params, step.device_type = imported, indices, "cpu"
     step.layout = torch_gpu.StepLayout(simulated.buffers(), imported.arguments, indices)
@@ -353,8 +445,10 @@ def test_autograd_function_over_a_simulated_step():
     compiled.step, compiled.tensor_params = step, indices
     loss = compiled(tensors)
     (2.0 * loss).backward()  # grad_output 2 scales every gradient
-    assert [c[0] for c in simulated.calls] == ["in"] * len(tensors) + ["run"] + \
-        ["out"] * (1 + len(params))
+    first = ["bind"] * len(params) + ["in"] * 2 if bind_params else ["in"] * len(tensors)
+    assert [c[0] for c in simulated.calls] == first + ["run"] + ["out"] * (1 + len(params))
+    if bind_params:
+        assert simulated.pointers == {i: p.data_ptr() for i, p in enumerate(params)}
     want = model(idx, targets)
     (2.0 * want).backward()
     assert rel(loss.detach(), want.detach()) <= 1e-9

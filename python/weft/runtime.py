@@ -477,8 +477,10 @@ class _StepMemory(ctypes.Structure):
 
 
 # One planned buffer of a step; shape is None when the package gives no type.
+# bound: an argument the caller binds outside the arena (bind_device).
 StepBuffer = namedtuple("StepBuffer", "index name type role offset size first last arg result "
-                                      "shape dtype has_initial_data copy_of")
+                                      "shape dtype has_initial_data copy_of bound",
+                        defaults=(False,))
 
 _step_declared = False
 
@@ -516,6 +518,9 @@ def _step_lib():
             "weft_step_read": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
             "weft_step_copy_in_device": (c_int, [c_void_p, c_size_t, c_uint64, c_size_t]),
             "weft_step_copy_out_device": (c_int, [c_void_p, c_size_t, c_uint64, c_size_t]),
+            "weft_step_buffer_bound": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_int)]),
+            "weft_step_bind_device": (c_int, [c_void_p, c_size_t, c_uint64, c_size_t,
+                                              ctypes.c_char_p]),
             "weft_step_run": (c_int, [c_void_p]),
             "weft_step_enqueue": (c_int, [c_void_p]),
             "weft_step_describe": (ctypes.c_char_p, [c_void_p]),
@@ -578,12 +583,14 @@ class Step:
             for index in range(runtime.weft_step_buffer_count(handle)):
                 raw = _StepBuffer()
                 _check(runtime.weft_step_buffer_info(handle, index, ctypes.byref(raw)))
+                bound = ctypes.c_int()
+                _check(runtime.weft_step_buffer_bound(handle, index, ctypes.byref(bound)))
                 shape = tuple(raw.shape[:raw.rank]) if raw.rank >= 0 else None
                 result.append(StepBuffer(index, raw.name.decode(), raw.type.decode(),
                                          STEP_ROLES[raw.role], raw.offset, raw.size, raw.first,
                                          raw.last, raw.arg, raw.result, shape,
                                          raw.dtype.decode(), bool(raw.has_initial_data),
-                                         raw.copy_of))
+                                         raw.copy_of, bool(bound.value)))
             self._buffers = result
         return self._buffers
 
@@ -600,6 +607,14 @@ class Step:
 
     def copy_out_device(self, index, destination, nbytes):
         _check(_step_lib().weft_step_copy_out_device(self._live(), index, destination, nbytes))
+
+    def bind_device(self, index, pointer, nbytes, dtype=None):
+        """Gives buffer `index`, one the package marks bound, the caller's
+        device memory at `pointer` (nbytes, exactly the buffer's size; dtype
+        such as "bf16" checked when given): every later run reads it in
+        place. Another address re-captures a CUDA graph at the next run."""
+        _check(_step_lib().weft_step_bind_device(self._live(), index, pointer, nbytes,
+                                                 dtype.encode() if dtype else None))
 
     def bind(self, index, data):
         """Copies host bytes (exactly the buffer's size) into buffer `index`."""

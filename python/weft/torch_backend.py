@@ -50,6 +50,11 @@ OPTIONS = {
                       lambda v: v is None or isinstance(v, (str, os.PathLike))),
     "compile_only": ("True, False or None (None: the WEFT_COMPILE_ONLY environment variable)",
                      lambda v: v is None or isinstance(v, bool)),
+    "optimizer_bytes": ("None (3x the parameters' bytes: AdamW's two moments and the one "
+                        "parameter-sized temporary of its foreach update) or a non-negative "
+                        "int of bytes the optimizer allocates; counted against memory_budget",
+                        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)
+                                                and v >= 0)),
 }
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -258,16 +263,18 @@ class WeftGraph:
         """The CUDA training step of a graph returning a scalar loss with
         arguments requiring grad; any other graph's inference package (and,
         when grad is on and some tensor requires grad, its VJP package):
-        weft.torch_gpu_infer. On CPU tensors with compile_only, the packages
-        compiled into the cache."""
+        weft.torch_gpu_infer (memory_budget bounds training steps only). On
+        CPU tensors with compile_only, the packages compiled into the cache."""
         requires_grad = [t.requires_grad for t in tensors]
         training = torch.is_grad_enabled() and any(requires_grad)
         if not training or torch_gpu.loss_output(imported.program):
             return torch_gpu_infer.CompiledGpuInference(
-                imported, requires_grad, self.settings["memory_budget"],
-                torch_gpu.cache_directory(self.settings), dump)
-        compiled = torch_gpu.CompiledGpuGraph(imported, requires_grad,
-                                              self.settings["memory_budget"],
+                imported, requires_grad, None, torch_gpu.cache_directory(self.settings), dump)
+        budget = None
+        if self.settings["memory_budget"] is not None:
+            budget = torch_gpu.TorchBudget(_budget_bytes(self.settings["memory_budget"]),
+                                           self.settings["optimizer_bytes"])
+        compiled = torch_gpu.CompiledGpuGraph(imported, requires_grad, budget,
                                               torch_gpu.cache_directory(self.settings))
         dump(compiled.step.text, "training")
         return compiled
@@ -292,7 +299,8 @@ class WeftGraph:
                 # compile_only: the package is in the cache; the graph runs eagerly.
                 return compiled if devices else _EAGER
         except (UnsupportedOp, CaptureError, NotImplementedError, CompileError, WeftError,
-                torch_gpu.PackageUnavailable, torch_gpu.LayoutError) as error:
+                torch_gpu.PackageUnavailable, torch_gpu.LayoutError,
+                torch_gpu.BudgetError) as error:
             if self.strict:
                 raise
             # Split graphs run their parts on the reference interpreter:
@@ -380,11 +388,21 @@ def register():
 
 def compile(model, memory_budget=None, **options):
     """torch.compile(model, backend="weft", dynamic=False) with Weft's
-    options (strict, dump_dir, package_cache, compile_only) and a memory
-    budget (bytes or '20GiB'): the CUDA training step's planned peak (the
-    compiler refuses a graph it cannot fit, which then runs eagerly); not
-    enforced on the reference interpreter, which allocates each value on its
-    own."""
+    options (strict, dump_dir, package_cache, compile_only, optimizer_bytes)
+    and a memory budget (bytes or '20GiB').
+
+    On CUDA the budget is the most torch's allocator may hold during
+    training (torch.cuda.max_memory_allocated): Weft subtracts what the
+    training loop holds beside its step (torch_gpu.TorchBudget): the
+    graph's tensor arguments (parameters, read in place, and the batch), one
+    gradient per parameter (the .grad autograd keeps), and the optimizer's
+    bytes (optimizer_bytes; default 3x the parameters' bytes, AdamW's two
+    moments and its foreach update's temporary), and gives the rest to the
+    remat solver and planner as the arena's budget. A budget they cannot meet
+    is an error naming the budget, what torch holds and the smallest arena
+    the planner reaches (with strict=False the graph then runs eagerly).
+    Tensors the caller keeps beyond these are not covered. Not enforced on
+    the reference interpreter, which allocates each value on its own."""
     options = dict(options)
     options["memory_budget"] = memory_budget
     settings = validate_options(options)

@@ -2,11 +2,15 @@
 returns a scalar loss (the training call `loss = model(x, targets)`) runs as
 Weft's compiled training step (optimizer none) on the CUDA runtime, on
 torch's current stream, in an arena that is a torch uint8 CUDA tensor (so
-torch's caching allocator and its statistics see it). The call is an
-autograd Function: its forward copies the arguments into the step's buffers
-(device to device), runs the step and returns the loss; the parameter
-gradients the same run computed are kept, and backward returns grad_output
-times them. docs/torch-import.md, "CUDA tensors".
+torch's caching allocator and its statistics see it). The parameters are
+bound in place: the package is compiled with bind_arguments=params, so the
+arena holds no copy of them and the runtime reads each parameter's storage
+(weft_step_bind_device; a new data_ptr is bound again and a captured CUDA
+graph re-captured). The call is an autograd Function: its forward copies
+the other arguments (the batch) into the step's buffers (device to device),
+runs the step and returns the loss; the parameter gradients the same run
+computed are kept, and backward returns grad_output times them.
+docs/torch-import.md, "CUDA tensors".
 
 Packages are compiled through the C API (weft.capi) for sm_90a, or read from
 a package cache (the `package_cache` option or $WEFT_PACKAGE_CACHE) keyed by
@@ -38,8 +42,9 @@ TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float
 WEFT_DTYPES = {v: k for k, v in TORCH_DTYPES.items()}
 
 
-# Runs of compiled steps in this process (tests check that calls ran on Weft).
-RUNS = {"steps": 0, "arena_bytes": 0}
+# Runs of compiled steps in this process (tests check that calls ran on Weft):
+# the last arena's bytes and the device pointers bound in place (parameters).
+RUNS = {"steps": 0, "arena_bytes": 0, "bound_pointers": set()}
 
 
 class PackageUnavailable(RuntimeError):
@@ -66,13 +71,71 @@ def loss_output(program):
     return None
 
 
-def compile_options(memory_budget):
+class BudgetError(ValueError):
+    """memory_budget cannot be met: names the budget, what torch holds
+    beside the step and the smallest arena the planner reaches."""
+
+
+def _argument_bytes(argument):
+    return torch.Size(argument.shape).numel() * torch.tensor(
+        [], dtype=TORCH_DTYPES[argument.dtype]).element_size()
+
+
+class TorchBudget:
+    """weft.compile's memory_budget on CUDA: the most torch's allocator may
+    hold while the compiled model trains (torch.cuda.max_memory_allocated).
+    What the training loop holds beside Weft's arena is computed from the
+    captured graph, the same on the GPU and on a compile_only machine (so
+    the package key is): the graph's tensor arguments (the parameters, bound
+    in place, and the batch), one gradient per parameter in its dtype (the
+    .grad that backward hands to autograd; Weft's own gradients are arena
+    views), and the optimizer's bytes (`optimizer_bytes`; None: 3x the
+    parameters' bytes, AdamW's exp_avg and exp_avg_sq and the one
+    parameter-sized temporary of its foreach update), and CALL_BYTES for each
+    call's small tensors (the loss, autograd's grad_output). The rest is the
+    arena's budget, which weft-remat (remat=budget) and the planner meet."""
+
+    CALL_BYTES = 1 << 20
+
+    def __init__(self, total, optimizer_bytes=None):
+        self.total, self.optimizer_bytes = int(total), optimizer_bytes
+
+    def held(self, imported, params):
+        """Bytes torch holds beside the arena, by item."""
+        params = set(params)
+        param_bytes = sum(_argument_bytes(a) for i, a in enumerate(imported.arguments)
+                          if i in params)
+        inputs = sum(_argument_bytes(a) for i, a in enumerate(imported.arguments)
+                     if i not in params)
+        optimizer = 3 * param_bytes if self.optimizer_bytes is None else int(self.optimizer_bytes)
+        return {"parameters": param_bytes, "inputs": inputs, "gradients": param_bytes,
+                "optimizer": optimizer, "calls": self.CALL_BYTES}
+
+    def describe(self, held):
+        parts = ", ".join(f"{name} {value / 2**20:.1f} MiB" for name, value in held.items())
+        return (f"memory_budget {self.total} bytes ({self.total / 2**20:.1f} MiB): torch holds "
+                f"{sum(held.values()) / 2**20:.1f} MiB beside Weft's arena ({parts})")
+
+    def arena_budget(self, imported, params):
+        """The arena's budget in bytes; BudgetError when nothing is left."""
+        held = self.held(imported, params)
+        left = self.total - sum(held.values())
+        if left <= 0:
+            raise BudgetError(f"{self.describe(held)}, which leaves no bytes for the arena")
+        return left, held
+
+
+def compile_options(arena_budget=None):
     """The C API options of the training step the GPU path runs: pointwise,
-    norm and loss ops grouped into kernels (weft-fuse-elementwise), as the GPT
-    bench's packages are; unfused, each op is a launch and an HBM round trip."""
-    options = {"optimizer": "none", "target": TARGET, "fuse_elementwise": 1}
-    if memory_budget is not None:
-        options["memory_budget"] = f"{int(memory_budget)}B"
+    norm and loss ops grouped into kernels (weft-fuse-elementwise; unfused,
+    each op is a launch and an HBM round trip), the parameters bound in
+    place (no arena copy); with an arena budget in bytes, weft-remat
+    chooses what to recompute to meet it."""
+    options = {"optimizer": "none", "target": TARGET, "fuse_elementwise": 1,
+               "bind_arguments": "params"}
+    if arena_budget is not None:
+        options["memory_budget"] = f"{int(arena_budget)}B"
+        options["remat"] = "budget"
     return options
 
 
@@ -205,6 +268,10 @@ class StepLayout:
                                  f"({argument.name})")
             self._check(buffer, argument.shape, argument.dtype, f"argument {index} "
                         f"({argument.name})")
+            if buffer.bound and buffer.size % 16:
+                raise LayoutError(f"step buffer {buffer.name} for argument {index} "
+                                 f"({argument.name}) is bound in place but has {buffer.size} "
+                                 "bytes, not a multiple of 16")
             self.inputs.append(buffer)
         self.loss = by_result.get(0)
         if self.loss is None or self.loss.shape != ():
@@ -220,6 +287,9 @@ class StepLayout:
                         f"the gradient of argument {index} ({argument.name})")
             self.grads.append(buffer)
         self.params = list(params)
+        # Arguments read in place (bound) and those copied into the arena.
+        self.bound = [i for i, b in enumerate(self.inputs) if b.bound]
+        self.copied = [i for i, b in enumerate(self.inputs) if not b.bound and b.size]
 
     @staticmethod
     def _check(buffer, shape, dtype, what):
@@ -297,7 +367,8 @@ class _ArenaCalls:
     def __init__(self, compiled, key, device, step, values):
         self.key, self.device, self.step = key, device, step
         self.signature = [(v.shape, v.dtype, v.device) for v in values]
-        self.sized = [i for i, b in enumerate(compiled.layout.inputs) if b.size]
+        self.sized = compiled.layout.copied
+        self.bound = compiled.layout.bound
         self.inputs = compiled._views(key, [compiled.layout.inputs[i] for i in self.sized])
         self.loss = compiled._views(key, [compiled.layout.loss])[0]
         self.grads = compiled._views(key, compiled.layout.grads)
@@ -313,6 +384,7 @@ class _ArenaCalls:
     def run(self, compiled, values, owner):
         sized = [values[i].detach() for i in self.sized]
         with _device_scope(self.device):
+            compiled._bind_in_place(self.key, values)
             if sized:
                 torch._foreach_copy_(self.inputs, sized)
             self.step.enqueue()
@@ -333,12 +405,21 @@ class GpuTrainingStep:
 
     device_type = "cuda"  # the host-side tests run a simulated step on "cpu"
 
-    def __init__(self, imported, params, memory_budget, cache):
+    def __init__(self, imported, params, budget, cache):
+        """budget: a TorchBudget (weft.compile's memory_budget) or None."""
         self.imported = imported
         self.params = list(params)
         self.text = training_text(imported, self.params)
-        self.options = compile_options(memory_budget)
-        self.package, self.key = training_package(self.text, self.options, cache)
+        arena_budget, held = budget.arena_budget(imported, self.params) if budget else (None, None)
+        self.options = compile_options(arena_budget)
+        try:
+            self.package, self.key = training_package(self.text, self.options, cache)
+        except Exception as error:
+            if budget is None or "is infeasible" not in str(error):
+                raise
+            raise BudgetError(f"{budget.describe(held)}, which leaves {arena_budget} bytes "
+                              f"({arena_budget / 2**20:.1f} MiB) for Weft's arena; the remat "
+                              f"solver cannot fit the step in it: {error}") from error
         # Host-only: the layout is checked before any GPU work.
         prepared = rt.prepare_step(self.package, 90)
         try:
@@ -351,6 +432,7 @@ class GpuTrainingStep:
         self.last = None  # (loaded key, [(input buffer, tensor)]) of the last CUDA run
         self._fast = None  # _ArenaCalls of the last checked CUDA call
         self._lifted_on = {}  # device -> {argument index: lifted constant there}
+        self._bound_at = {}  # loaded key -> {argument index: data_ptr bound}
         _LIVE.add(self)
 
     def _step(self, device):
@@ -368,6 +450,24 @@ class GpuTrainingStep:
             self.loaded[key] = (step, arena)
             RUNS["arena_bytes"] = arena.numel()
         return self.loaded[key][0]
+
+    def _bind_in_place(self, key, values):
+        """Gives the step the storage of every argument it reads in place (the
+        parameters): only a data_ptr that changed since the last call is bound
+        again (the runtime then re-captures its CUDA graph). A parameter that
+        is not contiguous is refused: the step reads its bytes as they lie."""
+        step, bound = self.loaded[key][0], self._bound_at.setdefault(key, {})
+        for index in self.layout.bound:
+            value, buffer = values[index], self.layout.inputs[index]
+            if not value.is_contiguous():
+                raise LayoutError(f"step buffer {buffer.name} (argument {index}, "
+                                  f"{self.imported.arguments[index].name}) is read in place, but "
+                                  f"the tensor is not contiguous (strides {value.stride()})")
+            pointer = value.data_ptr()
+            if bound.get(index) != pointer:
+                step.bind_device(buffer.index, pointer, buffer.size, buffer.dtype)
+                bound[index] = pointer
+                RUNS["bound_pointers"].add(pointer)
 
     def _place_lifted(self, values):
         """The lifted constants (folded at import, CPU tensors) on the device
@@ -426,7 +526,9 @@ class GpuTrainingStep:
                 return self._run_in_arena(device, step, checked, owner)
             for buffer, value in checked:
                 value = value.contiguous()
-                if buffer.size:
+                if buffer.bound:
+                    step.bind_device(buffer.index, value.data_ptr(), buffer.size, buffer.dtype)
+                elif buffer.size:
                     step.copy_in_device(buffer.index, value.data_ptr(), buffer.size)
             step.enqueue()
             RUNS["steps"] += 1
@@ -456,6 +558,7 @@ class GpuTrainingStep:
         for step, _arena in self.loaded.values():
             step.free()
         self.loaded.clear()
+        self._bound_at = {}
 
     def __del__(self):
         try:
@@ -500,7 +603,7 @@ class CompiledGpuGraph:
     tensor arguments (positions among the call's tensors) are its
     parameters."""
 
-    def __init__(self, imported, requires_grad, memory_budget, cache):
+    def __init__(self, imported, requires_grad, budget, cache):
         inputs = [i for i, a in enumerate(imported.arguments) if a.kind == "input"]
         if len(inputs) != len(requires_grad):
             raise LayoutError(f"the captured graph takes {len(inputs)} tensor inputs, the call "
@@ -510,7 +613,7 @@ class CompiledGpuGraph:
             raise NotImplementedError("no argument requires grad, so there is no training "
                                       "step to run (the GPU path runs training calls)")
         self.tensor_params = [i for i, needs in enumerate(requires_grad) if needs]
-        self.step = GpuTrainingStep(imported, params, memory_budget, cache)
+        self.step = GpuTrainingStep(imported, params, budget, cache)
 
     def run(self, tensors, owner=None):
         return self.step.run(tensors, owner)

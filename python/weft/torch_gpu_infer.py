@@ -24,12 +24,19 @@ from weft.torch_gpu import (TORCH_DTYPES, WEFT_DTYPES, GpuTrainingStep, LayoutEr
 from weft.torch_import import new_seed, vjp_text
 
 
-def inference_options(memory_budget):
-    """The C API options of an inference package: the training step's with
-    "inference" set, which weft.torch_gpu.training_package reads to call
-    weftCompileInferenceStep (and which keeps the two packages' cache keys
-    apart)."""
-    return {**compile_options(memory_budget), "inference": True}
+def package_options(memory_budget, inference):
+    """The C API options of an inference or VJP package: the training
+    step's (weft.torch_gpu.compile_options: fused kernels) with every input
+    copied into the arena (execute() copies them; no argument is bound), and
+    `memory_budget` (bytes, or None) as a bound on the planned arena, checked
+    after planning (nothing is recomputed). "inference" makes
+    weft.torch_gpu.training_package call weftCompileInferenceStep (and keeps
+    the two packages' cache keys apart)."""
+    options = compile_options(None)
+    options.pop("bind_arguments", None)
+    if memory_budget is not None:
+        options["memory_budget"] = f"{int(memory_budget)}B"
+    return {**options, "inference": True} if inference else options
 
 
 class _Value:
@@ -160,7 +167,7 @@ class GpuInferenceStep(PackageRun):
 
     def __init__(self, imported, memory_budget, cache):
         self.outputs = output_values(imported)
-        super().__init__(imported, imported.text, inference_options(memory_budget), cache,
+        super().__init__(imported, imported.text, package_options(memory_budget, True), cache,
                          lambda buffers: InferenceLayout(buffers, imported.arguments,
                                                          self.outputs))
 
@@ -182,7 +189,7 @@ class GpuVjpStep(PackageRun):
         floats = [v for v in output_values(imported) if TORCH_DTYPES[v.dtype].is_floating_point]
         self.cotangents = [_Value(f"the cotangent of {v.name}", v.shape, v.dtype) for v in floats]
         text = vjp_text(imported, self.params, entry=imported.entry)
-        super().__init__(imported, text, compile_options(memory_budget), cache,
+        super().__init__(imported, text, package_options(memory_budget, False), cache,
                          lambda buffers: StepLayout(buffers, imported.arguments + self.cotangents,
                                                     self.params))
 

@@ -241,7 +241,8 @@ WEFT_API weft_status weft_gemm_run_aux(const weft_gemm_desc *desc, const weft_ge
  * initial data, loads every kernel image (the cubin when it runs on the
  * device, else the PTX), resolves every launch's arguments (buffers -> arena
  * addresses, immediates, tensor maps encoded once) and chooses the GEMM
- * algorithms the package left open. weft_step_run then issues the schedule
+ * algorithms the package left open (buffers bound by the caller get their
+ * addresses later: weft_step_bind_device). weft_step_run then issues the schedule
  * with no allocation: kernels, cuBLASLt GEMMs and events on the step's
  * streams, or one cuGraphLaunch with the graph option. */
 
@@ -360,6 +361,25 @@ WEFT_API weft_status weft_step_copy_in_device(weft_step *step, size_t index, CUd
                                               size_t bytes);
 WEFT_API weft_status weft_step_copy_out_device(weft_step *step, size_t index,
                                                CUdeviceptr destination, size_t bytes);
+/* Buffers bound by the caller (a package compiled with weft-compile
+ * --bind-arguments, e.g. a framework's parameters): arguments that take no
+ * arena bytes (offset 0) and that every run reads (and, when the step
+ * updates the argument in place, writes) in the caller's memory.
+ * weft_step_buffer_bound tells whether buffer `index` is one.
+ * weft_step_bind_device gives it `bytes` at `pointer` (device memory of the
+ * step's context, e.g. a PyTorch parameter's data_ptr()), checked: the
+ * buffer is bound, bytes is exactly its size, the pointer is not null and
+ * is 16-byte aligned (what cuBLASLt and TMA assume), and, when `dtype` is
+ * not NULL, it is the buffer's element type ("bf16", "f32", ...); a refusal
+ * names the buffer and both values. A run (weft_step_run, _enqueue,
+ * _run_timed) refuses to start while a bound buffer has no memory. Binding
+ * another address re-fills the launch arguments and tensor maps that use the
+ * buffer and drops a captured CUDA graph (waiting for stream 0 first), which
+ * the next run captures again; the same address again changes nothing. The
+ * memory must stay valid while runs that use it are queued. */
+WEFT_API weft_status weft_step_buffer_bound(const weft_step *step, size_t index, int *bound);
+WEFT_API weft_status weft_step_bind_device(weft_step *step, size_t index, CUdeviceptr pointer,
+                                           size_t bytes, const char *dtype);
 /* Runs the schedule once and waits for it. */
 WEFT_API weft_status weft_step_run(weft_step *step);
 /* Queues one run (as weft_step_run does, on the caller's stream when

@@ -392,7 +392,7 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
   if (options.debug_buffers) {
     prepared.arenaBytes = 0;
     for (const pkg::Buffer &buffer : package.buffers)
-      prepared.arenaBytes += buffer.size;
+      prepared.arenaBytes += buffer.bound ? 0 : buffer.size;
   } else {
     prepared.arenaBytes = package.arenaBytes;
   }
@@ -442,7 +442,8 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
     // range; one live to the step's last index (results, parameters) never.
     for (uint32_t b = 0; b < package.buffers.size(); ++b) {
       const pkg::Buffer &buffer = package.buffers[b];
-      if (buffer.last + 1 >= package.numSteps || buffer.size == 0)
+      // The caller's memory is never poisoned.
+      if (buffer.last + 1 >= package.numSteps || buffer.size == 0 || buffer.bound)
         continue;
       int last = -1;
       for (size_t e = 0; e < package.schedule.size(); ++e)
@@ -479,6 +480,8 @@ std::string describeStep(const PreparedStep &prepared) {
       text += format(" arg %d", b.arg);
     if (b.result >= 0)
       text += format(" result %d", b.result);
+    if (b.bound)
+      text += " bound by the caller";
     for (const pkg::Split &split : package.splits)
       if (split.buffer == i)
         text += format(" split dim %d along grid axis %d", split.dim, package.splitAxis);
@@ -490,7 +493,8 @@ std::string describeStep(const PreparedStep &prepared) {
                      prepared.images[i].cubin ? "cubin" : "PTX (JIT)");
   auto bufferText = [&](uint64_t index) {
     const pkg::Buffer &b = package.buffers[index];
-    return format("'%s'@%llu", b.name.c_str(), (unsigned long long)b.offset);
+    return b.bound ? format("'%s'@bound", b.name.c_str())
+                   : format("'%s'@%llu", b.name.c_str(), (unsigned long long)b.offset);
   };
   for (const ScheduleStep &step : prepared.schedule) {
     if (step.kind == pkg::EntryKind::Launch) {

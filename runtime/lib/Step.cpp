@@ -81,7 +81,7 @@ weft_status weft::runtime::allocateBuffers(weft_step &step) {
     step.debugAllocations.assign(package.buffers.size(), 0);
     for (size_t i = 0; i < package.buffers.size(); ++i) {
       const pkg::Buffer &buffer = package.buffers[i];
-      if (buffer.size == 0)
+      if (buffer.size == 0 || buffer.bound)
         continue;
       if (CUresult result = api.cuMemAlloc_v2(&step.debugAllocations[i], buffer.size))
         return failCuda(result, format("cuMemAlloc of %llu bytes for buffer '%s' (debug "
@@ -105,8 +105,9 @@ weft_status weft::runtime::allocateBuffers(weft_step &step) {
                                      (unsigned long long)package.arenaBytes));
     base = step.arena;
   }
+  // A bound buffer has no address until the caller binds it.
   for (size_t i = 0; i < package.buffers.size(); ++i)
-    step.address[i] = base + package.buffers[i].offset;
+    step.address[i] = package.buffers[i].bound ? 0 : base + package.buffers[i].offset;
   return WEFT_OK;
 }
 
@@ -153,55 +154,6 @@ weft_status loadModules(weft_step &step) {
                   format("launch %zu of '%s': %u threads per block but the kernel allows at "
                          "most %d",
                          i, package.kernels[launch.kernel].name.c_str(), threads, maxThreads));
-  }
-  return WEFT_OK;
-}
-
-// Fills every launch's blob: addresses, immediates, tensor maps (encoded
-// once, here), and the pointer array cuLaunchKernel takes.
-weft_status bindArguments(weft_step &step) {
-  const PreparedStep &prepared = step.prepared;
-  step.blobs.resize(prepared.launches.size());
-  step.params.resize(prepared.launches.size());
-  for (size_t i = 0; i < prepared.launches.size(); ++i) {
-    const ResolvedLaunch &launch = prepared.launches[i];
-    std::vector<BlobChunk> &blob = step.blobs[i];
-    blob.assign(launch.blobBytes / sizeof(BlobChunk), BlobChunk{});
-    unsigned char *base = blob.front().bytes;
-    std::vector<void *> &pointers = step.params[i];
-    for (const ParamSlot &slot : launch.params) {
-      unsigned char *at = base + slot.offset;
-      pointers.push_back(at);
-      switch (slot.kind) {
-      case pkg::ParamKind::Pointer: {
-        uint64_t address = step.address[slot.value];
-        std::memcpy(at, &address, 8);
-        break;
-      }
-      case pkg::ParamKind::I64:
-        std::memcpy(at, &slot.value, 8);
-        break;
-      case pkg::ParamKind::I32:
-      case pkg::ParamKind::F32: {
-        uint32_t bits = uint32_t(slot.value);
-        std::memcpy(at, &bits, 4);
-        break;
-      }
-      case pkg::ParamKind::TensorMap: {
-        const ResolvedTensorMap &map = prepared.tensorMaps[slot.value];
-        auto *tensorMap = reinterpret_cast<CUtensorMap *>(at);
-        void *global = reinterpret_cast<void *>(uintptr_t(step.address[map.buffer]));
-        if (weft_status status = weft_tensor_map_encode_tiled(
-                tensorMap, map.dtype, map.rank, global, map.dims,
-                map.rank > 1 ? map.strides : nullptr, map.box, map.swizzle))
-          return fail(status, format("launch %zu: tensor map %llu of buffer '%s': %s", i,
-                                     (unsigned long long)slot.value,
-                                     prepared.package.buffers[map.buffer].name.c_str(),
-                                     weft_last_error()));
-        break;
-      }
-      }
-    }
   }
   return WEFT_OK;
 }
@@ -476,6 +428,8 @@ namespace {
 // One run queued (issued, or the graph launched) between the caller's work
 // before and after it; nothing waits.
 weft_status enqueueRun(weft_step &step) {
+  if (weft_status status = requireBound(step, "the run"))
+    return status;
   if (weft_status status = followCaller(step))
     return status;
   if (step.prepared.options.graph) {
@@ -499,6 +453,16 @@ weft_status waitForCaller(weft_step &step, const char *caller) {
   if (CUresult result = step.api->cuStreamSynchronize(step.prepared.options.stream))
     return failCuda(result, format("cuStreamSynchronize of the caller's stream (%s)", caller));
   return WEFT_OK;
+}
+
+// A bound buffer the caller has not bound yet has no memory to copy.
+weft_status requireAddress(const weft_step &step, size_t index, const char *caller) {
+  if (step.address[index])
+    return WEFT_OK;
+  return fail(WEFT_ERROR_INVALID_ARGUMENT,
+              format("%s: buffer '%s' is bound by the caller and has no memory yet "
+                     "(weft_step_bind_device)",
+                     caller, step.prepared.package.buffers[index].name.c_str()));
 }
 
 weft_step_options optionsOrDefault(const weft_step_options *options) {
@@ -650,6 +614,8 @@ weft_status weft_step_bind(weft_step *step, size_t index, const void *host, size
       return status;
     if (bytes == 0)
       return WEFT_OK;
+    if (weft_status status = requireAddress(*step, index, "weft_step_bind"))
+      return status;
     if (CUresult result = step->api->cuMemcpyHtoD_v2(step->address[index], host, bytes))
       return failCuda(result, format("cuMemcpyHtoD into buffer '%s'", b.name.c_str()));
     return WEFT_OK;
@@ -673,6 +639,8 @@ weft_status weft_step_read(weft_step *step, size_t index, void *host, size_t byt
       return failCuda(result, "cuStreamSynchronize (weft_step_read)");
     if (bytes == 0)
       return WEFT_OK;
+    if (weft_status status = requireAddress(*step, index, "weft_step_read"))
+      return status;
     if (CUresult result = step->api->cuMemcpyDtoH_v2(host, step->address[index], bytes))
       return failCuda(result, format("cuMemcpyDtoH from buffer '%s'", b.name.c_str()));
     return WEFT_OK;

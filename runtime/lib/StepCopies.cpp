@@ -34,6 +34,11 @@ weft_status copyDevice(weft_step *step, size_t index, CUdeviceptr other, size_t 
     if (bytes == 0)
       return WEFT_OK;
     CUdeviceptr buffer = step->address[index];
+    if (!buffer)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("%s: buffer '%s' is bound by the caller and has no memory yet "
+                         "(weft_step_bind_device)",
+                         caller, b.name.c_str()));
     if (CUresult result = step->api->cuMemcpyDtoDAsync_v2(in ? buffer : other, in ? other : buffer,
                                                           bytes, callerStream(*step)))
       return failCuda(result, format("cuMemcpyDtoDAsync %s buffer '%s' (%zu bytes)",

@@ -67,6 +67,13 @@ weft_status issueCollective(weft_step &step, uint32_t item, CUstream stream);
 // the streams and events of a run.
 weft_status allocateBuffers(weft_step &step);
 weft_status createStreams(weft_step &step);
+// StepBinding.cpp: every launch's argument blob (addresses, immediates,
+// tensor maps encoded once) at load; a bound buffer not yet bound is left
+// null there and filled in by weft_step_bind_device.
+weft_status bindArguments(weft_step &step);
+// WEFT_ERROR_INVALID_ARGUMENT naming the first bound buffer the caller has
+// not bound yet (and how many are missing), before `what` uses them.
+weft_status requireBound(const weft_step &step, const char *what);
 // Shared with StepTiming.cpp: the cuMemGetInfo reading (`used`, and the
 // peak); the schedule issued on the step's streams (`afterEntry` after each
 // entry); the step's context made current (refusing a prepared-only step);

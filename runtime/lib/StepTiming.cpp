@@ -80,6 +80,8 @@ weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_t count,
                          count, entries));
     if (weft_status status = makeCurrent(*step, "weft_step_run_timed"))
       return status;
+    if (weft_status status = requireBound(*step, "weft_step_run_timed"))
+      return status;
     const DriverApi &api = *step->api;
     if (!api.cuEventSynchronize || !api.cuEventElapsedTime_v2)
       return fail(WEFT_ERROR_DRIVER_MISSING,

@@ -295,6 +295,19 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
              << " of floating-point (or i16 split-master) tensor type, got " << type;
     return success();
   }
+  // weft.bound (kBoundAttrName in weft/Analysis/Liveness.h, which gives it
+  // its meaning): an argument the caller binds outside the arena.
+  if (name == "weft.bound") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("expects '")
+             << name << "' on argument " << argIndex << " to be a unit attribute";
+    auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      return op->emitOpError("expects '")
+             << name << "' on argument " << argIndex
+             << " of statically shaped tensor type, got " << type;
+    return success();
+  }
   if (name == kRangeAttr) {
     auto range = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!range || range.size() != 2 || range[0] >= range[1])

@@ -328,6 +328,7 @@ FailureOr<pkg::Package> StepExporter::run() {
       entry.arg = buffer.getArg() ? int32_t(*buffer.getArg()) : -1;
       entry.result = buffer.getResult() ? int32_t(*buffer.getResult()) : -1;
       entry.copyOf = buffer.getCopyOf() ? int32_t(*buffer.getCopyOf()) : -1;
+      entry.bound = buffer.getBound();
       if (std::optional<uint64_t> dim = buffer.getSplitDim()) {
         if (package.splitAxis < 0 || int64_t(*dim) < 0 || int64_t(*dim) > 7) {
           error(buffer) << "has split_dim " << int64_t(*dim)

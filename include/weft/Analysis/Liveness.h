@@ -23,6 +23,12 @@
 // function result with `weft.alias = j` is written into argument j's buffer
 // (an in-place update); the argument must not be read after that write.
 //
+// An argument marked `weft.bound` (weft-bind-arguments) is bound by the
+// caller: its buffer keeps its size, lifetime and category but takes no arena
+// bytes (arenaSize() 0: the intervals, live bytes and category bytes count
+// what the arena holds). Its buffer may hold only the argument, views of it
+// and its weft.alias update; anything else writing those bytes is an error.
+//
 // Categories, first match wins:
 //  - workspaces: op workspaces;
 //  - parameters: arguments marked `weft.param`, and arguments tied by
@@ -59,6 +65,10 @@
 
 namespace weft {
 
+/// The unit attribute on a step argument the caller binds outside the arena
+/// (weft-bind-arguments sets it; the weft dialect verifies it).
+inline constexpr llvm::StringLiteral kBoundAttrName = "weft.bound";
+
 enum class BufferCategory : uint8_t {
   Parameter,
   OptimizerState,
@@ -86,8 +96,12 @@ struct LiveBuffer {
   llvm::SmallVector<mlir::Value, 1> values;
   /// The op owning a workspace buffer; null otherwise.
   mlir::Operation *workspaceOf = nullptr;
+  /// An argument bound by the caller (`weft.bound`): outside the arena.
+  bool bound = false;
 
-  BufferInterval interval() const { return {start, end, size}; }
+  /// Bytes the buffer takes in the arena: 0 when bound.
+  int64_t arenaSize() const { return bound ? 0 : size; }
+  BufferInterval interval() const { return {start, end, arenaSize()}; }
   bool isLiveAt(int64_t step) const { return start <= step && step <= end; }
 };
 
@@ -141,6 +155,8 @@ public:
   /// Bytes by category live at `step`, and over all buffers.
   CategoryBytes getCategoryBytesAt(int64_t step, int64_t alignment = 1) const;
   CategoryBytes getCategoryBytesTotal(int64_t alignment = 1) const;
+  /// Bytes of the buffers bound by the caller (outside the arena).
+  int64_t getBoundBytes() const;
   /// The buffers' intervals, in buffer order (the arena planner's input).
   llvm::SmallVector<BufferInterval> getIntervals() const;
 

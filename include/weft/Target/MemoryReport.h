@@ -78,6 +78,9 @@ struct TrainingStepReport {
   /// masters, and the bf16 high halves of split masters (i16 low halves).
   int64_t carriedCopies = 0;
   int64_t splitMasters = 0;
+  /// Bytes of the arguments bound by the caller (weft.bound): outside the
+  /// arena, so in no category above.
+  int64_t boundBytes = 0;
   /// A partitioned step (weft.grid): every byte above is per rank. The grid
   /// shape, the tensor-parallel axis, and all of the step's communication.
   llvm::SmallVector<int64_t> gridShape;

@@ -234,6 +234,33 @@ def FoldLossConvertPass : Pass<"weft-fold-loss-convert", "mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def BindArgumentsPass : Pass<"weft-bind-arguments", "mlir::ModuleOp"> {
+  let summary = "Mark step arguments whose bytes the caller binds outside the arena";
+  let description = [{
+    Marks arguments of function `entry` with `weft.bound`: `which=params`
+    the parameters (`weft.param`), `which=all` every tensor argument.
+    Carried weight copies (`weft.copy_of`) stay in the arena: the runtime
+    fills them from their master. Liveness then gives a bound argument no
+    arena bytes, so weft-remat's budget and weft-plan-memory's arena count
+    only what the step allocates; the package records the buffer as bound
+    and the runtime reads the caller's memory in place
+    (weft_step_bind_device). A framework that owns its parameters (the
+    torch backend) so keeps no copy of them.
+
+    ```mlir
+    func.func @f_step(%w: tensor<8x8xf32> {weft.param}, %x: tensor<4x8xf32>) -> ...
+    // weft-opt --weft-bind-arguments="entry=f_step which=params"
+    func.func @f_step(%w: tensor<8x8xf32> {weft.bound, weft.param}, %x: tensor<4x8xf32>) -> ...
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"\"", "The step function">,
+    Option<"which", "which", "std::string", "\"params\"",
+           "params (weft.param arguments) | all (every tensor argument)">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FuseElementwisePass : Pass<"weft-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Group pointwise, normalization and row-reduction ops into weft.fused kernels";
   let description = [{

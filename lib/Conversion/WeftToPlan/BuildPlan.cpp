@@ -173,10 +173,13 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
           role != pkg::Role::Gradient)
         role = pkg::Role::Output;
     }
-    plan::BufferOp::create(builder, func.getLoc(), bufferSymbol,
-                           uint64_t(*offset), uint64_t(buffer.size),
-                           uint64_t(buffer.start), uint64_t(buffer.end),
-                           pkg::roleName(role), type, arg, result, copyOf, splitDim);
+    // A bound argument lies in the caller's memory: no arena offset.
+    auto planBuffer = plan::BufferOp::create(
+        builder, func.getLoc(), bufferSymbol, buffer.bound ? 0 : uint64_t(*offset),
+        uint64_t(buffer.size), uint64_t(buffer.start), uint64_t(buffer.end),
+        pkg::roleName(role), type, arg, result, copyOf, splitDim);
+    if (buffer.bound)
+      planBuffer.setBound(true);
     symbols[index] = FlatSymbolRefAttr::get(builder.getContext(), bufferSymbol);
   }
 

@@ -1523,6 +1523,20 @@ func.func private @param_scalar_decl(f32 {weft.param})
 
 // -----
 
+// expected-error @+1 {{'func.func' op expects 'weft.bound' on argument 0 to be a unit attribute}}
+func.func @bound_not_unit(%w: tensor<8xf32> {weft.bound = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'weft.bound' on argument 0 of statically shaped tensor type, got 'f32'}}
+func.func @bound_scalar(%s: f32 {weft.bound}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op expects 'weft.range' on argument 0 to be array<i64: lo, hi> with lo < hi, got array<i64: 5, 5>}}
 func.func @range_empty(%ids: tensor<8xi64> {weft.range = array<i64: 5, 5>}) {
   return

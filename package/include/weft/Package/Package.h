@@ -95,6 +95,10 @@ struct Buffer {
   int32_t arg = -1, result = -1;
   /// A carried weight copy: the argument of its master; -1 otherwise.
   int32_t copyOf = -1;
+  /// Bound by the caller (weft-compile --bind-arguments): an argument whose
+  /// bytes stay in the caller's memory, which the runtime is given before a
+  /// run (weft_step_bind_device); it takes no arena bytes (offset 0).
+  bool bound = false;
 };
 
 struct Kernel {
@@ -293,7 +297,8 @@ struct CheckOptions {
   size_t maxProblems = 50;
 };
 
-/// Every buffer inside the arena and aligned, no two buffers overlapping in
+/// Every buffer inside the arena and aligned (a bound buffer: an argument,
+/// outside the arena, overlapping nothing), no two buffers overlapping in
 /// bytes while both are live, every launch/GEMM operand a defined buffer that
 /// is live at the entry's schedule index and large enough, launch limits,
 /// streams and events consistent, the schedule a permutation in index order,

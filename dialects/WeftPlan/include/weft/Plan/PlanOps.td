@@ -75,9 +75,13 @@ def WeftPlan_BufferOp : WeftPlan_Op<"buffer", [Symbol, HasParent<"StepOp">]> {
     runtime derives the copy from the master whenever it binds the master);
     `split_dim`, on an argument or result of a partitioned step, the
     dimension of the whole tensor this rank holds a block of, along the
-    step's `split_axis` (absent: replicated).
+    step's `split_axis` (absent: replicated); `bound`, on an argument the
+    caller binds (weft-compile --bind-arguments): its bytes stay in the
+    caller's memory, outside the arena (offset 0), and the runtime is given
+    their address before a run.
     ```mlir
     weft_plan.buffer @arg0 offset 0 size 4096 live [0, 9] "parameter" : tensor<32x32xf32> {arg = 0 : i64}
+    weft_plan.buffer @arg1 offset 0 size 4096 live [0, 9] "parameter" : tensor<32x32xf32> {arg = 1 : i64, bound}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$offset, I64Attr:$size,
@@ -85,7 +89,8 @@ def WeftPlan_BufferOp : WeftPlan_Op<"buffer", [Symbol, HasParent<"StepOp">]> {
                        OptionalAttr<TypeAttr>:$type,
                        OptionalAttr<I64Attr>:$arg, OptionalAttr<I64Attr>:$result,
                        OptionalAttr<I64Attr>:$copy_of,
-                       OptionalAttr<I64Attr>:$split_dim);
+                       OptionalAttr<I64Attr>:$split_dim,
+                       UnitAttr:$bound);
   let assemblyFormat = [{
     $sym_name `offset` $offset `size` $size `live` `[` $first `,` $last `]`
     $role (`:` $type^)? attr-dict
