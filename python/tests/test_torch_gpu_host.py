@@ -186,7 +186,8 @@ def test_parameters_are_bound_in_place():
     imported, params, package = compiled_package(model, batch())
     assert torch_gpu.compile_options(None)["bind_arguments"] == "params"
     plain, _key = torch_gpu.training_package(
-        training_text(imported, params), {"optimizer": "none", "target": torch_gpu.TARGET}, None)
+        training_text(imported, params), {**torch_gpu.compile_options(None), "bind_arguments": "none"},
+        None)
     steps = [rt.prepare_step(p, 90) for p in (package, plain)]
     layout = torch_gpu.StepLayout(steps[0].buffers(), imported.arguments, params)
     assert layout.bound == params

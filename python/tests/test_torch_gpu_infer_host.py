@@ -17,6 +17,7 @@ from test_torch_gpu_host import Functional, need_capi, rel
 from test_torch_infer_gpu import batch, make_logits_model
 from weft import capi, torch_gpu, torch_gpu_infer
 from weft import runtime as rt
+from weft.torch_gpu_infer import package_options
 from weft.torch_import import import_module, vjp_text
 
 pytestmark = pytest.mark.skipif(
@@ -43,7 +44,8 @@ def test_inference_package_layout():
     assert logits.shape == (2, 64, 512) and logits.dtype == "bf16" and logits.role == "output"
     assert step.arena_bytes > 0
     # The training step of the same forward is another package, under another key.
-    assert step.options == {**torch_gpu.compile_options(None), "inference": True}
+    assert step.options == package_options(None, True)
+    assert "bind_arguments" not in step.options  # execute() copies every input
     assert torch_gpu.package_key(imported.text, step.options) != \
         torch_gpu.package_key(imported.text, torch_gpu.compile_options(None))
     # An output list the package was not compiled for is refused by name.
@@ -67,7 +69,7 @@ def test_vjp_package_layout():
     assert layout.inputs[n].shape == (2, 64, 512) and layout.inputs[n].dtype == "bf16"
     assert layout.loss.shape == ()
     assert [b.shape for b in layout.grads] == [imported.arguments[i].shape for i in params]
-    assert "dy0" in step.text and step.options == torch_gpu.compile_options(None)
+    assert "dy0" in step.text and step.options == package_options(None, False)
 
 
 def test_inference_step_refusals_through_the_c_api():
