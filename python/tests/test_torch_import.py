@@ -371,6 +371,36 @@ def test_pattern_variants_are_raised():
     assert rel_err(out, eager) <= 1e-5, rel_err(out, eager)
 
 
+class AutocastGelu(nn.Module):
+    """HF's NewGELUActivation between two bf16 linears as CUDA autocast runs
+    it: pow's operand cast to f32, x + 0.044715 x^3 and 0.5 * x promoted."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.proj = nn.Linear(16, 32), nn.Linear(32, 16)
+
+    def forward(self, x):
+        h = self.fc(x)
+        g = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi)
+                                        * (h + 0.044715 * torch.pow(h.float(), 3.0))))
+        return self.proj(g.to(h.dtype))
+
+
+def test_tanh_gelu_under_autocast_is_raised_in_f32():
+    weft_run = require_weft_run()
+    module = randomized(AutocastGelu()).to(torch.bfloat16)
+    x = torch.randn(BATCH, SEQ, 16, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+    imported = import_module(module, (x,))
+    assert imported.raised == ["gelu(tanh)"], imported.raised
+    assert 'weft.gelu %' in imported.text and "tensor<2x32x32xf32>) -> tensor<2x32x32xf32>" \
+        in imported.text.split("weft.gelu")[1].split("\n")[0]
+    for piece in ("weft.tanh", "weft.pow"):
+        assert piece not in imported.text, piece
+    (out,) = run_reference(imported, x, weft_run=weft_run)
+    exact = module.double()(x.double())  # the formula in float64
+    assert rel_err(out.double(), exact) <= 2e-2, rel_err(out.double(), exact)
+
+
 class MoreOps(nn.Module):
     """SDPA with enable_gqa and a scale f32 cannot hold, F.rms_norm, a
     buffer and a lifted constant (argument order), unbind/select/slice,

@@ -16,6 +16,8 @@ ADD = (aten.add.Tensor, aten.add.Scalar)
 PASS_THROUGH = (aten.contiguous.default, aten.clone.default, aten.alias.default,
                 aten.detach.default, aten._to_copy.default, aten.to.dtype,
                 aten.to.dtype_layout, aten.type_as.default)
+# Conversions between float types (autocast's casts, .float(), .to(dtype)).
+CONVERTS = (aten._to_copy.default, aten.to.dtype, aten.to.dtype_layout)
 RESHAPES = (aten.view.default, aten.reshape.default, aten._unsafe_view.default,
             aten.unsqueeze.default)
 # Relative tolerance on the constants of a written-out formula (a model may

@@ -11,7 +11,7 @@ import operator
 import torch
 
 from .attention import match_attention
-from .graph_match import (ADD, MUL, RESHAPES, Match, close_to, is_op, monomial,
+from .graph_match import (ADD, CONVERTS, MUL, RESHAPES, Match, close_to, is_op, monomial,
                           other_operand, plain_binary, same_type, strip_scalars,
                           tensor_users, through, traced)
 from .lowering import is_number, is_tensor_node, result_type
@@ -76,7 +76,26 @@ def _scaled_chain(node, depth=3):
     return chain
 
 
+def widened_from(node):
+    """The narrower float tensor `node` converts exactly to a wider float
+    type (autocast's cast of pow's operand to f32), else None."""
+    if not is_op(node, CONVERTS) or not is_tensor_node(node.args[0]):
+        return None
+    source, wide = traced(node.args[0]), traced(node)
+    if source.shape != wide.shape or not source.dtype.is_floating_point or \
+            torch.finfo(wide.dtype).bits <= torch.finfo(source.dtype).bits:
+        return None
+    return node.args[0]
+
+
 def match_gelu_tanh(anchor):
+    """The tanh GELU as written out (HF's gelu_new, nanoGPT's NewGELU). Under
+    CUDA autocast pow's operand is cast to f32 while x + 0.044715 x^3 and
+    0.5 * x read the bf16 x (type promotion widens them): every x counts
+    through an exact widening, and the raised gelu computes in the result's
+    type on x widened to it, as eager's arithmetic does."""
+    def source(node):
+        return widened_from(node) or node
     c_inner, inner = strip_scalars(anchor.args[0])
     pair = plain_binary(inner, ADD)
     if not pair or not close_to(c_inner, GELU_C) or not all(is_tensor_node(p) for p in pair):
@@ -84,10 +103,11 @@ def match_gelu_tanh(anchor):
     for x, cubic in (pair, pair[::-1]):
         x = through(x)
         c_cubic, base, k = monomial(cubic)
-        if k == 3 and base is x and close_to(c_cubic, 0.044715):
+        if k == 3 and source(base) is source(x) and close_to(c_cubic, 0.044715):
             break
     else:
         return []
+    x = source(x)
     matches = []
     for one_plus in tensor_users(anchor, ADD):
         pair = plain_binary(one_plus, ADD)
@@ -99,18 +119,25 @@ def match_gelu_tanh(anchor):
                 if other is None or other is scaled:
                     continue
                 c2, core = strip_scalars(other)
-                if core is not x:
+                if source(core) is not x:
                     continue
                 for root, c3 in _scaled_chain(product):
-                    if close_to(c1 * c2 * c3, 0.5) and same_type(x, root) \
+                    if close_to(c1 * c2 * c3, 0.5) and _not_narrower(root, x) \
                             and traced(root).shape == traced(x).shape:
-                        matches.append((root, _gelu_match(x)))
+                        matches.append((root, _gelu_match(x, root)))
     return matches
 
 
-def _gelu_match(x):
+def _not_narrower(root, x):
+    a, b = traced(root).dtype, traced(x).dtype
+    return a == b or (a.is_floating_point and b.is_floating_point
+                      and torch.finfo(a).bits > torch.finfo(b).bits)
+
+
+def _gelu_match(x, root):
     def emit(lw):
-        value = lw.value(x)
+        _, dtype = result_type(root)
+        value = lw.convert(lw.value(x), dtype)
         return lw.op("gelu", [value], value.shape, value.dtype, {"approximate": "tanh"})
     return Match("gelu(tanh)", [x], emit)
 
