@@ -240,6 +240,27 @@ def _spec(shape, dtype):
     return f"{list(shape)} {dtype}"
 
 
+def argument_buffers(buffers, arguments):
+    """The step buffer of each function argument (the buffer with arg == i),
+    its shape and dtype checked against the argument's; LayoutError for a
+    missing one, a mismatch, or a step argument the captured graph lacks."""
+    by_arg = {b.arg: b for b in buffers if b.arg >= 0}
+    extra = sorted(set(by_arg) - set(range(len(arguments))))
+    if extra:
+        raise LayoutError(f"the step takes arguments {extra} beyond the {len(arguments)} of "
+                          "the captured graph (a step count?); the torch backend passes only "
+                          "the graph's")
+    inputs = []
+    for index, argument in enumerate(arguments):
+        buffer = by_arg.get(index)
+        if buffer is None:
+            raise LayoutError(f"the step has no buffer for argument {index} ({argument.name})")
+        StepLayout._check(buffer, argument.shape, argument.dtype,
+                          f"argument {index} ({argument.name})")
+        inputs.append(buffer)
+    return inputs
+
+
 class StepLayout:
     """Which step buffer each function argument, the loss and each parameter
     gradient are, read from a prepared (host-only) or loaded step: argument i
@@ -255,24 +276,12 @@ class StepLayout:
             if b.copy_of >= 0:
                 raise LayoutError(f"step buffer {b.name} is a weight copy of argument "
                                  f"{b.copy_of}; the torch backend binds no weight copies")
-        extra = sorted(set(by_arg) - set(range(len(arguments))))
-        if extra:
-            raise LayoutError(f"the step takes arguments {extra} beyond the {len(arguments)} of "
-                             "the captured graph (a seed or step count); the torch backend "
-                             "binds only the graph's")
-        self.inputs = []
-        for index, argument in enumerate(arguments):
-            buffer = by_arg.get(index)
-            if buffer is None:
-                raise LayoutError(f"the step has no buffer for argument {index} "
-                                 f"({argument.name})")
-            self._check(buffer, argument.shape, argument.dtype, f"argument {index} "
-                        f"({argument.name})")
+        self.inputs = argument_buffers(buffers, arguments)
+        for index, (argument, buffer) in enumerate(zip(arguments, self.inputs)):
             if buffer.bound and buffer.size % 16:
                 raise LayoutError(f"step buffer {buffer.name} for argument {index} "
                                  f"({argument.name}) is bound in place but has {buffer.size} "
                                  "bytes, not a multiple of 16")
-            self.inputs.append(buffer)
         self.loss = by_result.get(0)
         if self.loss is None or self.loss.shape != ():
             raise LayoutError("the step's result 0 is not a 0-d loss buffer")

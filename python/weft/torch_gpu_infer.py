@@ -20,7 +20,8 @@ from torch.utils import _pytree as pytree
 from weft import runtime as rt
 from weft import torch_gpu
 from weft.torch_gpu import (TORCH_DTYPES, WEFT_DTYPES, GpuTrainingStep, LayoutError, StepLayout,
-                            check_tensor, compile_options, stream_handle, training_package)
+                            argument_buffers, check_tensor, compile_options, stream_handle,
+                            training_package)
 from weft.torch_import import new_seed, vjp_text
 
 
@@ -68,21 +69,8 @@ class InferenceLayout:
     imported forward's: LayoutError names the buffer, expected and found."""
 
     def __init__(self, buffers, arguments, outputs):
-        by_arg = {b.arg: b for b in buffers if b.arg >= 0}
         by_result = {b.result: b for b in buffers if b.result >= 0}
-        extra = sorted(set(by_arg) - set(range(len(arguments))))
-        if extra:
-            raise LayoutError(f"the step takes arguments {extra} beyond the {len(arguments)} of "
-                              "the captured graph; an inference package binds only the graph's")
-        self.inputs = []
-        for index, argument in enumerate(arguments):
-            buffer = by_arg.get(index)
-            if buffer is None:
-                raise LayoutError(f"the step has no buffer for argument {index} "
-                                  f"({argument.name})")
-            StepLayout._check(buffer, argument.shape, argument.dtype,
-                              f"argument {index} ({argument.name})")
-            self.inputs.append(buffer)
+        self.inputs = argument_buffers(buffers, arguments)
         self.outputs = []
         for j, value in enumerate(outputs):
             buffer = by_result.get(j)
