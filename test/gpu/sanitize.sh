@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck and racecheck over one small forward + backward
-# of every attention unit in KERNELS_DIR (attention_check.py --sanitize-config).
+# of every attention unit in KERNELS_DIR (attention_check.py --sanitize-config;
+# dropout units: attention_dropout_check.py at length 77).
 # Usage: test/gpu/sanitize.sh KERNELS_DIR [extra attention_check.py args]
 # Env: WEFT_SANITIZE_TOOLS (default "memcheck racecheck"), WEFT_SANITIZE_TIMEOUT
 # (seconds per tool, default 300; rc 124 = timed out), PYTHON, COMPUTE_SANITIZER.
@@ -37,6 +38,11 @@ export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 LOGDIR="${WEFT_SANITIZE_LOGS:-$(mktemp -d /tmp/weft-sanitize.XXXXXX)}"
 mkdir -p "$LOGDIR"
 
+# Units with dropout (scripts/check-kernels' OUT_DIR/dropout) need their seed
+# and mask: attention_dropout_check.py at one odd length runs them.
+dropout=0
+grep -qs '"dropout"' "$KERNELS"/*.json && dropout=1
+
 status=0
 summary=()
 for tool in ${WEFT_SANITIZE_TOOLS:-memcheck racecheck}; do
@@ -45,12 +51,17 @@ for tool in ${WEFT_SANITIZE_TOOLS:-memcheck racecheck}; do
   [ "$tool" = racecheck ] && extra=(--racecheck-report all)
   start=$SECONDS
   echo "== compute-sanitizer --tool $tool (log: $log)"
+  if [ $dropout = 1 ]; then
+    check=("$HERE/attention_dropout_check.py" --kernels "$KERNELS" --seqs 77
+           --json "$LOGDIR/$tool.json")
+  else
+    check=("$HERE/attention_check.py" --kernels "$KERNELS" --sanitize-config)
+  fi
   timeout "${WEFT_SANITIZE_TIMEOUT:-300}" "$SANITIZER" --tool "$tool" --target-processes all --error-exitcode 1 "${extra[@]}" \
-    "$PY" "$HERE/attention_check.py" --kernels "$KERNELS" --sanitize-config "$@" \
-    >"$log" 2>&1
+    "$PY" "${check[@]}" "$@" >"$log" 2>&1
   rc=$?
   # The script's own lines, then the sanitizer's findings and totals.
-  grep -E '^(ok|FAIL|== sanitize|error)' "$log" | sed 's/^/   /'
+  grep -E '^(ok|FAIL|PASS|== sanitize|attention dropout|error)' "$log" | sed 's/^/   /'
   grep -E '(ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Race reported|hazard|Error:|Program hit)' \
     "$log" | sort | uniq -c | sort -rn | head -20 | sed 's/^/   /'
   verdict=PASS
