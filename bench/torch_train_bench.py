@@ -214,7 +214,36 @@ def seeded(mode, uses_dropout):
     return masks, masks.begin
 
 
-def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=False):
+def torch_kernel_profile(run_step, top):
+    """torch.profiler over 3 steps of `run_step`: CUDA kernel time per step
+    by category (GEMM, attention, Triton, other) and the `top` kernels."""
+    from torch.profiler import ProfilerActivity, profile as tprofile
+    with tprofile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            run_step()
+        torch.cuda.synchronize()
+    by_name = {}
+    for e in prof.key_averages():
+        us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        if us and e.key:
+            by_name[e.key] = (e.count // 3, us / 3e3)
+    def kind(name):
+        low = name.lower()
+        if any(k in low for k in ("gemm", "cutlass", "sm90_xmma", "nvjet", "matmul")):
+            return "gemm"
+        if any(k in low for k in ("flash", "fmha", "attention", "cudnn")):
+            return "attention"
+        return "triton" if low.startswith("triton") else "other"
+    by_kind = {}
+    for name, (_, ms) in by_name.items():
+        by_kind[kind(name)] = by_kind.get(kind(name), 0.0) + ms
+    ranked = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
+    return {"total_ms": sum(ms for _, ms in by_name.values()), "by_kind_ms": by_kind,
+            "top": [{"name": n, "count": c, "ms": ms} for n, (c, ms) in ranked]}
+
+
+def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=False,
+          top=25):
     """Losses of `steps` steps, and the median time and peak memory of steps
     3..12 (forward + backward + AdamW)."""
     import torch._dynamo
@@ -237,15 +266,19 @@ def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=
     seeds = step_seeds(steps)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    for step, (idx, targets) in enumerate(batches(batch, seq, labels, steps, device)):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        begin(seeds[step])
+    def one_step(idx, targets, seed):
+        begin(seed)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast and not f64), context:
             loss = forward(idx, targets)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    for step, (idx, targets) in enumerate(batches(batch, seq, labels, steps, device)):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        loss = one_step(idx, targets, seeds[step])
         end.record()
         losses.append(loss.detach())
         if 3 <= step < 13:
@@ -257,8 +290,14 @@ def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=
     if mode == "weft" and profile:
         from weft import torch_gpu
         try:
-            result["profile"] = summarize(torch_gpu.profile())
+            result["profile"] = summarize(torch_gpu.profile(), top)
         except Exception as error:  # the timings above stand without it
+            result["profile_error"] = " ".join(repr(error).split())[-600:]
+    if mode == "compiled" and profile:
+        try:
+            result["profile"] = [torch_kernel_profile(
+                lambda: one_step(idx, targets, seeds[-1]), top)]
+        except Exception as error:
             result["profile_error"] = " ".join(repr(error).split())[-600:]
     del optimizer, forward
     torch.cuda.empty_cache()
@@ -284,7 +323,8 @@ def run_model(name, args, device):
             run = train(copy.deepcopy(base), "weft" if mode == "weft_budget" else mode, spec,
                         args.check if mode == "weft_budget" else steps, device, budget=budget,
                         autocast=args.precision == "autocast",
-                        profile=args.profile and mode == "weft")
+                        profile=args.profile and mode in ("weft", "compiled"),
+                        top=args.profile_top)
             out["runs"][mode] = {**out["runs"].get(mode, {}), **run}
         except Exception as error:  # one model's failure must not hide the others
             out["runs"][mode] = {**out["runs"].get(mode, {}),
@@ -296,7 +336,8 @@ def run_model(name, args, device):
                                     if "error" not in r else r["error"][-600:]),
               f"({r['wall_s']:.0f} s)", flush=True)
         for p in r.get("profile", []):
-            print(f"  weft step entry by entry: {p['total_ms']:.2f} ms; by kind "
+            print(f"  {mode} kernels (weft: entry by entry; compiled: torch.profiler): "
+                  f"{p['total_ms']:.2f} ms; by kind "
                   + ", ".join(f"{k} {v:.2f}" for k, v in p["by_kind_ms"].items()), flush=True)
             for t in p["top"][:15]:
                 print(f"    {t['ms']:7.3f} ms  x{t['count']:<3d} {t['name']}", flush=True)
@@ -331,7 +372,10 @@ def main():
                         help="bf16 autocast over f32 parameters (the acceptance run), or "
                              "bf16 parameters without autocast")
     parser.add_argument("--profile", action="store_true",
-                        help="after Weft's steps, time its step entry by entry (3 runs)")
+                        help="after Weft's steps, time its step entry by entry (3 runs); "
+                             "torch.compile's kernels by torch.profiler")
+    parser.add_argument("--profile-top", type=int, default=25,
+                        help="kernels kept per profile (by time; same names summed)")
     parser.add_argument("--budget-fraction", type=float, default=0.6,
                         help="mode weft_budget: memory_budget = this fraction of "
                              "torch.compile's peak (run after mode compiled)")
