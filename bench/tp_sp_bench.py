@@ -40,8 +40,11 @@ From the checkout's root, with PYTHONPATH=python:
                ranks) and the memory equation per rank (below)  15 + 25 / T
         torch  PyTorch TP / TP+SP, eager and compiled, and async TP
                (torchrun tp_sp_anchors.py)                          120 / T
-        adam   the AdamW step, 3 steps from the same drawn state: the losses
-               of tp = T (+SP) against one GPU                  15 + 30 / T
+        adam   the AdamW step, 3 steps from one state (tp_sp_adam.py): the
+               losses and updated parameters, gathered, of one GPU and
+               tp = T (+SP) against PyTorch float64 and bf16 autocast, and
+               of tp = T against one GPU; the anchor, and the LLaMA-style
+               GQA model at tp = 2                            150 + 60 / T
         coll   Weft's collectives alone vs torch.distributed
                (collective_bench.py at world size T)                 25 / T
         kill   a rank killed mid-step at the largest T: the others' exit
@@ -87,6 +90,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_step_bench as gsb  # noqa: E402
 import tp_sp_phases as ph  # noqa: E402
+from tp_sp_adam import AdamCheck  # noqa: E402
 from weft.gpu.device import ship_weft_run, unpack_weft_run  # noqa: E402
 from weft.gpu.phases import REPO, run_phases  # noqa: E402
 
@@ -97,6 +101,7 @@ SMALL = gsb.SMALL  # 2 heads of 128
 LLAMA = dict(SMALL, layers=2, hidden=1024, heads=16, kv_heads=4, seq=1024, ffn_hidden=2816,
              norm="rmsnorm", mlp="swiglu", rope=True)
 FLAGS = ["--fuse-elementwise", "--fold-attention-layout"]
+ADAM_FLAGS = ["--optimizer=adamw", "--weight-copies=auto"]
 ANCHORS = os.path.join(REPO, "..", "shared", "anchors")
 TORCH_ONE = "h100x1_tp_sp_anchors_2026-11-26.json"  # PyTorch on one GPU, for efficiency
 CARRY_LIMIT = 64 * 2**20
@@ -105,7 +110,7 @@ DEFAULT_PHASES = ["grad", "time", "torch", "adam", "coll", "kill", "megatron"]
 OPTIONAL_PHASES = ["mid", "llama", "torch1", "launch", "hang"]
 # Expected seconds: (the one-GPU part, each T).
 ESTIMATE = {"grad": (25, 25), "llama": (15, 15), "mid": (90, 60), "time": (15, 25),
-            "adam": (15, 30), "torch": (0, 120), "torch1": (100, 0), "coll": (0, 25),
+            "adam": (150, 60), "torch": (0, 120), "torch1": (100, 0), "coll": (0, 25),
             "megatron": (0, 45), "kill": (0, 20), "hang": (0, 65), "launch": (0, 15)}
 
 
@@ -178,8 +183,7 @@ def prepare(args):
     os.makedirs(directory, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     configs = {"anchor": ANCHOR}
-    jobs = [("anchor", "anchor_one", []), ("anchor", "adam_one", ["--optimizer=adamw",
-                                                                  "--weight-copies=auto"])]
+    jobs = [("anchor", "anchor_one", []), ("anchor", "adam_one", ADAM_FLAGS)]
     models = {}
     for tp in tps:
         models[str(tp)] = [name for name, _ in models_at(tp, args.mid)]
@@ -188,12 +192,16 @@ def prepare(args):
                 configs[name] = config
                 jobs.append((name, f"{name}_one", []))
         for variant, grid in ph.variants(tp):
-            jobs.append(("anchor", f"adam_{variant}", grid + ["--optimizer=adamw",
-                                                               "--weight-copies=auto"]))
+            jobs.append(("anchor", f"adam_{variant}", grid + ADAM_FLAGS))
+            if tp == 2:  # the LLaMA-style GQA model's AdamW check
+                jobs.append(("llama", f"adam_llama_{variant}", grid + ADAM_FLAGS))
         for variant, grid in ph.variants(tp, "time"):
             jobs.append(("anchor", f"anchor_{variant}", grid))
         for variant, grid in ph.variants(tp, "grad"):
             jobs += [(name, f"{name}_{variant}", grid) for name in models[str(tp)]]
+    if 2 in tps:
+        configs.setdefault("llama", LLAMA)
+        jobs.append(("llama", "adam_llama_one", ADAM_FLAGS))
     for name, config in configs.items():
         gsb.generate(config, os.path.join(directory, name + ".mlir"), env)
 
@@ -360,6 +368,20 @@ def run(args):
                                       "max_abs_gap")}))
         return go
 
+    adam = AdamCheck(sh)
+
+    def adam_unit(model, variant, ranks):
+        def go():
+            if args.dry_run:
+                print(f"DRY adam3 {model} {variant} on {ranks} GPU(s)")
+                return
+            r = adam.run(model, config["configs"][model], variant, ranks)
+            results.setdefault("adam_checks", {})[f"{model}_{variant}"] = r
+            budget.log("ADAM", model, variant, "ok" if r["ok"] else "FAILED", "losses",
+                       json.dumps([round(l["weft"], 5) for l in r["losses"]]),
+                       "worst weft/torch-bf16 update error ratio", round(r["worst_ratio"], 3))
+        return go
+
     def per_tp(key, fn):
         def go(tp):
             def inner():
@@ -378,12 +400,17 @@ def run(args):
             for tp in tps:
                 if grad_names(tp, phase):
                     unit(phase, tp, gradient(grad_names(tp, phase), tp))
-        elif phase in ("time", "adam"):
-            key, fn = ("weft", ph.timing) if phase == "time" else ("adam_losses", ph.adam_losses)
-            unit(phase, 0, weft_unit(key, fn, "one", 1, phase.upper()))
+        elif phase == "time":
+            unit(phase, 0, weft_unit("weft", ph.timing, "one", 1, "TIME"))
             for tp in tps:
-                unit(phase, tp, lambda tp=tp: [weft_unit(key, fn, v, tp, phase.upper())()
+                unit(phase, tp, lambda tp=tp: [weft_unit("weft", ph.timing, v, tp, "TIME")()
                                                for v, _ in ph.variants(tp, phase)])
+        elif phase == "adam":
+            for model in ["anchor"] + (["llama"] if 2 in tps and not args.dry_run else []):
+                unit(phase, 0, adam_unit(model, "one", 1))
+                for tp in tps if model == "anchor" else [2]:
+                    unit(phase, tp, lambda m=model, tp=tp: [
+                        adam_unit(m, v, tp)() for v, _ in ph.variants(tp, phase)])
         elif phase == "torch1":
             unit(phase, 0, lambda: results.setdefault("torch", {}).update(
                 {"1": ph.torch_anchor(sh, 1, ANCHOR["seq"])}))
@@ -405,17 +432,14 @@ def run(args):
     results["memory_equation"] = {k: {"max_abs_gap": w["max_abs_gap"],
                                       "within_1_percent": w["max_abs_gap"] <= 0.01}
                                   for k, w in weft.items()}
-    if "adam_losses" in results and "one" in results["adam_losses"]:
-        one = results["adam_losses"]["one"]
-        results["adam_max_rel_diff"] = {k: max(abs(a - b) / abs(b) for a, b in zip(v, one))
-                                        for k, v in results["adam_losses"].items() if v}
     torch1 = (results.get("torch", {}).get("1") or {}).get("runs", {})
     results["torch_one"] = torch1 if "ms" in torch1.get("tp_compiled", {}) else torch_one
     results["torch_one_source"] = "measured (torch1)" if results["torch_one"] is torch1 else \
         f"../shared/anchors/{TORCH_ONE}"
     results["summary"] = {
         "gradient_checks_ok": {k: r["ok"] for k, r in results.get("gradient_checks", {}).items()},
-        "adam_max_rel_diff": results.get("adam_max_rel_diff"),
+        "adam_checks_ok": {k: (r["ok"], round(r["worst_ratio"], 3))
+                           for k, r in results.get("adam_checks", {}).items()},
         "memory_max_abs_gap": {k: round(v["max_abs_gap"], 5)
                                for k, v in results["memory_equation"].items()},
         "faults_ok": {k: {t: r.get("ok") for t, r in results[k].items()}

@@ -195,10 +195,11 @@ def equation_rows(name, rows):
 
 # ------------------------------------------------------------------ phases
 
-def data_file(directory, config, steps, name, adam=False, dry=False):
+def data_file(directory, config, steps, name, dry=False):
     """x of the model's shape, [steps, batch, seq, hidden], standard normal
-    rounded to bf16 (as f32), then the seed (and AdamW's step counter, 1 to
-    steps); one file for every grid (split inputs are sliced by the ranks)."""
+    rounded to bf16 (as f32), then the seed, for the gradient step; one file
+    for every grid (split inputs are sliced by the ranks). The AdamW step's
+    inputs: tp_sp_adam.step_inputs."""
     path = os.path.join(directory, name)
     if dry or os.path.exists(path):
         return path
@@ -208,13 +209,10 @@ def data_file(directory, config, steps, name, adam=False, dry=False):
     from weft.models.arguments import argument_specs
     from weft.models.config import ModelConfig
     n = sum(s.is_param for s in argument_specs(ModelConfig(**config)))
-    first = 3 * n if adam else n
     x = np.random.default_rng(7).standard_normal(
         (steps, config["batch"], config["seq"], config["hidden"]), dtype=np.float32)
-    values = {f"arg{first}": torch.from_numpy(x).to(torch.bfloat16).float(),
-              f"arg{first + 1}": torch.tensor(5, dtype=torch.int64)}
-    if adam:
-        values[f"arg{first + 2}"] = torch.arange(1, steps + 1, dtype=torch.int64)
+    values = {f"arg{n}": torch.from_numpy(x).to(torch.bfloat16).float(),
+              f"arg{n + 1}": torch.tensor(5, dtype=torch.int64)}
     npz.save(path, values)
     return path
 
@@ -238,13 +236,6 @@ def timing(sh, config, name, ranks):
             "in_use_gib": max(r["in_use"] for r in equation.values()) / GIB,
             "peak_gib": max((m["peak"] - m["before"]) / GIB for m in memory.values()),
             "planned_gib": memory[0]["planned"] / GIB}
-
-
-def adam_losses(sh, config, name, ranks):
-    data = data_file(sh.dir, config, 3, "anchor_x3.npz", adam=True, dry=sh.dry)
-    out = sh.weft(f"adam_{name}.weftpkg", "--steps", 3, "--init-state", 0, "--data", data,
-                  ranks=ranks, log=f"adam_{name}")
-    return None if sh.dry else [loss for loss, _ in rank_steps(out)]
 
 
 class GradientCheck:

@@ -2,9 +2,10 @@
 gradient-check instances a tp splits, weft-run's per-rank lines, the memory
 equation, the markdown rows, and run --dry-run's commands for tp 2 and 4."""
 import json
+import os
 import types
 
-from script_modules import load_script
+from script_modules import REPO, load_script
 
 b = load_script("bench/tp_sp_bench.py")
 ph = b.ph
@@ -98,3 +99,52 @@ def test_dry_run_prints_every_phase_at_tp_4_then_2(tmp_path, capsys):
     # One-GPU timing once; nothing written to DIR.
     assert sum("anchor_one.weftpkg" in l for l in runs) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "torch_one_anchor.json"]
+
+
+def test_adamw_reference_is_the_interpreters_step(tmp_path):
+    """tp_sp_adam's float64 PyTorch run (AdamW at weft-compile's defaults,
+    blocks recomputed, attention a few heads at a time) takes the inputs in
+    the order of weft's AdamW step (batch, step counter, seed) and matches
+    the reference interpreter's three steps of the same state, for the
+    anchor's architecture and a LLaMA-style GQA block."""
+    import subprocess
+    import torch
+    from harness import tool_path
+    from weft import npz
+    adam = load_script("bench/tp_sp_adam.py")
+    gsb = b.gsb
+    tiny = dict(b.ANCHOR, layers=2, hidden=64, heads=2, kv_heads=2, seq=32, ffn_hidden=128,
+                dtype="f64")
+    llama = dict(tiny, norm="rmsnorm", mlp="swiglu", rope=True, heads=8, kv_heads=2)
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    for name, config in (("gpt", tiny), ("llama", llama)):
+        ir, step = tmp_path / f"{name}.mlir", tmp_path / f"{name}_step.mlir"
+        gsb.generate(config, str(ir), env)
+        subprocess.run([tool_path("weft-compile"), str(ir), "--entry", "forward", "--train",
+                        "--optimizer=adamw", "-o", str(step)], check=True)
+        state, data = adam.step_inputs(config, str(tmp_path), name)
+        start, batch = npz.load(state), npz.load(data)
+        n, current, losses = len(start) // 3, dict(start), []
+        counter = f"arg{3 * n + len(batch) - 2}"
+        for s in range(adam.STEPS):
+            inputs = {**current, **batch, f"arg{3 * n}": batch[f"arg{3 * n}"][s],
+                      counter: batch[counter][s]}
+            npz.save(tmp_path / "in.npz", {k: v.double() if v.is_floating_point() else v
+                                           for k, v in inputs.items()})
+            subprocess.run([tool_path("weft-run"), str(step), "--entry", "forward_step",
+                            "--inputs", str(tmp_path / "in.npz"), "--outputs",
+                            str(tmp_path / "out.npz")], check=True)
+            out = npz.load(tmp_path / "out.npz")
+            losses.append(float(out["res0"]))
+            current = {f"arg{i}": out[f"res{i + 1}"] for i in range(3 * n)}
+        ref_losses, params = adam.torch_steps(config, state, data, f64=True)
+        assert ref_losses == torch.tensor(losses).tolist() or max(
+            abs(a - b) for a, b in zip(ref_losses, losses)) < 1e-12
+        for i, p in enumerate(params):
+            update = p - start[f"arg{i}"].double()
+            assert (current[f"arg{i}"].double() - p).abs().max() <= 1e-8 * update.abs().max()
+        # The rule rejects an update off by more than 2x torch bf16's error.
+        ref = {"f64_losses": ref_losses, "bf_losses": ref_losses,
+               "f64": [torch.ones(3)], "bf": [torch.ones(3) * 1.01]}
+        assert adam.compare(ref, ref_losses, [torch.ones(3) * 1.015], None)["ok"]
+        assert not adam.compare(ref, ref_losses, [torch.ones(3) * 1.03], None)["ok"]

@@ -4,6 +4,7 @@ Philox masks (weft.philox), so with dropout > 0 it still matches weft, not
 PyTorch's own dropout."""
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 from torch import nn
 
 from weft import philox
@@ -45,6 +46,9 @@ class Attention(nn.Module):
         rows = (config.heads + 2 * config.kv_heads) * config.head_dim
         self.qkv = nn.Linear(config.hidden, rows, bias=config.bias)
         self.proj = nn.Linear(config.hidden, config.hidden, bias=config.bias)
+        # Causal attention without dropout; a caller may put a memory-lean
+        # one here (a float64 reference at long sequences).
+        self.sdpa = F.scaled_dot_product_attention
 
     def forward(self, x, rope, seed):
         c = self.c
@@ -56,7 +60,7 @@ class Attention(nn.Module):
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         if c.dropout == 0.0:
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=c.group > 1)
+            o = self.sdpa(q, k, v, is_causal=True, enable_gqa=c.group > 1)
         else:
             k = k.repeat_interleave(c.group, dim=1)
             v = v.repeat_interleave(c.group, dim=1)
@@ -111,6 +115,7 @@ class Transformer(nn.Module):
         if config.pos_embedding:
             self.pos_emb = PositionEmbedding(config.seq, config.hidden)
         self.layers = nn.ModuleList(Block(config, i) for i in range(config.layers))
+        self.checkpoint_blocks = False  # recompute each block in the backward
         if tokens:
             self.norm_f = make_norm(config)
             self.lm_head = nn.Linear(config.hidden, config.vocab, bias=False)
@@ -127,7 +132,8 @@ class Transformer(nn.Module):
             rope = (rope_cos, rope_sin) if c.rope else None
             x = ids
             for block in self.layers:
-                x = block(x, rope, seed)
+                x = torch.utils.checkpoint.checkpoint(block, x, rope, seed, use_reentrant=False) \
+                    if self.checkpoint_blocks else block(x, rope, seed)
             return x.to(torch.promote_types(x.dtype, torch.float32)).pow(2).mean()
         x = self.tok_emb(ids)
         if c.pos_embedding:
