@@ -49,8 +49,8 @@ def lean_sdpa(q, k, v, is_causal=True, enable_gqa=False):
 
 
 def step_inputs(config, directory, name):
-    """DIR/NAME_state.npz (parameters as f32 masters, moments zero; drawn on
-    the GPU: the anchor has 805M parameters) and DIR/NAME_data.npz (the
+    """DIR/NAME_state.npz (the parameters as f32 masters, drawn on the GPU:
+    the anchor has 805M; weft-run --init-state gives the moments, zero) and DIR/NAME_data.npz (the
     batch of each step, the step counter 1..STEPS, then the seed: the
     order weft-autodiff gives the AdamW step's arguments after the state).
     Returns (state, data) paths; made once."""
@@ -74,9 +74,6 @@ def step_inputs(config, directory, name):
                  "norm_weight": lambda: 1.0 + 0.1 * x, "embedding": lambda: x}[spec.init]
         return scale().cpu()
     values = {f"arg{i}": draw(s) for i, s in enumerate(params)}
-    for i, s in enumerate(params):
-        values[f"arg{n + i}"] = torch.zeros(s.shape)
-        values[f"arg{2 * n + i}"] = torch.zeros(s.shape)
     npz.save(state, values)
     del values
     batch, j = {}, 3 * n
@@ -167,8 +164,8 @@ class AdamCheck:
         package = f"adam_{model}_{variant}.weftpkg" if model != "anchor" else \
             f"adam_{variant}.weftpkg"
         saved = sh.path(f"adam3_{model}_{variant}.npz")
-        out = sh.weft(package, "--steps", STEPS, "--load-state", ref["state"], "--data",
-                      ref["data"], "--save-state", saved + (".json" if ranks > 1 else ""),
+        out = sh.weft(package, "--steps", STEPS, "--load-state", ref["state"], "--init-state", 0,
+                      "--data", ref["data"], "--save-state", saved + (".json" if ranks > 1 else ""),
                       ranks=ranks, log=f"adam3_{model}_{variant}")
         if ranks > 1:
             sh.run([sh.path("weft-run"), "--gather-state", saved + ".json", "--to", saved], 1,
