@@ -127,6 +127,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("With grid: Megatron-LM sequence parallelism "
                      "(weft-place / weft-partition sequence-parallel)"),
       llvm::cl::init(false)};
+  Option<bool> coalesceCollectives{
+      *this, "coalesce-collectives",
+      llvm::cl::desc("With grid: reduce the latency-bound all-reduces (norm "
+                     "and bias gradients under sequence parallelism) as one "
+                     "bucket (weft-coalesce-collectives)"),
+      llvm::cl::init(true)};
   Option<int64_t> collectiveChunks{
       *this, "collective-chunks",
       llvm::cl::desc("With grid: chunks of each collective matmul "

@@ -63,6 +63,8 @@ static LogicalResult addAutodiffAndPartition(
     partition.sequenceParallel = options.sequenceParallel;
     pm.addPass(createPartitionPass(partition));
     pm.addNestedPass<func::FuncOp>(createHoistCollectivesPass());
+    if (options.coalesceCollectives)
+      pm.addNestedPass<func::FuncOp>(createCoalesceCollectivesPass());
   } else if (options.sequenceParallel) {
     return emitError("sequence-parallel needs a grid (e.g. grid=tp=2)");
   }

@@ -176,6 +176,11 @@ struct CompileOptions {
                "dropout and residual adds on sequence shards; reduce-scatter "
                "+ all-gather in place of all-reduce)"),
       cl::init(false), cl::cat(category)};
+  cl::opt<bool> coalesceCollectives{
+      "coalesce-collectives",
+      cl::desc("With --grid: reduce the latency-bound all-reduces (norm and "
+               "bias gradients under sequence parallelism) as one bucket"),
+      cl::init(defaults.coalesceCollectives), cl::cat(category)};
   cl::opt<int64_t> collectiveChunks{
       "collective-chunks",
       cl::desc("With --grid: chunks of each collective matmul (the all-gather "

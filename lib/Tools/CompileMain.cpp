@@ -118,6 +118,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.memoryReport = cli.memoryReport.getValue();
   options.grid = cli.grid.getValue();
   options.sequenceParallel = cli.sequenceParallel.getValue();
+  options.coalesceCollectives = cli.coalesceCollectives.getValue();
   options.collectiveChunks = cli.collectiveChunks.getValue();
   options.collectiveMatmulSides = cli.collectiveMatmulSides.getValue();
   options.inference = cli.inference.getValue();

@@ -82,6 +82,32 @@ def HoistCollectivesPass : Pass<"weft-hoist-collectives", "mlir::func::FuncOp"> 
   }];
 }
 
+def CoalesceCollectivesPass : Pass<"weft-coalesce-collectives", "mlir::func::FuncOp"> {
+  let summary = "Reduce a partitioned step's small all-reduces as one bucket";
+  let description = [{
+    On a partitioned step (weft-partition, after weft-hoist-collectives):
+    the latency-bound all-reduces (link time below twice the link's
+    latency, LinkModel: with sequence parallelism, every norm weight's and
+    row-parallel bias's gradient, partial over the sequence shards) that
+    share a grid, grid axes, reduction and element type become one
+    all-reduce of their concatenation, placed before the earliest reader,
+    as DDP's gradient buckets do: one latency instead of one per tensor.
+    A member whose result is read before another member's operand exists
+    stays alone. The pieces are flattened (weft.reshape), joined
+    (weft.concat), reduced, split (weft.split) and reshaped back. The
+    function computes the same values.
+
+    ```mlir
+    %a = shard.all_reduce %dgamma on @grid grid_axes = [0] : tensor<64xf32> -> tensor<64xf32>
+    %b = shard.all_reduce %dbeta on @grid grid_axes = [0] : tensor<64xf32> -> tensor<64xf32>
+    // becomes
+    %c = weft.concat %dgamma, %dbeta {dim = 0 : i64} : (tensor<64xf32>, tensor<64xf32>) -> tensor<128xf32>
+    %r = shard.all_reduce %c on @grid grid_axes = [0] : tensor<128xf32> -> tensor<128xf32>
+    %a, %b = weft.split %r {dim = 0 : i64, sizes = array<i64: 64, 64>} : ...
+    ```
+  }];
+}
+
 def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> {
   let summary = "Split the collectives around GEMMs into chunks that pipeline with partial GEMMs";
   let description = [{

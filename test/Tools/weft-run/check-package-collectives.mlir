@@ -1,11 +1,12 @@
 // The COLLECTIVES records of kinds 3 (all_to_all) and 4 (send_recv) in a
 // package, without a GPU: a tp = 2 package (no partitioning makes these
-// kinds yet) whose first all-reduces with an even count are edited into one
+// kinds yet; its small all-reduces left unbucketed) whose first all-reduces
+// with an even count are edited into one
 // of each, read and checked by weft-run --check and resolved per rank by
 // --dry-run; then the refusals of bad records, each naming the field and
 // its value (package/lib/PackageFormat.h: send_recv's shift in the
 // reduction slot, bits 0-23 signed, bit 24 rotate).
-// RUN: weft-compile %S/Inputs/gpt_mean_square_bf16.mlir --entry forward --train --optimizer=adamw --target=sm_90a --emit=package --grid=tp=2 --sequence-parallel --tuning-table=none -o %t.weftpkg 2>/dev/null
+// RUN: weft-compile %S/Inputs/gpt_mean_square_bf16.mlir --entry forward --train --optimizer=adamw --target=sm_90a --emit=package --grid=tp=2 --sequence-parallel --coalesce-collectives=false --tuning-table=none -o %t.weftpkg 2>/dev/null
 // RUN: %python %S/Inputs/edit_package.py %t.weftpkg %t.a2a collective 0 3 0
 // RUN: %python %S/Inputs/edit_package.py %t.a2a %t.both collective 0 4 0x1000001
 // RUN: weft-run --check --allow-missing-images %t.both | FileCheck %s

@@ -11,12 +11,12 @@
 // RUN: weft-run %t.global.mlir --entry forward_step --random-inputs --seed 3 --save-inputs %t.in.npz > /dev/null
 
 // RUN: weft-run --check %t.tp2sp.weftpkg --allow-missing-images 2>/dev/null | FileCheck %s --check-prefix=CHECK-PKG
-// CHECK-PKG: grid 2 (2 ranks, one plan), 33 collectives: 13 all_reduce 12 all_gather 8 reduce_scatter
+// CHECK-PKG: grid 2 (2 ranks, one plan), 22 collectives: 2 all_reduce 12 all_gather 8 reduce_scatter
 // CHECK-PKG: split along grid axis 0: 37 arguments, 0 results
 
 // Without WORLD_SIZE, --dry-run shows rank 0 of the package's grid.
 // RUN: weft-run %t.tp2sp.weftpkg --dry-run --data %t.in.npz | FileCheck %s --check-prefix=RANK0
-// RANK0: rank 0 of 2, 33 collectives
+// RANK0: rank 0 of 2, 22 collectives
 // RANK0: buffer 2 'arg2' parameter tensor<192x128xf32> {{.*}} arg 2 split dim 0 along grid axis 0
 // RANK0: buffer 4 'arg4' parameter tensor<128x64xf32> {{.*}} arg 4 split dim 1 along grid axis 0
 // Collectives run on stream 1 after an event from stream 0; stream 0 waits
@@ -31,7 +31,7 @@
 // RANK0-SAME: arg72 <- {{.*}}in.npz:arg72 block 0/2 of dim 1
 
 // RUN: env WORLD_SIZE=2 RANK=1 MASTER_PORT=9 weft-run %t.tp2sp.weftpkg --dry-run --data %t.in.npz | FileCheck %s --check-prefix=RANK1
-// RANK1: rank 1 of 2, 33 collectives
+// RANK1: rank 1 of 2, 22 collectives
 // RANK1: step 1: {{.*}} arg2 <- {{.*}}in.npz:arg2 block 1/2 of dim 0 {{.*}} arg4 <- {{.*}}in.npz:arg4 block 1/2 of dim 1
 
 // Refused before waiting for peers.
@@ -40,7 +40,7 @@
 // RUN: env WORLD_SIZE=2 RANK=0 MASTER_PORT=9 not weft-run %t.one.weftpkg --data %t.in.npz 2>&1 | FileCheck %s --check-prefix=ONE
 // ONE: error: rank 0: {{.*}}one.weftpkg is a one-GPU package, but this run has 2 ranks (WORLD_SIZE); compile it with weft-compile --grid=tp=2
 // RUN: not weft-run %t.tp2sp.weftpkg --data %t.in.npz 2>&1 | FileCheck %s --check-prefix=NOENV
-// NOENV: tp2sp.weftpkg: the package is a partitioned step for grid 2 (2 ranks) with 33 collectives; run it with one process per rank (weft-run --nproc-per-node 2, or under torchrun)
+// NOENV: tp2sp.weftpkg: the package is a partitioned step for grid 2 (2 ranks) with 22 collectives; run it with one process per rank (weft-run --nproc-per-node 2, or under torchrun)
 // RUN: env WORLD_SIZE=2 RANK=1 MASTER_PORT=1 not weft-run %t.tp2sp.weftpkg --data %t.in.npz --collective-timeout 1 2>&1 | FileCheck %s --check-prefix=STORE
 // STORE: error: rank 1: rank 0's store at 127.0.0.1:1 did not answer within 1 s
 // RUN: env WORLD_SIZE=2 RANK=0 not weft-run %t.tp2sp.weftpkg --data %t.in.npz 2>&1 | FileCheck %s --check-prefix=PORT
