@@ -238,6 +238,21 @@ int groupPosition(const std::vector<int64_t> &grid, uint32_t mask, int rank) {
   return int(position);
 }
 
+std::vector<int> groupMembers(const std::vector<int64_t> &grid, uint32_t mask, int rank) {
+  int world = 1;
+  for (int64_t size : grid)
+    world *= int(size);
+  int ranks = ranksAlong(grid, mask);
+  std::vector<int> members(size_t(ranks), -1);
+  // The ranks sharing every coordinate outside the mask, placed by position.
+  uint32_t outside = ~mask & ((1u << grid.size()) - 1);
+  int ours = groupPosition(grid, outside, rank);
+  for (int other = 0; other < world; ++other)
+    if (groupPosition(grid, outside, other) == ours)
+      members[size_t(groupPosition(grid, mask, other))] = other;
+  return members;
+}
+
 weft_status commForAxes(weft_comm &comm, uint32_t mask, ncclComm_t &out) {
   if (ranksAlong(comm.grid, mask) == comm.worldSize) {
     out = comm.world;

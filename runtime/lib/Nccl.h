@@ -143,6 +143,9 @@ int ranksAlong(const std::vector<int64_t> &grid, uint32_t mask);
 // its coordinates along the mask's axes, row-major (ncclCommSplit keys the
 // ranks by world rank).
 int groupPosition(const std::vector<int64_t> &grid, uint32_t mask, int rank);
+// The world ranks of world rank `rank`'s communicator of `mask` over `grid`,
+// by position in it.
+std::vector<int> groupMembers(const std::vector<int64_t> &grid, uint32_t mask, int rank);
 
 } // namespace weft::runtime
 
