@@ -120,6 +120,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.sequenceParallel = cli.sequenceParallel.getValue();
   options.collectiveChunks = cli.collectiveChunks.getValue();
   options.collectiveMatmulSides = cli.collectiveMatmulSides.getValue();
+  options.collectiveEngine = cli.collectiveEngine.getValue();
   options.inference = cli.inference.getValue();
   if (failed(weft::setWeightCopies(options, cli.weightCopies, autoCopies))) {
     usageError("--weight-copies must be converted, carried, split or auto, got '" +

@@ -514,6 +514,16 @@ WEFT_API weft_status weft_comm_shift(weft_comm *comm, const void *send, void *re
 WEFT_API weft_status weft_comm_barrier(weft_comm *comm);
 /* Waits for `stream` with the communicator's watch (errors, peers, timeout). */
 WEFT_API weft_status weft_comm_synchronize(weft_comm *comm, CUstream stream);
+/* Every rank (a collective call) maps its `bytes` at `base`, the start of
+ * one cuMemAlloc of the same size on every rank, into every other rank with
+ * CUDA IPC; weft_comm_collective's all-gathers and all-to-alls whose input
+ * lies in it then run on the copy engines, as a step's do in its arena
+ * (weft_collective_engine), at the same offsets on every rank, one at a time
+ * (one stream). `engine` as weft_step_options.collectives: copy engine
+ * forced fails naming each rank that cannot; auto maps nothing then.
+ * *active: whether the region is mapped. For benchmarks and tests. */
+WEFT_API weft_status weft_comm_map_region(weft_comm *comm, CUdeviceptr base, size_t bytes,
+                                          int engine, int *active);
 
 /* weft_step_load for a partitioned package: refuses a package whose grid has
  * another number of ranks than `comm` (naming both), splits the grid's axis

@@ -61,38 +61,6 @@ std::string inFlight(const weft_step &step) {
   return "";
 }
 
-// An all-gather of `bytes` host bytes from every world rank (the peer-arena
-// exchange), through a device buffer on stream 0, waited for with the watch.
-weft_status gatherWorld(weft_step &step, const void *mine, void *all, size_t bytes) {
-  weft_comm &comm = *step.comm;
-  const DriverApi &api = *step.api;
-  size_t total = bytes * size_t(comm.worldSize);
-  CUdeviceptr buffer = 0;
-  if (CUresult result = api.cuMemAlloc_v2(&buffer, total))
-    return failCuda(result, "cuMemAlloc (the peer-arena exchange)");
-  auto subject = [&]() { return std::string("exchanging the peer arenas' IPC handles"); };
-  CollectiveCall call;
-  call.kind = WEFT_ALL_GATHER;
-  call.send = reinterpret_cast<const void *>(uintptr_t(buffer + bytes * size_t(comm.rank)));
-  call.recv = reinterpret_cast<void *>(uintptr_t(buffer));
-  call.count = total / 4; // the records are whole 32-bit words
-  call.type = ncclFloat32;
-  call.ranks = comm.worldSize;
-  call.position = comm.rank;
-  weft_status status = WEFT_OK;
-  if (CUresult result = api.cuMemcpyHtoD_v2(buffer + bytes * size_t(comm.rank), mine, bytes))
-    status = failCuda(result, "cuMemcpyHtoD (the peer-arena exchange)");
-  if (!status)
-    status = enqueueCollective(comm, comm.world, call, step.streams[0], subject);
-  if (!status)
-    status = waitWatched(comm, queryDone(api, step.streams[0], nullptr, subject()), subject);
-  if (!status)
-    if (CUresult result = api.cuMemcpyDtoH_v2(all, buffer, total))
-      status = failCuda(result, "cuMemcpyDtoH (the peer-arena exchange)");
-  api.cuMemFree_v2(buffer);
-  return status;
-}
-
 // Maps the ranks' arenas for copy-engine collectives when the options ask
 // for them (or auto) and the package has an all-gather or all-to-all.
 weft_status preparePeerArenas(weft_step &step) {
@@ -123,7 +91,7 @@ weft_status preparePeerArenas(weft_step &step) {
   return mapPeerArenas(
       *step.api, request,
       [&](const void *mine, void *all, size_t bytes) {
-        return gatherWorld(step, mine, all, bytes);
+        return gatherHostBytes(*step.comm, step.streams[0], mine, all, bytes);
       },
       step.peers);
 }
