@@ -64,7 +64,8 @@ From the checkout's root, with PYTHONPATH=python:
       byte for byte: 15), hang (a rank stopped: the collective timeout: 65),
       ce (copy-engine all-gathers, weft-run --collectives: five anchor
       timings and the small model's outputs bit for bit against NCCL's,
-      tp_sp_copy_engine.py; needs prepare --copy-engine: 90).
+      tp_sp_copy_engine.py; needs prepare --copy-engine: 90), cefault
+      (kill and hang at the largest T with copy-engine all-gathers: 90).
       Writes DIR/results.json after every phase (and copies it with the
       commands' logs, DIR/logs/, to --out) and prints a summary and the rows
       for bench/RESULTS.md; --dry-run prints each command and runs none.
@@ -107,12 +108,12 @@ TORCH_ONE = "h100x1_tp_sp_anchors_2026-11-26.json"  # PyTorch on one GPU, for ef
 CARRY_LIMIT = 64 * 2**20
 PACKAGES = "packages.tar.xz"
 DEFAULT_PHASES = ["grad", "time", "torch", "adam", "coll", "kill", "megatron"]
-OPTIONAL_PHASES = ["mid", "llama", "torch1", "launch", "hang", "ce"]
+OPTIONAL_PHASES = ["mid", "llama", "torch1", "launch", "hang", "ce", "cefault"]
 # Expected seconds: (the one-GPU part, each T).
 ESTIMATE = {"grad": (25, 25), "llama": (15, 15), "mid": (90, 60), "time": (15, 25),
             "adam": (15, 30), "torch": (0, 120), "torch1": (100, 0), "coll": (0, 25),
             "megatron": (0, 45), "kill": (0, 20), "hang": (0, 65), "launch": (0, 15),
-            "ce": (0, 90)}
+            "ce": (0, 90), "cefault": (0, 90)}
 
 
 def fits(config, tp):
@@ -232,9 +233,7 @@ def prepare(args):
     # The collectives of the TP+SP anchor as each cost model chunks them.
     chunking = {}
     for tp in tps if args.copy_engine else []:
-        chunking[str(tp)] = {v: ce.collective_counts(os.path.join(build, "bin", "weft-run"),
-                                                     os.path.join(directory,
-                                                                  f"anchor_{v}.weftpkg"))
+        chunking[str(tp)] = {v: ce.collective_counts(packages[f"anchor_{v}.weftpkg"]["check"])
                              for v in (f"tp{tp}sp", f"tp{tp}spce")}
         print("COLLECTIVES", tp, json.dumps(chunking[str(tp)]), flush=True)
     # The packages xz-compress 15-30x (one archive: ~0.3 MB against ~28 MB),
@@ -417,6 +416,9 @@ def run(args):
             for tp in tps:
                 unit(phase, tp, per_tp("copy_engine", lambda s, t: ce.phase(
                     s, grad, t, ANCHOR, small_model(t)))(tp))
+        elif phase == "cefault":
+            unit(phase, max(tps), per_tp("copy_engine_faults", lambda s, t: ce.faults(
+                s, t, ph.data_file(s.dir, ANCHOR, 1, "anchor_x.npz", dry=s.dry)))(max(tps)))
         elif phase == "launch":
             unit(phase, max(tps), per_tp("torchrun", lambda s, t: ph.torchrun_launch(
                 s, small_model(t)[0], t))(max(tps)))

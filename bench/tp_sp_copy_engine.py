@@ -15,10 +15,15 @@ and checked: the same package's loss on both engines, and the small
 model's loss and every gradient (tpTsp, and tpTspc2 with 2 chunks forced),
 gathered from the ranks, equal bit for bit between the engines (an
 all-gather moves bytes: the engines must agree exactly), each also within
-the gradient check's bound against float64.
+the gradient check's bound against float64. The opt-in phase `cefault`
+runs tp_sp_phases.fault_test (a rank killed; a rank stopped, the others at
+the collective timeout) with the copy engine: a flag a dead peer never
+writes must end in the error, not a hang (the rank sets its own flags after
+the abort so its streams drain).
 """
+import copy
 import re
-import subprocess
+import signal
 
 import tp_sp_phases as ph
 
@@ -34,17 +39,11 @@ def timed(tp):
             (f"tp{tp}spce", "copy-engine"), (f"tp{tp}spce", "nccl")]
 
 
-def collective_counts(weft_run, package):
-    """{kind: count} of a package's collectives, from weft-run --dry-run
-    (rank 0's listing; no GPU)."""
-    out = subprocess.run([weft_run, package, "--dry-run"], capture_output=True, text=True)
-    if out.returncode:
-        return {"error": out.stderr[-300:]}
-    counts = {}
-    for m in re.finditer(r"\b(all_gather|reduce_scatter|all_reduce|all_to_all|send_recv)\b",
-                         out.stdout):
-        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-    return counts
+def collective_counts(check):
+    """{kind: count} from weft-run --check's line "65 collectives: 25
+    all_reduce 24 all_gather 16 reduce_scatter ..." (prepare keeps it)."""
+    return {kind: int(n) for n, kind in re.findall(
+        r"(\d+) (all_reduce|all_gather|reduce_scatter|all_to_all|send_recv)\b", check)}
 
 
 def outputs_equal(a, b):
@@ -94,3 +93,11 @@ def phase(sh, grad, tp, anchor, small):
                         "chunked_copy_engine_over_nccl": chunked / sp,
                         "best_tp_sp_over_tp_only": best / tp_only,
                         "ms": ms}}
+
+
+def faults(sh, tp, data):
+    """The kill and hang tests with $WEFT_COLLECTIVES=copy-engine."""
+    ce_sh = copy.copy(sh)
+    ce_sh.weft_env = dict(sh.weft_env, WEFT_COLLECTIVES="copy-engine")
+    return {"kill": ph.fault_test(ce_sh, tp, data, 60, signal.SIGKILL, "kill_test_ce"),
+            "hang": ph.fault_test(ce_sh, tp, data, 15, signal.SIGSTOP, "hang_test_ce")}
