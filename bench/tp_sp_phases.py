@@ -225,7 +225,8 @@ def timing(sh, config, name, ranks, engine=None):
     weft-run --collectives (nccl, copy-engine, auto), else its default."""
     data = data_file(sh.dir, config, 1, "anchor_x.npz", dry=sh.dry)
     free = gpu_free(sh, ranks)
-    engine_args = ["--collectives", engine] if engine else []
+    # A new engine's hang costs a minute, not the default 300 s.
+    engine_args = ["--collectives", engine, "--collective-timeout", 60] if engine else []
     out = sh.weft(f"anchor_{name}.weftpkg", "--steps", WARMUP + STEPS, "--graph", "--init-state",
                   0, "--data", data, "--print-memory", *engine_args, ranks=ranks,
                   log=f"time_{name}" + (f"_{engine}" if engine else ""))
@@ -314,7 +315,8 @@ class GradientCheck:
         out = sh.path(stem + "_out.npz")
         data = sh.path(f"{model}_data.npz") if sh.dry else self.reference(model, config)["data"]
         sh.weft(package, "--data", data, "--outputs", out + (".json" if ranks > 1 else ""),
-                *(["--collectives", engine] if engine else []), ranks=ranks, log=f"grad_{stem}")
+                *(["--collectives", engine, "--collective-timeout", 60] if engine else []),
+                ranks=ranks, log=f"grad_{stem}")
         if ranks > 1:
             sh.run([sh.path("weft-run"), "--gather-state", out + ".json", "--to", out], 1,
                    f"grad_{stem}", env=sh.weft_env)
