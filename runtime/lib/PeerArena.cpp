@@ -80,6 +80,28 @@ std::string mapPeer(const DriverApi &cuda, const PeerMapRequest &request, const 
   return "";
 }
 
+// The unblock stream, and a pull stream and join event per peer beyond the
+// first with the fork event (enqueueCopyCollective).
+weft_status createPullStreams(const DriverApi &cuda, PeerArenas &peers) {
+  if (CUresult r = cuda.cuStreamCreate(&peers.unblockStream, CU_STREAM_NON_BLOCKING))
+    return failCuda(r, "cuStreamCreate (copy-engine collectives)");
+  if (peers.worldSize <= 2)
+    return WEFT_OK;
+  if (CUresult r = cuda.cuEventCreate(&peers.forkEvent, CU_EVENT_DISABLE_TIMING))
+    return failCuda(r, "cuEventCreate (copy-engine collectives)");
+  for (int k = 0; k + 1 < peers.worldSize; ++k) {
+    CUstream pull = nullptr;
+    CUevent join = nullptr;
+    if (CUresult r = cuda.cuStreamCreate(&pull, CU_STREAM_NON_BLOCKING))
+      return failCuda(r, "cuStreamCreate (copy-engine pulls)");
+    peers.pullStreams.push_back(pull);
+    if (CUresult r = cuda.cuEventCreate(&join, CU_EVENT_DISABLE_TIMING))
+      return failCuda(r, "cuEventCreate (copy-engine pulls)");
+    peers.joinEvents.push_back(join);
+  }
+  return WEFT_OK;
+}
+
 } // namespace
 
 uint64_t flagOffset(const PeerArenas &peers, uint32_t item, FlagPhase phase, int from) {
@@ -134,11 +156,25 @@ weft_status enqueueCopyCollective(const DriverApi &cuda, const PeerArenas &peers
     }
     return WEFT_OK;
   };
-  auto copy = [&](CUdeviceptr to, CUdeviceptr from) -> weft_status {
+  auto copy = [&](CUdeviceptr to, CUdeviceptr from, CUstream on) -> weft_status {
     if (to == from)
       return WEFT_OK;
-    if (CUresult r = cuda.cuMemcpyDtoDAsync_v2(to, from, block, stream))
+    if (CUresult r = cuda.cuMemcpyDtoDAsync_v2(to, from, block, on))
       return failed(r, "cuMemcpyDtoDAsync");
+    return WEFT_OK;
+  };
+  // With more than one peer, each pull goes on a stream of its own (forked
+  // after the ready flags, joined before the done flags) so the GPU's copy
+  // engines pull from the peers at once.
+  bool fork = order.size() > 1 && peers.pullStreams.size() >= order.size();
+  auto record = [&](CUevent event, CUstream on) -> weft_status {
+    if (CUresult r = cuda.cuEventRecord(event, on))
+      return failed(r, "cuEventRecord (copy-engine fork or join)");
+    return WEFT_OK;
+  };
+  auto waitFor = [&](CUstream on, CUevent event) -> weft_status {
+    if (CUresult r = cuda.cuStreamWaitEvent(on, event, 0))
+      return failed(r, "cuStreamWaitEvent (copy-engine fork or join)");
     return WEFT_OK;
   };
   if (weft_status status = signal(FlagPhase::Ready))
@@ -149,11 +185,26 @@ weft_status enqueueCopyCollective(const DriverApi &cuda, const PeerArenas &peers
   // of the output is block `position` of peer q's input.
   bool gather = call.kind == WEFT_ALL_GATHER;
   uint64_t own = gather ? 0 : uint64_t(call.position) * block;
-  if (weft_status status = copy(call.recv + uint64_t(call.position) * block, call.send + own))
+  if (weft_status status =
+          copy(call.recv + uint64_t(call.position) * block, call.send + own, stream))
     return status;
-  for (int q : order) {
+  if (fork)
+    if (weft_status status = record(peers.forkEvent, stream))
+      return status;
+  for (size_t k = 0; k < order.size(); ++k) {
+    int q = order[k];
+    CUstream on = fork ? peers.pullStreams[k] : stream;
+    if (fork)
+      if (weft_status status = waitFor(on, peers.forkEvent))
+        return status;
     CUdeviceptr source = peers.arenas[size_t(call.members[size_t(q)])] + offset + own;
-    if (weft_status status = copy(call.recv + uint64_t(q) * block, source))
+    if (weft_status status = copy(call.recv + uint64_t(q) * block, source, on))
+      return status;
+  }
+  for (size_t k = 0; fork && k < order.size(); ++k) {
+    if (weft_status status = record(peers.joinEvents[k], peers.pullStreams[k]))
+      return status;
+    if (weft_status status = waitFor(stream, peers.joinEvents[k]))
       return status;
   }
   if (weft_status status = signal(FlagPhase::Done))
@@ -203,9 +254,9 @@ weft_status mapPeerArenas(const DriverApi &cuda, const PeerMapRequest &request,
   for (const PeerVerdict &v : verdicts)
     all &= v.ok != 0;
   if (all) {
-    if (CUresult r = cuda.cuStreamCreate(&peers.unblockStream, CU_STREAM_NON_BLOCKING)) {
+    if (weft_status status = createPullStreams(cuda, peers)) {
       releasePeerArenas(cuda, peers);
-      return failCuda(r, "cuStreamCreate (copy-engine collectives)");
+      return status;
     }
     peers.active = true;
     return WEFT_OK;
@@ -232,6 +283,15 @@ void releasePeerArenas(const DriverApi &cuda, PeerArenas &peers) {
   if (peers.unblockStream)
     cuda.cuStreamDestroy_v2(peers.unblockStream);
   peers.unblockStream = nullptr;
+  for (CUstream pull : peers.pullStreams)
+    cuda.cuStreamDestroy_v2(pull);
+  for (CUevent event : peers.joinEvents)
+    cuda.cuEventDestroy_v2(event);
+  if (peers.forkEvent)
+    cuda.cuEventDestroy_v2(peers.forkEvent);
+  peers.pullStreams.clear();
+  peers.joinEvents.clear();
+  peers.forkEvent = nullptr;
   for (int r = 0; r < int(peers.arenas.size()); ++r) {
     if (r == peers.rank)
       continue;

@@ -31,6 +31,11 @@ struct PeerArenas {
   // A non-blocking stream for unblockPeerWaits (the step's streams block on
   // the null stream, so a synchronous memset would wait behind the waits).
   CUstream unblockStream = nullptr;
+  // More than one peer: a stream per peer for the pulls (forked from the
+  // collective's stream by forkEvent, joined back by joinEvents).
+  std::vector<CUstream> pullStreams;
+  std::vector<CUevent> joinEvents;
+  CUevent forkEvent = nullptr;
 };
 
 // A collective's two handshakes: "my input is ready" and "done reading yours".
@@ -57,7 +62,8 @@ struct CopyCollective {
 bool copyEngineCan(const PeerArenas &peers, int kind, CUdeviceptr send, uint64_t sendBytes);
 
 // Enqueues `call` on `stream`: ready flags to the peers, waits for theirs
-// (each reset after), the pulls, done flags to the peers, waits for theirs
+// (each reset after), the pulls (with several peers on the pull streams,
+// forked and joined by events), done flags to the peers, waits for theirs
 // (so the input may be reused once the stream passes, as after NCCL).
 weft_status enqueueCopyCollective(const DriverApi &cuda, const PeerArenas &peers,
                                   const CopyCollective &call, CUstream stream,

@@ -36,8 +36,17 @@ CUresult fakeWait(CUstream, CUdeviceptr address, cuuint32_t value, unsigned flag
                   (flags == CU_STREAM_WAIT_VALUE_GEQ ? " >= " : " ?? ") + std::to_string(value));
   return CUDA_SUCCESS;
 }
-CUresult fakeCopy(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream) {
-  calls.push_back("copy " + hex(from) + " -> " + hex(to) + " " + std::to_string(bytes));
+CUresult fakeCopy(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream stream) {
+  calls.push_back("copy " + hex(from) + " -> " + hex(to) + " " + std::to_string(bytes) +
+                  (stream ? " on s" + hex(uintptr_t(stream)) : ""));
+  return CUDA_SUCCESS;
+}
+CUresult fakeRecord(CUevent event, CUstream stream) {
+  calls.push_back("record e" + hex(uintptr_t(event)) + " on s" + hex(uintptr_t(stream)));
+  return CUDA_SUCCESS;
+}
+CUresult fakeWaitEvent(CUstream stream, CUevent event, unsigned) {
+  calls.push_back("s" + hex(uintptr_t(stream)) + " waits e" + hex(uintptr_t(event)));
   return CUDA_SUCCESS;
 }
 
@@ -46,6 +55,8 @@ DriverApi memopDriver() {
   api.cuStreamWriteValue32_v2 = fakeWrite;
   api.cuStreamWaitValue32_v2 = fakeWait;
   api.cuMemcpyDtoDAsync_v2 = fakeCopy;
+  api.cuEventRecord = fakeRecord;
+  api.cuStreamWaitEvent = fakeWaitEvent;
   return api;
 }
 
@@ -135,6 +146,39 @@ TEST(PeerArena, FourRankAllGatherPullsInRingOrderAndSkipsAnInPlaceShard) {
   }
   EXPECT_EQ(calls[12], "write " + flag(peers, 3, 0, FlagPhase::Done, 2) + " = 1");
   EXPECT_EQ(calls.back(), "write " + flag(peers, 2, 0, FlagPhase::Done, 1) + " = 0");
+}
+
+TEST(PeerArena, SeveralPeersArePulledAtOnceOnStreamsOfTheirOwn) {
+  DriverApi api = memopDriver();
+  PeerArenas peers = mapped(0, 4, 1);
+  peers.pullStreams = {reinterpret_cast<CUstream>(0xa1), reinterpret_cast<CUstream>(0xa2),
+                       reinterpret_cast<CUstream>(0xa3)};
+  peers.joinEvents = {reinterpret_cast<CUevent>(0xb1), reinterpret_cast<CUevent>(0xb2),
+                      reinterpret_cast<CUevent>(0xb3)};
+  peers.forkEvent = reinterpret_cast<CUevent>(0xf0);
+  CopyCollective call;
+  call.kind = WEFT_ALL_GATHER;
+  call.bytes = 4 * 64;
+  call.send = peers.arenas[0];
+  call.recv = peers.arenas[0] + 0x1000;
+  call.members = {0, 1, 2, 3};
+  call.position = 0;
+  auto *main = reinterpret_cast<CUstream>(0x50);
+  calls.clear();
+  ASSERT_EQ(enqueueCopyCollective(api, peers, call, main, "ag"), WEFT_OK) << weft_last_error();
+  // After the 3 ready writes and 3 waits + resets: the own block, the fork,
+  // one pull per stream, the joins, then the done handshake on the main stream.
+  std::vector<std::string> middle(calls.begin() + 9, calls.begin() + 9 + 1 + 1 + 6 + 6);
+  std::vector<std::string> expected = {
+      "copy 1000000 -> 1001000 64 on s50", "record ef0 on s50",
+      "sa1 waits ef0", "copy 2000000 -> 1001040 64 on sa1",
+      "sa2 waits ef0", "copy 3000000 -> 1001080 64 on sa2",
+      "sa3 waits ef0", "copy 4000000 -> 10010c0 64 on sa3",
+      "record eb1 on sa1", "s50 waits eb1", "record eb2 on sa2", "s50 waits eb2",
+      "record eb3 on sa3", "s50 waits eb3"};
+  EXPECT_EQ(middle, expected);
+  EXPECT_EQ(calls[23], "write " + flag(peers, 1, 0, FlagPhase::Done, 0) + " = 1");
+  EXPECT_EQ(calls.size(), 23u + 3 + 6);
 }
 
 TEST(PeerArena, AllToAllPullsThisRanksBlockOfEachPeer) {
@@ -267,6 +311,12 @@ CUresult fakeStreamCreate(CUstream *stream, unsigned flags) {
   return CUDA_SUCCESS;
 }
 CUresult fakeStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult fakeEventCreate(CUevent *event, unsigned) {
+  static uintptr_t next = 0xe00;
+  *event = reinterpret_cast<CUevent>(++next);
+  return CUDA_SUCCESS;
+}
+CUresult fakeEventDestroy(CUevent) { return CUDA_SUCCESS; }
 
 DriverApi exchangeDriver() {
   DriverApi api = memopDriver();
@@ -283,6 +333,8 @@ DriverApi exchangeDriver() {
   api.cuIpcCloseMemHandle = fakeIpcClose;
   api.cuStreamCreate = fakeStreamCreate;
   api.cuStreamDestroy_v2 = fakeStreamDestroy;
+  api.cuEventCreate = fakeEventCreate;
+  api.cuEventDestroy_v2 = fakeEventDestroy;
   return api;
 }
 
@@ -354,7 +406,11 @@ TEST(PeerArenaExchange, FourRanksOnOneNodeMapEveryPeer) {
   EXPECT_EQ(peers.flags[0], peers.ownFlags);
   EXPECT_NE(std::find(calls.begin(), calls.end(), "can-access 0 3"), calls.end());
   EXPECT_NE(std::find(calls.begin(), calls.end(), "ipc-open 1f0000003 lazy-peer"), calls.end());
-  EXPECT_EQ(calls.back(), "stream non-blocking");
+  // The unblock stream and a pull stream per peer.
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "stream non-blocking"), 4);
+  EXPECT_EQ(peers.pullStreams.size(), 3u);
+  EXPECT_EQ(peers.joinEvents.size(), 3u);
+  EXPECT_NE(peers.forkEvent, nullptr);
 
   // After an abort: every flag set (0x01010101 >= 1), on the non-blocking stream.
   calls.clear();
