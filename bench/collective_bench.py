@@ -6,9 +6,15 @@ nccl-tests' bus bandwidth (as ../shared/anchors/nccl_anchors.py reports it;
 alltoall: algbw (n - 1) / n, sendrecv: algbw). Weft's side is the runtime's
 C API (weft_comm_init / weft_comm_collective / weft_comm_shift,
 libweft_runtime.so via ctypes) on torch's current stream; its communicator's
-NCCL id is broadcast by torch.
+NCCL id is broadcast by torch. The engine column: all-gather and all-to-all
+also on the copy engines (weft_comm_map_region: one 2 GiB region per rank
+mapped into every other with CUDA IPC, the pulls by cuMemcpyDtoDAsync, the
+ordering by flags in peer memory; what weft-run --collectives=copy-engine
+does in a step's arena), checked bit for bit against torch's results; with
+--engine nccl the column is left out.
 
   torchrun --nproc-per-node N collective_bench.py LIBWEFT_RUNTIME.so [--json OUT]
+                                                  [--engine auto|copy-engine|nccl]
 """
 import argparse
 import ctypes
@@ -22,6 +28,7 @@ SIZES_MB = [1, 4, 16, 64, 256, 1024]
 ITERS, WARMUP = 20, 5
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 0, 1, 2, 3
 WEFT_DTYPE_BF16, WEFT_REDUCE_SUM = 2, 0
+ENGINES = {"nccl": 1, "copy-engine": 2, "auto": 3}  # weft_collective_engine
 
 
 def load_runtime(path):
@@ -37,6 +44,8 @@ def load_runtime(path):
                                     ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                     ctypes.c_void_p]
     lib.weft_comm_synchronize.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.weft_comm_map_region.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t,
+                                         ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
     lib.weft_comm_free.argtypes = [ctypes.c_void_p]
     lib.weft_context_ensure.argtypes = [ctypes.c_int]
     return lib
@@ -65,6 +74,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("runtime")
     parser.add_argument("--json")
+    parser.add_argument("--engine", default="auto", choices=sorted(ENGINES))
     args = parser.parse_args()
     dist.init_process_group("nccl")
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -81,6 +91,20 @@ def main():
     comm = ctypes.c_void_p()
     check(lib, lib.weft_comm_init(uid, n, rank, 120.0, ctypes.byref(comm)), "weft_comm_init")
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    # The copy-engine region: the same size on every rank, its own allocation
+    # (the caching allocator gives a request this large a segment of its own).
+    region = None
+    if args.engine != "nccl":
+        region = torch.empty(2 * max(SIZES_MB) * (1 << 20) // 2, device="cuda",
+                             dtype=torch.bfloat16)
+        active = ctypes.c_int()
+        check(lib, lib.weft_comm_map_region(comm, region.data_ptr(), region.numel() * 2,
+                                            ENGINES[args.engine], ctypes.byref(active)),
+              "weft_comm_map_region")
+        if not active.value:
+            region = None  # auto, and a rank could not: NCCL only
+        elif rank == 0:
+            print("copy-engine region mapped over", n, "ranks", flush=True)
 
     def weft(kind, send, recv, count):
         def run():
@@ -154,19 +178,49 @@ def main():
         }
         if n == 1:
             del ops["send_recv"]
+        copy_engine = {}
+        if region is not None:
+            # In the region at the same offsets on every rank: the input
+            # first, the output after the largest input.
+            src, dst = region[:numel], region[numel: 2 * numel]
+            src.copy_(x)
+            ag_in = region[: numel // n]
+            ag_in.copy_(shard)
+            weft(ALL_GATHER, ag_in, dst, numel)()
+            check(lib, lib.weft_comm_synchronize(comm, stream), "weft_comm_synchronize")
+            ref = torch.empty_like(x)
+            dist.all_gather_into_tensor(ref, shard)
+            ce_same = {"all_gather": torch.equal(dst, ref)}
+            src.copy_(x)
+            weft(ALL_TO_ALL, src, dst, numel)()
+            check(lib, lib.weft_comm_synchronize(comm, stream), "weft_comm_synchronize")
+            dist.all_to_all_single(ref, x)
+            ce_same["all_to_all"] = torch.equal(dst, ref)
+            del ref
+            copy_engine = {"all_gather": (weft(ALL_GATHER, ag_in, dst, numel), ce_same),
+                           "all_to_all": (weft(ALL_TO_ALL, src, dst, numel), ce_same)}
         for name, (torch_fn, weft_fn, factor) in ops.items():
             t_torch, t_weft = timed(torch_fn), timed(weft_fn)
             size = numel * 2
             row = dict(op=name, MB=mb, torch_us=t_torch * 1e6, weft_us=t_weft * 1e6,
                        torch_busbw=size / t_torch / 1e9 * factor,
-                       weft_busbw=size / t_weft / 1e9 * factor, same_as_torch=same[name])
+                       weft_busbw=size / t_weft / 1e9 * factor, same_as_torch=same[name],
+                       engine="nccl")
             row["ratio"] = row["weft_busbw"] / row["torch_busbw"]
             results.append(row)
+            if name in copy_engine:
+                fn, ce_same = copy_engine[name]
+                t_ce = timed(fn)
+                results.append(dict(row, engine="copy-engine", weft_us=t_ce * 1e6,
+                                    weft_busbw=size / t_ce / 1e9 * factor,
+                                    ratio=size / t_ce / 1e9 * factor / row["torch_busbw"],
+                                    same_as_torch=ce_same[name]))
     check(lib, lib.weft_comm_synchronize(comm, stream), "weft_comm_synchronize")
     lib.weft_comm_free(comm)
     if rank == 0:
         for r in results:
-            print(f"{r['op']:15s} {r['MB']:5d} MB  torch {r['torch_busbw']:7.1f}  weft "
+            print(f"{r['op']:15s} {r['engine']:11s} {r['MB']:5d} MB  torch "
+                  f"{r['torch_busbw']:7.1f}  weft "
                   f"{r['weft_busbw']:7.1f} GB/s busbw  ratio {r['ratio']:.3f}  "
                   f"same result {r['same_as_torch']}", flush=True)
         if args.json:

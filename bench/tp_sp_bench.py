@@ -7,6 +7,7 @@ TP+SP (tp_sp_anchors.py) and, where it runs, Megatron-core, in one call.
 From the checkout's root, with PYTHONPATH=python:
 
   prepare (here, with the build):  tp_sp_bench.py prepare DIR [--tp 2,4] [--mid] [--simulate]
+                                                              [--copy-engine]
       generates the models (python -m weft.models) and compiles, for one GPU
       and for tp = T and tp = T + SP of each T (default 2): the anchor's
       gradient step (no optimizer, as the anchor times it) and AdamW step,
@@ -63,7 +64,11 @@ From the checkout's root, with PYTHONPATH=python:
       2048, prepared with --mid: 90 + 60 / T), llama (alone), torch1
       (PyTorch on one GPU, else the stored anchor gives its one-GPU times:
       100), launch (torchrun --no-python starts weft-run: the same outputs
-      byte for byte: 15), hang (a rank stopped: the collective timeout: 65).
+      byte for byte: 15), hang (a rank stopped: the collective timeout: 65),
+      ce (copy-engine all-gathers, weft-run --collectives: five anchor
+      timings and the small model's outputs bit for bit against NCCL's,
+      tp_sp_copy_engine.py; needs prepare --copy-engine: 90), cefault
+      (kill and hang at the largest T with copy-engine all-gathers: 90).
       Writes DIR/results.json after every phase (and copies it with the
       commands' logs, DIR/logs/, to --out) and prints a summary and the rows
       for bench/RESULTS.md; --dry-run prints each command and runs none.
@@ -89,6 +94,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_step_bench as gsb  # noqa: E402
+import tp_sp_copy_engine as ce  # noqa: E402
 import tp_sp_phases as ph  # noqa: E402
 from tp_sp_adam import AdamCheck  # noqa: E402
 from weft.gpu.device import ship_weft_run, unpack_weft_run  # noqa: E402
@@ -107,11 +113,12 @@ TORCH_ONE = "h100x1_tp_sp_anchors_2026-11-26.json"  # PyTorch on one GPU, for ef
 CARRY_LIMIT = 64 * 2**20
 PACKAGES = "packages.tar.xz"
 DEFAULT_PHASES = ["grad", "time", "torch", "adam", "coll", "kill", "megatron"]
-OPTIONAL_PHASES = ["mid", "llama", "torch1", "launch", "hang"]
+OPTIONAL_PHASES = ["mid", "llama", "torch1", "launch", "hang", "ce", "cefault"]
 # Expected seconds: (the one-GPU part, each T).
 ESTIMATE = {"grad": (25, 25), "llama": (15, 15), "mid": (90, 60), "time": (15, 25),
             "adam": (150, 60), "torch": (0, 120), "torch1": (100, 0), "coll": (0, 25),
-            "megatron": (0, 45), "kill": (0, 20), "hang": (0, 65), "launch": (0, 15)}
+            "megatron": (0, 45), "kill": (0, 20), "hang": (0, 65), "launch": (0, 15),
+            "ce": (0, 90), "cefault": (0, 90)}
 
 
 def fits(config, tp):
@@ -195,7 +202,8 @@ def prepare(args):
             jobs.append(("anchor", f"adam_{variant}", grid + ADAM_FLAGS))
             if tp == 2:  # the LLaMA-style GQA model's AdamW check
                 jobs.append(("llama", f"adam_llama_{variant}", grid + ADAM_FLAGS))
-        for variant, grid in ph.variants(tp, "time"):
+        for variant, grid in ph.variants(tp, "time") + (ce.variants(tp) if args.copy_engine
+                                                         else []):
             jobs.append(("anchor", f"anchor_{variant}", grid))
         for variant, grid in ph.variants(tp, "grad"):
             jobs += [(name, f"{name}_{variant}", grid) for name in models[str(tp)]]
@@ -230,6 +238,12 @@ def prepare(args):
     failed = [n for n, p in packages.items() if not p["ok"]]
     if failed:
         raise SystemExit("packages that do not compile or check: " + ", ".join(failed))
+    # The collectives of the TP+SP anchor as each cost model chunks them.
+    chunking = {}
+    for tp in tps if args.copy_engine else []:
+        chunking[str(tp)] = {v: ce.collective_counts(packages[f"anchor_{v}.weftpkg"]["check"])
+                             for v in (f"tp{tp}sp", f"tp{tp}spce")}
+        print("COLLECTIVES", tp, json.dumps(chunking[str(tp)]), flush=True)
     # The packages xz-compress 15-30x (one archive: ~0.3 MB against ~28 MB),
     # which keeps DIR within a device call's carry; run unpacks them.
     with tarfile.open(os.path.join(directory, PACKAGES), "w:xz") as tar:
@@ -250,7 +264,7 @@ def prepare(args):
                             capture_output=True, text=True).stdout.strip()
     config = {"tps": tps, "tp": max(tps), "models": models, "configs": configs, "mid": args.mid,
               "megatron_script": os.path.exists(megatron), "commit": commit,
-              "packages": packages,
+              "packages": packages, "copy_engine_chunking": chunking,
               "simulate": simulate(build, directory, tps, env) if args.simulate else None}
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
@@ -425,6 +439,13 @@ def run(args):
                 s, t, ph.data_file(s.dir, ANCHOR, 1, "anchor_x.npz", dry=s.dry),
                 *((60,) if phase == "kill" else (15, ph.signal.SIGSTOP, "hang_test"))))(
                 max(tps)))
+        elif phase == "ce":
+            for tp in tps:
+                unit(phase, tp, per_tp("copy_engine", lambda s, t: ce.phase(
+                    s, grad, t, ANCHOR, small_model(t)))(tp))
+        elif phase == "cefault":
+            unit(phase, max(tps), per_tp("copy_engine_faults", lambda s, t: ce.faults(
+                s, t, ph.data_file(s.dir, ANCHOR, 1, "anchor_x.npz", dry=s.dry)))(max(tps)))
         elif phase == "launch":
             unit(phase, max(tps), per_tp("torchrun", lambda s, t: ph.torchrun_launch(
                 s, small_model(t)[0], t))(max(tps)))
@@ -465,6 +486,9 @@ def options(parser):
                         help="prepare: the gradient check at the anchor's width, seq 2048")
     parser.add_argument("--simulate", action="store_true",
                         help="prepare: check the small instances on simulated ranks")
+    parser.add_argument("--copy-engine", action="store_true",
+                        help="prepare: add the TP+SP anchor compiled for copy-engine "
+                        "all-gathers (--collective-engine=copy-engine), for the ce phase")
     parser.add_argument("--only", help="run: these phases only, comma-separated, of " +
                         ",".join(DEFAULT_PHASES + OPTIONAL_PHASES))
     parser.add_argument("--with", dest="with_phases",

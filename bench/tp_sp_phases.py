@@ -217,13 +217,17 @@ def data_file(directory, config, steps, name, dry=False):
     return path
 
 
-def timing(sh, config, name, ranks):
+def timing(sh, config, name, ranks, engine=None):
     """Median wall of STEPS graph replays after WARMUP (max over ranks) and
-    the memory equation per rank of one gradient-step package."""
+    the memory equation per rank of one gradient-step package; `engine`:
+    weft-run --collectives (nccl, copy-engine, auto), else its default."""
     data = data_file(sh.dir, config, 1, "anchor_x.npz", dry=sh.dry)
     free = gpu_free(sh, ranks)
+    # A new engine's hang costs a minute, not the default 300 s.
+    engine_args = ["--collectives", engine, "--collective-timeout", 60] if engine else []
     out = sh.weft(f"anchor_{name}.weftpkg", "--steps", WARMUP + STEPS, "--graph", "--init-state",
-                  0, "--data", data, "--print-memory", ranks=ranks, log=f"time_{name}")
+                  0, "--data", data, "--print-memory", *engine_args, ranks=ranks,
+                  log=f"time_{name}" + (f"_{engine}" if engine else ""))
     if sh.dry:
         return None
     per_rank = [rank_steps(out, r) for r in range(ranks)]
@@ -235,7 +239,14 @@ def timing(sh, config, name, ranks):
             "max_abs_gap": max(abs(r["gap"]) for r in equation.values()),
             "in_use_gib": max(r["in_use"] for r in equation.values()) / GIB,
             "peak_gib": max((m["peak"] - m["before"]) / GIB for m in memory.values()),
-            "planned_gib": memory[0]["planned"] / GIB}
+            "planned_gib": memory[0]["planned"] / GIB, "collectives": collective_engine(out)}
+
+
+def collective_engine(stdout):
+    """What weft-run said its all-gathers ran on: "copy-engine", "nccl", or
+    None (a one-GPU run)."""
+    m = re.search(r"^\[rank 0\] collectives: (.*)$", stdout, re.M)
+    return None if not m else ("copy-engine" if "copy engines" in m.group(1) else "nccl")
 
 
 class GradientCheck:
@@ -287,12 +298,15 @@ class GradientCheck:
                                 names=[s.name for s in specs if s.is_param], config=config)
         return self.refs[model]
 
-    def check(self, model, config, package, ranks):
+    def check(self, model, config, package, ranks, engine=None):
+        """`engine`: weft-run --collectives; its outputs go to
+        STEM_ENGINE_out.npz (compared bit for bit across engines)."""
         sh = self.sh
-        stem = package[:-8]
+        stem = package[:-8] + (f"_{engine}" if engine else "")
         out = sh.path(stem + "_out.npz")
         data = sh.path(f"{model}_data.npz") if sh.dry else self.reference(model, config)["data"]
         sh.weft(package, "--data", data, "--outputs", out + (".json" if ranks > 1 else ""),
+                *(["--collectives", engine, "--collective-timeout", 60] if engine else []),
                 ranks=ranks, log=f"grad_{stem}")
         if ranks > 1:
             sh.run([sh.path("weft-run"), "--gather-state", out + ".json", "--to", out], 1,
@@ -316,7 +330,8 @@ class GradientCheck:
         worst = max(r["weft_rel_err"] / max(r["torch_bf16_rel_err"], 1e-30) for r in rows)
         return {"ok": bool(loss_ok and all(r["ok"] for r in rows)), "worst_ratio": worst,
                 "loss": {"weft": weft_loss, "torch_f64": f64_loss, "torch_bf16": bf_loss,
-                         "ok": bool(loss_ok)}, "gradients": rows, "config": config}
+                         "ok": bool(loss_ok)}, "gradients": rows, "config": config,
+                "outputs": out}
 
 
 def torch_anchor(sh, ranks, seq):

@@ -144,6 +144,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("With grid: which collectives weft-collective-matmul "
                      "chunks: both, gather or scatter"),
       llvm::cl::init("both")};
+  Option<std::string> collectiveEngine{
+      *this, "collective-engine",
+      llvm::cl::desc("With grid: what will run the all-gathers (weft-run "
+                     "--collectives), for weft-collective-matmul's cost "
+                     "model: nccl or copy-engine"),
+      llvm::cl::init("nccl")};
   Option<std::string> gemmWorkspace{
       *this, "gemm-workspace",
       llvm::cl::desc("cuBLASLt workspace cap (e.g. 32MiB): every linear / "

@@ -210,6 +210,10 @@ int loadStep(const RunPackageOptions &options, LoadedStep &loaded) {
   stepOptions.device = options.device;
   stepOptions.graph = options.graph;
   stepOptions.debug_buffers = options.debugBuffers;
+  stepOptions.collectives = options.collectives == "nccl"          ? WEFT_COLLECTIVES_NCCL
+                            : options.collectives == "copy-engine" ? WEFT_COLLECTIVES_COPY_ENGINE
+                            : options.collectives == "auto"        ? WEFT_COLLECTIVES_AUTO
+                                                                   : WEFT_COLLECTIVES_DEFAULT;
   weft_step *raw = nullptr;
   weft_status status;
   if (int code = joinRun(options, bytes, loaded, stepOptions))
@@ -244,6 +248,13 @@ int loadStep(const RunPackageOptions &options, LoadedStep &loaded) {
                                   (options.dryRun ? "prepare" : "load") + " the step (" +
                                   weft_status_name(status) + "): " + weft_last_error());
 
+  int engine = WEFT_COLLECTIVES_NCCL;
+  if (loaded.comm && loaded.env->rank == 0 && !weft_step_collective_engine(raw, &engine))
+    llvm::outs() << "[rank 0] collectives: "
+                 << (engine == WEFT_COLLECTIVES_COPY_ENGINE
+                         ? "all-gathers and all-to-alls on the copy engines (peer-mapped "
+                           "arenas), reductions on NCCL\n"
+                         : "NCCL\n");
   int axes = 0;
   long long dims[WEFT_STEP_MAX_RANK];
   weft_step_grid(raw, &axes, dims, &loaded.layout.splitAxis);

@@ -135,6 +135,11 @@ std::optional<CollectiveMatmul> matchScatter(shard::ReduceScatterOp scatter,
 constexpr int64_t kMinRows = 128;
 constexpr double kPartialGemmSeconds = 4e-6;
 constexpr double kChunkSeconds = 50e-6;
+/// An all-gather chunk on the copy engines (weft-run --collectives=
+/// copy-engine): the ready and done flag handshakes over NVLink (stream
+/// memory operations, ~1-2 us each) and the start of its pulls; it takes no
+/// SMs. An estimate until measured on the GPUs.
+constexpr double kCopyEngineChunkSeconds = 8e-6;
 constexpr int64_t kMaxChunks = 8;
 
 /// Whether `chunks` chunks of `match` keep every partial GEMM's and
@@ -151,16 +156,16 @@ bool fits(const CollectiveMatmul &match, int64_t chunks, int64_t minRows) {
 
 /// The pipeline's time with `chunks` chunks: the first chunk's collective
 /// (a gather) or the last's (a scatter) is exposed, the others overlap the
-/// partial GEMMs; each chunk pays the link's latency and kChunkSeconds, and
+/// partial GEMMs; each chunk pays the link's latency and `chunkSeconds`, and
 /// each of its `ranks` partial GEMMs kPartialGemmSeconds.
 double pipelineSeconds(const CollectiveMatmul &match, int64_t chunks, double link,
-                       double latency, double compute) {
+                       double latency, double compute, double chunkSeconds) {
   double chunk = (link - latency) / double(chunks) + latency;
   double gemm = compute / double(chunks);
   if (chunks == 1)
     return link + compute;
   return chunk + gemm + double(chunks - 1) * std::max(chunk, gemm) +
-         double(chunks * match.ranks) * kPartialGemmSeconds + double(chunks) * kChunkSeconds;
+         double(chunks * match.ranks) * kPartialGemmSeconds + double(chunks) * chunkSeconds;
 }
 
 struct CollectiveMatmulPass
@@ -173,10 +178,14 @@ struct CollectiveMatmulPass
     LinkModel link;
     double seconds = getCollectiveSeconds(match.collective, symbols, link);
     double compute = getComputeSeconds(match.gemm);
+    double chunkSeconds =
+        match.gather && engine == "copy-engine" ? kCopyEngineChunkSeconds : kChunkSeconds;
     int64_t best = 1;
-    double bestSeconds = pipelineSeconds(match, 1, seconds, link.latencySeconds, compute);
+    double bestSeconds =
+        pipelineSeconds(match, 1, seconds, link.latencySeconds, compute, chunkSeconds);
     for (int64_t count = 2; count <= kMaxChunks; count *= 2) {
-      double time = pipelineSeconds(match, count, seconds, link.latencySeconds, compute);
+      double time =
+          pipelineSeconds(match, count, seconds, link.latencySeconds, compute, chunkSeconds);
       if (fits(match, count, kMinRows) && time < bestSeconds)
         best = count, bestSeconds = time;
     }
@@ -188,6 +197,11 @@ struct CollectiveMatmulPass
     if (sides != "both" && sides != "gather" && sides != "scatter") {
       func.emitError("weft-collective-matmul: sides '")
           << sides << "' is not both, gather or scatter";
+      return signalPassFailure();
+    }
+    if (engine != "nccl" && engine != "copy-engine") {
+      func.emitError("weft-collective-matmul: engine '")
+          << engine << "' is not nccl or copy-engine";
       return signalPassFailure();
     }
     if (!func->hasAttr(WeftDialect::kGridAttr) || func.getBody().empty() || chunks == 0)

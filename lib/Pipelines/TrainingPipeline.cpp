@@ -178,6 +178,7 @@ LogicalResult weft::buildTrainingPipeline(
     CollectiveMatmulPassOptions matmul;
     matmul.chunks = options.collectiveChunks;
     matmul.sides = options.collectiveMatmulSides;
+    matmul.engine = options.collectiveEngine;
     pm.addNestedPass<func::FuncOp>(createCollectiveMatmulPass(matmul));
   }
 

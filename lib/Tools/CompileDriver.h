@@ -193,6 +193,12 @@ struct CompileOptions {
                "gather (the all-gathers before GEMMs) or scatter (the "
                "reduce-scatters after them)"),
       cl::init("both"), cl::cat(category)};
+  cl::opt<std::string> collectiveEngine{
+      "collective-engine",
+      cl::desc("With --grid: what will run the all-gathers (weft-run "
+               "--collectives), for collective matmul's cost model: nccl (50 us "
+               "of SM time a chunk) or copy-engine (a few us a chunk, no SMs)"),
+      cl::init("nccl"), cl::cat(category)};
   cl::opt<std::string> memoryReport{
       "memory-report", cl::desc("Write the memory and FLOP report as JSON, or (a path ending in .html) the memory plan drawn as a self-contained page"),
       cl::value_desc("file.json"), cl::cat(category)};

@@ -121,6 +121,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.coalesceCollectives = cli.coalesceCollectives.getValue();
   options.collectiveChunks = cli.collectiveChunks.getValue();
   options.collectiveMatmulSides = cli.collectiveMatmulSides.getValue();
+  options.collectiveEngine = cli.collectiveEngine.getValue();
   options.inference = cli.inference.getValue();
   if (failed(weft::setWeightCopies(options, cli.weightCopies, autoCopies))) {
     usageError("--weight-copies must be converted, carried, split or auto, got '" +

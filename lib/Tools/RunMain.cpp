@@ -161,6 +161,13 @@ cl::opt<double> collectiveTimeout(
     cl::desc("Seconds a rank waits for a collective, a peer or the rendezvous before it "
              "aborts the communicators and fails (default 300)"),
     cl::init(300), cl::cat(packageCategory));
+cl::opt<std::string> collectiveEngine(
+    "collectives",
+    cl::desc("How a partitioned step moves its all-gathers and all-to-alls: nccl, "
+             "copy-engine (CUDA IPC peer-mapped arenas, the GPUs' copy engines: every rank on "
+             "this node with peer access) or auto (the copy engine when every rank can use "
+             "it); default $WEFT_COLLECTIVES, else nccl"),
+    cl::value_desc("ENGINE"), cl::cat(packageCategory));
 cl::opt<std::string> gatherState(
     "gather-state",
     cl::desc("Gather the per-rank shards of INDEX (a multi-GPU --save-state or "
@@ -342,6 +349,7 @@ int runPackageFile() {
   options.device = deviceOrdinal;
   options.deviceGiven = deviceOrdinal.getNumOccurrences() > 0;
   options.collectiveTimeout = collectiveTimeout;
+  options.collectives = collectiveEngine;
   options.initState = initState;
   options.timeSegments = timeSegmentRuns;
   options.timingJson = timingJson;
@@ -548,6 +556,10 @@ int weft::weftRunMain(int argc, char **argv) {
   if (!(collectiveTimeout > 0))
     return fail(kExitUsage, "--collective-timeout takes a positive number of seconds, got " +
                                 std::to_string(double(collectiveTimeout)));
+  if (!collectiveEngine.empty() && collectiveEngine != "nccl" &&
+      collectiveEngine != "copy-engine" && collectiveEngine != "auto")
+    return fail(kExitUsage, "--collectives takes nccl, copy-engine or auto, got '" +
+                                collectiveEngine + "'");
   if (!gatherState.empty() || !splitState.empty())
     return runShardTool();
   if (checkPackage)

@@ -150,3 +150,40 @@ def test_adamw_reference_is_the_interpreters_step(tmp_path):
                "f64": [torch.ones(3)], "bf": [torch.ones(3) * 1.01]}
         assert adam.compare(ref, ref_losses, [torch.ones(3) * 1.015], None)["ok"]
         assert not adam.compare(ref, ref_losses, [torch.ones(3) * 1.03], None)["ok"]
+
+
+def test_dry_run_of_the_copy_engine_phase(tmp_path, capsys):
+    """The ce phase: the anchor on both engines (and its copy-engine-chunked
+    package), the small model's tpTsp and tpTspc2 on both engines."""
+    models = {"4": ["small_h4", "llama"]}
+    configs = {"anchor": b.ANCHOR, "small_h4": b.small_model(4)[1], "llama": b.LLAMA}
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"tps": [4], "tp": 4, "models": models, "configs": configs}))
+    (tmp_path / "torch_one_anchor.json").write_text(json.dumps(
+        {"runs": {"tp_compiled": {"ms": 78.9}}}))
+    args = types.SimpleNamespace(dir=str(tmp_path), budget=540, only="ce", with_phases=None,
+                                 tp=None, out=None, dry_run=True)
+    assert b.run(args) == 0
+    runs = [l for l in capsys.readouterr().out.splitlines() if l.startswith("DRY")]
+    for package, engine in [("tp4", "nccl"), ("tp4sp", "nccl"), ("tp4sp", "copy-engine"),
+                            ("tp4spce", "copy-engine"), ("tp4spce", "nccl")]:
+        assert sum(f"anchor_{package}.weftpkg --nproc-per-node 4" in l and
+                   f"--collectives {engine}" in l for l in runs) == 1, (package, engine)
+    for variant in ("tp4sp", "tp4spc2"):
+        for engine in ("nccl", "copy-engine"):
+            assert any(f"small_h4_{variant}.weftpkg --nproc-per-node 4" in l and
+                       f"small_h4_{variant}_{engine}_out.npz.json" in l and
+                       f"--collectives {engine}" in l for l in runs), (variant, engine)
+
+
+def test_dry_run_of_the_copy_engine_faults(tmp_path, capsys):
+    models = {"2": ["small"]}
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"tps": [2], "tp": 2, "models": models, "configs": {"anchor": b.ANCHOR, "small": b.SMALL}}))
+    (tmp_path / "torch_one_anchor.json").write_text(json.dumps(
+        {"runs": {"tp_compiled": {"ms": 78.9}}}))
+    args = types.SimpleNamespace(dir=str(tmp_path), budget=540, only="cefault", with_phases=None,
+                                 tp=None, out=None, dry_run=True)
+    assert b.run(args) == 0
+    out = capsys.readouterr().out
+    assert "DRY [kill_test_ce]" in out and "DRY [hang_test_ce]" in out

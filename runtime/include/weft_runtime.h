@@ -274,7 +274,25 @@ typedef struct weft_step_options {
    * debug_buffers. 0 (and arena_bytes 0): one cuMemAlloc of the planned size. */
   CUdeviceptr arena;
   size_t arena_bytes;
+  /* How a partitioned step moves its all-gathers and all-to-alls
+   * (weft_collective_engine): 0 takes $WEFT_COLLECTIVES ("nccl",
+   * "copy-engine", "auto"; unset: NCCL). Every rank must choose the same. */
+  int collectives;
 } weft_step_options;
+
+/* The engine of a partitioned step's data-movement collectives. Copy
+ * engine: every rank's arena is mapped into every other rank's context
+ * (CUDA IPC, one node, peer access between every pair of devices), and an
+ * all-gather or all-to-all pulls the peers' blocks with cuMemcpyDtoDAsync
+ * (the GPU's copy engines, no SMs), ordered by flags the ranks write into
+ * each other's memory with stream memory operations; reductions stay on
+ * NCCL. Auto: the copy engine when every rank can use it, else NCCL. */
+typedef enum weft_collective_engine {
+  WEFT_COLLECTIVES_DEFAULT = 0,
+  WEFT_COLLECTIVES_NCCL = 1,
+  WEFT_COLLECTIVES_COPY_ENGINE = 2,
+  WEFT_COLLECTIVES_AUTO = 3
+} weft_collective_engine;
 
 /* sizeof(weft_step_options) as the library was compiled, for bindings. */
 WEFT_API size_t weft_step_options_size(void);
@@ -496,6 +514,16 @@ WEFT_API weft_status weft_comm_shift(weft_comm *comm, const void *send, void *re
 WEFT_API weft_status weft_comm_barrier(weft_comm *comm);
 /* Waits for `stream` with the communicator's watch (errors, peers, timeout). */
 WEFT_API weft_status weft_comm_synchronize(weft_comm *comm, CUstream stream);
+/* Every rank (a collective call) maps its `bytes` at `base`, the start of
+ * one cuMemAlloc of the same size on every rank, into every other rank with
+ * CUDA IPC; weft_comm_collective's all-gathers and all-to-alls whose input
+ * lies in it then run on the copy engines, as a step's do in its arena
+ * (weft_collective_engine), at the same offsets on every rank, one at a time
+ * (one stream). `engine` as weft_step_options.collectives: copy engine
+ * forced fails naming each rank that cannot; auto maps nothing then.
+ * *active: whether the region is mapped. For benchmarks and tests. */
+WEFT_API weft_status weft_comm_map_region(weft_comm *comm, CUdeviceptr base, size_t bytes,
+                                          int engine, int *active);
 
 /* weft_step_load for a partitioned package: refuses a package whose grid has
  * another number of ranks than `comm` (naming both), splits the grid's axis
@@ -515,6 +543,9 @@ WEFT_API weft_status weft_step_grid(const weft_step *step, int *axes,
 /* The dimension of the whole (global) tensor that buffer `index` holds this
  * rank's block of, along the grid's split axis; -1 when replicated. */
 WEFT_API weft_status weft_step_buffer_split(const weft_step *step, size_t index, int *dim);
+/* The engine a loaded partitioned step's all-gathers and all-to-alls use:
+ * WEFT_COLLECTIVES_NCCL or WEFT_COLLECTIVES_COPY_ENGINE (auto resolved). */
+WEFT_API weft_status weft_step_collective_engine(const weft_step *step, int *engine);
 
 #ifdef __cplusplus
 }

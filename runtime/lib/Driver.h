@@ -54,7 +54,16 @@ namespace weft::runtime {
   X(cuGraphInstantiateWithFlags)                                                                   \
   X(cuGraphLaunch)                                                                                 \
   X(cuGraphExecDestroy)                                                                            \
-  X(cuGraphDestroy)
+  X(cuGraphDestroy)                                                                                \
+  X(cuDeviceGetPCIBusId)                                                                           \
+  X(cuDeviceGetByPCIBusId)                                                                         \
+  X(cuDeviceCanAccessPeer)                                                                         \
+  X(cuIpcGetMemHandle)                                                                             \
+  X(cuIpcOpenMemHandle_v2)                                                                         \
+  X(cuIpcCloseMemHandle)                                                                           \
+  X(cuStreamWriteValue32_v2)                                                                       \
+  X(cuStreamWaitValue32_v2)                                                                        \
+  X(cuMemGetAddressRange_v2)
 
 // Newer (CUDA 12.4+) entry points that only improve checks and messages, and
 // the event timing of weft_step_run_timed (cuEventElapsedTime_v2: CUDA 12.8+);

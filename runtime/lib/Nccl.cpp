@@ -238,6 +238,21 @@ int groupPosition(const std::vector<int64_t> &grid, uint32_t mask, int rank) {
   return int(position);
 }
 
+std::vector<int> groupMembers(const std::vector<int64_t> &grid, uint32_t mask, int rank) {
+  int world = 1;
+  for (int64_t size : grid)
+    world *= int(size);
+  int ranks = ranksAlong(grid, mask);
+  std::vector<int> members(size_t(ranks), -1);
+  // The ranks sharing every coordinate outside the mask, placed by position.
+  uint32_t outside = ~mask & ((1u << grid.size()) - 1);
+  int ours = groupPosition(grid, outside, rank);
+  for (int other = 0; other < world; ++other)
+    if (groupPosition(grid, outside, other) == ours)
+      members[size_t(groupPosition(grid, mask, other))] = other;
+  return members;
+}
+
 weft_status commForAxes(weft_comm &comm, uint32_t mask, ncclComm_t &out) {
   if (ranksAlong(comm.grid, mask) == comm.worldSize) {
     out = comm.world;
@@ -414,6 +429,36 @@ weft_status enqueueCollective(weft_comm &comm, ncclComm_t nccl, const Collective
   return WEFT_OK;
 }
 
+weft_status gatherHostBytes(weft_comm &comm, CUstream stream, const void *mine, void *all,
+                            size_t bytes) {
+  const DriverApi &api = *comm.cuda;
+  size_t total = bytes * size_t(comm.worldSize);
+  CUdeviceptr buffer = 0;
+  if (CUresult result = api.cuMemAlloc_v2(&buffer, total))
+    return failCuda(result, "cuMemAlloc (the peer-arena exchange)");
+  auto subject = [] { return std::string("exchanging the peer arenas' IPC handles"); };
+  CollectiveCall call;
+  call.kind = WEFT_ALL_GATHER;
+  call.send = reinterpret_cast<const void *>(uintptr_t(buffer + bytes * size_t(comm.rank)));
+  call.recv = reinterpret_cast<void *>(uintptr_t(buffer));
+  call.count = total / 4; // the records are whole 32-bit words
+  call.type = ncclFloat32;
+  call.ranks = comm.worldSize;
+  call.position = comm.rank;
+  weft_status status = WEFT_OK;
+  if (CUresult result = api.cuMemcpyHtoD_v2(buffer + bytes * size_t(comm.rank), mine, bytes))
+    status = failCuda(result, "cuMemcpyHtoD (the peer-arena exchange)");
+  if (!status)
+    status = enqueueCollective(comm, comm.world, call, stream, subject);
+  if (!status)
+    status = waitWatched(comm, queryDone(api, stream, nullptr, subject()), subject);
+  if (!status)
+    if (CUresult result = api.cuMemcpyDtoH_v2(all, buffer, total))
+      status = failCuda(result, "cuMemcpyDtoH (the peer-arena exchange)");
+  api.cuMemFree_v2(buffer);
+  return status;
+}
+
 // Splits the world into the communicators of each axes mask of `masks` over
 // `grid` (row-major ranks, the last axis fastest): ranks with the same
 // coordinates outside the mask share one. Every rank calls this with the
@@ -568,6 +613,9 @@ weft_status weft_comm_free(weft_comm *comm) {
       return WEFT_OK;
     std::unique_ptr<weft_comm> owned(comm);
     weft_status status = WEFT_OK;
+    if (comm->aborted)
+      unblockPeerWaits(*comm->cuda, comm->region);
+    releasePeerArenas(*comm->cuda, comm->region);
     if (comm->barrierStream)
       comm->cuda->cuStreamDestroy_v2(comm->barrierStream);
     if (comm->barrierBuffer)
@@ -623,9 +671,23 @@ weft_status weft_comm_collective(weft_comm *comm, weft_collective_kind kind, con
     call.op = ncclOpOf(reduction);
     call.ranks = comm->worldSize;
     call.position = comm->rank;
-    return enqueueCollective(*comm, comm->world, call, stream, [&]() {
-      return format("%s of %zu elements", names[kind], count);
-    });
+    auto subject = [&]() { return format("%s of %zu elements", names[kind], count); };
+    uint64_t bytes = uint64_t(count) * typeBytes(type);
+    uint64_t sendBytes = kind == WEFT_ALL_GATHER ? bytes / uint64_t(comm->worldSize) : bytes;
+    CUdeviceptr sendPointer = CUdeviceptr(uintptr_t(send));
+    if (count % size_t(comm->worldSize) == 0 &&
+        copyEngineCan(comm->region, kind, sendPointer, sendBytes)) {
+      CopyCollective copy;
+      copy.kind = kind;
+      copy.send = sendPointer;
+      copy.recv = CUdeviceptr(uintptr_t(recv));
+      copy.bytes = bytes;
+      for (int r = 0; r < comm->worldSize; ++r)
+        copy.members.push_back(r);
+      copy.position = comm->rank;
+      return enqueueCopyCollective(*comm->cuda, comm->region, copy, stream, subject());
+    }
+    return enqueueCollective(*comm, comm->world, call, stream, subject);
   });
 }
 

@@ -13,6 +13,7 @@
 #include "weft_runtime.h"
 
 #include "Driver.h"
+#include "PeerArena.h"
 
 #include <nccl.h>
 
@@ -75,6 +76,9 @@ struct weft_comm {
   std::atomic<bool> peerFailed{false};
   std::mutex peerMutex;
   std::string peerMessage;
+  // weft_comm_map_region: every rank's region, for weft_comm_collective's
+  // copy-engine all-gathers and all-to-alls (inactive until mapped).
+  weft::runtime::PeerArenas region;
 };
 
 namespace weft::runtime {
@@ -96,6 +100,12 @@ weft_status waitWatched(weft_comm &comm, const std::function<int()> &done,
 // naming `what`).
 std::function<int()> queryDone(const DriverApi &cuda, CUstream stream, CUevent event,
                                std::string what);
+
+// An all-gather of `bytes` host bytes from every rank of the world, in rank
+// order, into `all` (worldSize * bytes), through a device buffer on
+// `stream`, waited for with the watch: the peer-arena handle exchange.
+weft_status gatherHostBytes(weft_comm &comm, CUstream stream, const void *mine, void *all,
+                            size_t bytes);
 
 // The communicator of grid axes `mask` (bit i: axis i); the world's when the
 // mask covers every axis of a one-communicator grid.
@@ -143,6 +153,9 @@ int ranksAlong(const std::vector<int64_t> &grid, uint32_t mask);
 // its coordinates along the mask's axes, row-major (ncclCommSplit keys the
 // ranks by world rank).
 int groupPosition(const std::vector<int64_t> &grid, uint32_t mask, int rank);
+// The world ranks of world rank `rank`'s communicator of `mask` over `grid`,
+// by position in it.
+std::vector<int> groupMembers(const std::vector<int64_t> &grid, uint32_t mask, int rank);
 
 } // namespace weft::runtime
 

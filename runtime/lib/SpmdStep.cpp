@@ -61,6 +61,41 @@ std::string inFlight(const weft_step &step) {
   return "";
 }
 
+// Maps the ranks' arenas for copy-engine collectives when the options ask
+// for them (or auto) and the package has an all-gather or all-to-all.
+weft_status preparePeerArenas(weft_step &step) {
+  const PreparedStep &prepared = step.prepared;
+  int engine = WEFT_COLLECTIVES_NCCL;
+  if (weft_status status = resolveCollectiveEngine(prepared.options.collectives, engine))
+    return status;
+  bool moves = false;
+  for (const pkg::Collective &c : prepared.package.collectives)
+    moves |= c.kind == pkg::CollectiveKind::AllGather || c.kind == pkg::CollectiveKind::AllToAll;
+  if (engine == WEFT_COLLECTIVES_NCCL || !moves)
+    return WEFT_OK;
+  PeerMapRequest request;
+  request.engine = engine;
+  request.rank = step.comm->rank;
+  request.worldSize = step.comm->worldSize;
+  if (weft_status status = currentDevice(*step.api, request.device, "weft_step_load_spmd"))
+    return status;
+  request.arena = step.arena;
+  request.arenaBytes = prepared.arenaBytes;
+  request.flagItems = uint32_t(prepared.package.collectives.size());
+  if (prepared.options.debug_buffers)
+    request.refusal = format("rank %d allocates each buffer on its own (debug_buffers)",
+                             request.rank);
+  else if (prepared.options.arena)
+    request.refusal = format("rank %d runs in the caller's arena (weft_step_options.arena)",
+                             request.rank);
+  return mapPeerArenas(
+      *step.api, request,
+      [&](const void *mine, void *all, size_t bytes) {
+        return gatherHostBytes(*step.comm, step.streams[0], mine, all, bytes);
+      },
+      step.peers);
+}
+
 } // namespace
 
 weft_status prepareCollectives(weft_step &step) {
@@ -83,8 +118,10 @@ weft_status prepareCollectives(weft_step &step) {
   step.collectivePositions.assign(package.collectives.size(), 0);
   step.collectiveTypes.assign(package.collectives.size(), ncclBfloat16);
   step.collectiveDone.assign(package.collectives.size(), nullptr);
+  step.collectiveMembers.assign(package.collectives.size(), {});
   for (size_t i = 0; i < package.collectives.size(); ++i) {
     const pkg::Collective &c = package.collectives[i];
+    step.collectiveMembers[i] = groupMembers(package.grid, c.axes, comm.rank);
     if (weft_status status = commForAxes(comm, c.axes, step.collectiveComms[i]))
       return status;
     step.collectiveRanks[i] = ranksAlong(package.grid, c.axes);
@@ -95,7 +132,7 @@ weft_status prepareCollectives(weft_step &step) {
     if (CUresult result = step.api->cuEventCreate(&step.collectiveDone[i], CU_EVENT_DISABLE_TIMING))
       return failCuda(result, "cuEventCreate (collective)");
   }
-  return WEFT_OK;
+  return preparePeerArenas(step);
 }
 
 weft_status issueCollective(weft_step &step, uint32_t item, CUstream stream) {
@@ -123,9 +160,25 @@ weft_status issueCollective(weft_step &step, uint32_t item, CUstream stream) {
   call.position = step.collectivePositions[item];
   call.shift = c.shift;
   call.rotate = c.rotate;
-  if (weft_status status =
-          enqueueCollective(*step.comm, step.collectiveComms[item], call, stream, subject))
+  uint64_t bytes = uint64_t(c.count) * size;
+  CUdeviceptr send = CUdeviceptr(uintptr_t(call.send));
+  uint64_t sendBytes = c.kind == pkg::CollectiveKind::AllGather ? bytes / uint64_t(call.ranks)
+                                                                : bytes;
+  if (copyEngineCan(step.peers, call.kind, send, sendBytes)) {
+    CopyCollective copy;
+    copy.kind = call.kind;
+    copy.item = item;
+    copy.send = send;
+    copy.recv = CUdeviceptr(uintptr_t(call.recv));
+    copy.bytes = bytes;
+    copy.members = step.collectiveMembers[item];
+    copy.position = call.position;
+    if (weft_status status = enqueueCopyCollective(*step.api, step.peers, copy, stream, subject()))
+      return status;
+  } else if (weft_status status = enqueueCollective(*step.comm, step.collectiveComms[item], call,
+                                                    stream, subject)) {
     return status;
+  }
   if (CUresult result = step.api->cuEventRecord(step.collectiveDone[item], stream))
     return failCuda(result, "cuEventRecord (after a collective)");
   return WEFT_OK;
@@ -180,6 +233,16 @@ weft_status weft_step_grid(const weft_step *step, int *axes, long long dims[WEFT
     for (size_t i = 0; i < WEFT_STEP_MAX_RANK; ++i)
       dims[i] = i < package.grid.size() ? package.grid[i] : 0;
     *split_axis = package.splitAxis;
+    return WEFT_OK;
+  });
+}
+
+weft_status weft_step_collective_engine(const weft_step *step, int *engine) {
+  return apiCall("weft_step_collective_engine", [&]() -> weft_status {
+    if (!step || !engine)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  "weft_step_collective_engine: an argument is NULL");
+    *engine = step->peers.active ? WEFT_COLLECTIVES_COPY_ENGINE : WEFT_COLLECTIVES_NCCL;
     return WEFT_OK;
   });
 }

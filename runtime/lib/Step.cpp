@@ -40,6 +40,10 @@ void release(weft_step &step) {
   api.cuCtxGetCurrent(&current);
   bool pushed = step.context && current != step.context &&
                 api.cuCtxPushCurrent_v2(step.context) == CUDA_SUCCESS;
+  // After an abort, copy-engine collectives may wait for flags a failed peer
+  // never writes: released first, so the synchronisation ends.
+  if (step.comm && step.comm->aborted)
+    unblockPeerWaits(api, step.peers);
   if (!step.streams.empty())
     api.cuStreamSynchronize(step.streams[0]);
   if (step.graphExec)
@@ -62,6 +66,7 @@ void release(weft_step &step) {
   for (CUdeviceptr pointer : step.debugAllocations)
     if (pointer)
       api.cuMemFree_v2(pointer);
+  releasePeerArenas(api, step.peers);
   if (step.arena)
     api.cuMemFree_v2(step.arena);
   if (pushed) {

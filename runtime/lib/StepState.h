@@ -5,6 +5,7 @@
 
 #include "Driver.h"
 #include "Nccl.h"
+#include "PeerArena.h"
 #include "PreparedStep.h"
 
 #include <functional>
@@ -52,6 +53,10 @@ struct weft_step {
   std::vector<int> collectiveRanks;
   std::vector<int> collectivePositions; // this rank's place in each one's group
   std::vector<CUevent> collectiveDone;
+  // The copy-engine path (weft_step_options.collectives): the ranks' mapped
+  // arenas, and per collective its group's world ranks by position.
+  weft::runtime::PeerArenas peers;
+  std::vector<std::vector<int>> collectiveMembers;
   unsigned long long runs = 0;
 };
 

@@ -18,6 +18,11 @@
 // whole (chunking them was measured slower); at seq 32768 the gather and
 // the scatter take long enough that 2 chunks gain.
 // RUN: weft-opt %s --split-input-file --weft-collective-matmul | FileCheck %s --check-prefix=LARGE
+// With engine=copy-engine a gather's chunk costs 8 us instead of 50 (no
+// NCCL kernels on the SMs): the anchor's gather gains from 2 chunks, the
+// long one from 4; reduce-scatters stay on NCCL and are chunked as before.
+// RUN: weft-opt %s --split-input-file --weft-collective-matmul=engine=copy-engine | FileCheck %s --check-prefix=CE
+// RUN: not weft-opt %s --split-input-file --weft-collective-matmul=engine=ce 2>&1 | FileCheck %s --check-prefix=ENGINE
 // The plan: partial GEMMs at their chunk's offsets.
 // RUN: weft-compile %S/../Tools/weft-run/Inputs/gpt_mean_square_bf16.mlir --entry forward --train --emit=step --grid=tp=2 --sequence-parallel --collective-chunks=2 --fuse-elementwise --fuse-gemm-epilogue -o %t.step.mlir
 // RUN: weft-opt %t.step.mlir --weft-build-plan | FileCheck %s --check-prefix=PLAN
@@ -45,6 +50,17 @@
 // LARGE: shard.reduce_scatter %1 {{.*}}weft.chunks = 2
 // LARGE-LABEL: func.func @two_readers
 // LARGE-NOT: weft.chunks
+
+// CE-LABEL: func.func @anchor
+// CE: shard.all_gather %arg0 {{.*}}weft.chunks = 2
+// CE-NOT: weft.chunks
+// CE-LABEL: func.func @long
+// CE: shard.all_gather %arg0 {{.*}}weft.chunks = 4
+// CE: shard.reduce_scatter %1 {{.*}}weft.chunks = 2
+// CE-LABEL: func.func @two_readers
+// CE-NOT: weft.chunks
+
+// ENGINE: error: weft-collective-matmul: engine 'ce' is not nccl or copy-engine
 
 // Chunk c of the gathered qkv input (16 rows of each rank's 32): both
 // ranks' rows at (c * 2 + r) * 16 of the gathered buffer, row

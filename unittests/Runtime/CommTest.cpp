@@ -210,6 +210,11 @@ TEST(Comm, GroupPositionsAndShiftPeers) {
   EXPECT_EQ(groupPosition(grid, 0b10, 6), 2);
   EXPECT_EQ(groupPosition(grid, 0b11, 6), 6);
   EXPECT_EQ(ranksAlong(grid, 0b10), 4);
+  // Its groups' world ranks by position (the copy engine's peers).
+  EXPECT_EQ(groupMembers(grid, 0b01, 6), (std::vector<int>{2, 6}));
+  EXPECT_EQ(groupMembers(grid, 0b10, 6), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(groupMembers(grid, 0b11, 6), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(groupMembers({4}, 0b1, 1), (std::vector<int>{0, 1, 2, 3}));
   int to = 0, from = 0;
   shiftPeers(2, 4, 3, true, to, from);
   EXPECT_EQ(to, 1);

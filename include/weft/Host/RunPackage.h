@@ -29,6 +29,9 @@ struct RunPackageOptions {
   bool deviceGiven = false; // else a multi-GPU rank takes LOCAL_RANK
   /// Seconds a rank waits for a collective, a peer or the rendezvous.
   double collectiveTimeout = 300;
+  /// "nccl", "copy-engine", "auto" (weft_step_options.collectives); "": the
+  /// runtime's default ($WEFT_COLLECTIVES, else NCCL).
+  std::string collectives;
   /// >= 0: parameters and optimizer state that no file gives are drawn on
   /// the host from this seed (StepTiming.h: drawStateBytes).
   int64_t initState = -1;

@@ -130,7 +130,10 @@ def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> 
     (CostOpInterface), plus a fixed cost per partial GEMM and per chunk (what
     the NCCL kernels take from the GEMMs they overlap, measured on H200s),
     each partial GEMM at least 128 rows; k = 1 leaves the pair as it was
-    (the anchor's seq-8192 GEMMs, where chunks were measured slower). `chunks` = 0 turns
+    (the anchor's seq-8192 GEMMs, where chunks were measured slower). With
+    `engine=copy-engine` an all-gather's chunk costs kCopyEngineChunkSeconds
+    instead (the runtime's copy-engine gathers: two flag handshakes and the
+    copies' start, no SMs), so gathers long enough to gain are chunked. `chunks` = 0 turns
     the pass off, a positive value asks for that many wherever the rows
     divide and every chunk's offset is a multiple of 256 bytes. The
     function computes the same values.
@@ -141,6 +144,10 @@ def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> 
     Option<"sides", "sides", "std::string", "\"both\"",
            "Which collectives it chunks: both, gather (all-gathers before GEMMs) or "
            "scatter (reduce-scatters after them)">,
+    Option<"engine", "engine", "std::string", "\"nccl\"",
+           "What runs the all-gathers (weft-run --collectives): nccl, or copy-engine, "
+           "whose chunks take no SMs from the GEMMs and cost a few microseconds of "
+           "flag handshakes each (reduce-scatters stay on NCCL)">,
   ];
 }
 

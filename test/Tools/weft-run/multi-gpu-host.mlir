@@ -64,6 +64,10 @@
 // NPROC: error: --nproc-per-node takes 1 to 1024 processes, got 0
 // RUN: not weft-run %t.tp2sp.weftpkg --nproc-per-node 2 --dry-run 2>&1 | FileCheck %s --check-prefix=NPROC-DRY
 // NPROC-DRY: error: --nproc-per-node runs a package (weft-compile --grid=... --emit=package), without --dry-run
+// RUN: not weft-run %t.tp2sp.weftpkg --nproc-per-node 2 --collectives ce 2>&1 | FileCheck %s --check-prefix=ENGINE
+// ENGINE: error: --collectives takes nccl, copy-engine or auto, got 'ce'
+// A bad engine in the environment is the runtime's load error (no GPU here:
+// the driver's is first), so it is a unit test (PeerArenaEngine).
 
 // Shards: split one single-GPU file for the grid, gather it back unchanged;
 // a rank reads its own shard through the index.
