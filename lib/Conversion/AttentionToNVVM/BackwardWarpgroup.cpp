@@ -166,14 +166,14 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
       e, ring, iterations, init,
       [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
         Value tileQ = tiles[0], tileDout = tiles[1];
-        auto [q0, qHead] = queryTile(w, it);
         // The keep bits of P^T (64 keys x inner queries), drawn before
         // S^T and dP^T take their registers. Lanes g = 4a .. 4a + 3 (same
         // t) hold keys 4a' .. 4a' + 3 of each query, one Philox block.
         SmallVector<Value> keep;
         if (dropout) {
+          auto [first, qHead] = queryTile(w, it);
           Value queryRow0 = w.add(w.mul(w.add(w.mul(batch, s.qHeads), qHead), s.qLen),
-                                  w.add(q0, colBase));
+                                  w.add(first, colBase));
           keep = dropout->packTiles(w, inner / 8, [&](int64_t nt) {
             std::array<Value, 2> queryIndex;
             for (int j = 0; j < 2; ++j)
@@ -192,6 +192,7 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
         };
         // P^T = exp2(S^T scale - lse); causal blocks that reach past the
         // diagonal zero keys above their query.
+        Value q0 = queryTile(w, it).first;
         Value maskNeeded;
         if (config.causal)
           maskNeeded = w.lt(q0, w.add(groupKey0, w.i32c(63)));
@@ -296,24 +297,26 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
       e, ring, iterations, init,
       [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
         Value tileK = tiles[0], tileV = tiles[1];
-        Value k0 = w.mul(it, w.i32c(blockK));
-        Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
         // The keep bits of P (64 rows x block_k keys), drawn before S and
         // dP take their registers.
         SmallVector<Value> keep;
-        if (dropout)
+        if (dropout) {
+          Value key = w.add(w.mul(it, w.i32c(blockK)), w.mul(ids.t, w.i32c(2)));
           keep = dropout->packTiles(w, blockK / 8, [&](int64_t nt) {
-            return dropout->tileKeepBits(w, ids.t, rowIndex, w.add(colBase, w.i32c(nt * 8)));
+            return dropout->tileKeepBits(w, ids.t, rowIndex, w.add(key, w.i32c(nt * 8)));
           });
+        }
         auto [scores, ds] = twoScoreMatmuls(w, {qTile, doutTile}, residentSlab, {tileK, tileV},
                                             streamSlab, blockK, d, zeroF);
         // P = exp2(S scale - lse), zero for keys at or past k_len and (causal)
         // above the diagonal; only blocks that reach there are masked.
+        Value k0 = w.mul(it, w.i32c(blockK));
         Value kBlockEnd = w.add(k0, w.i32c(blockK));
         Value maskNeeded = w.lt(s.kLen, kBlockEnd);
         if (config.causal)
           maskNeeded = arith::OrIOp::create(w.b, maskNeeded,
                                             w.lt(w.add(groupRow0, w.i32c(1)), kBlockEnd));
+        Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
         if (dropout)
           for (int64_t nt = 0; nt < blockK / 8; ++nt)
             for (int j = 0; j < 4; ++j)
