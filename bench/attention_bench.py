@@ -5,11 +5,16 @@ with triton.testing.do_bench medians as /work/shared/anchors measured them;
 prints TFLOP/s and Weft's ratio to each anchor, writes JSON and markdown.
 
   PYTHONPATH=python python3 bench/attention_bench.py --kernels DIR [--tuning TABLE]
-      [--json OUT.json] [--markdown OUT.md] [--quick] [--deadline SECONDS]
+      [--json OUT.json] [--markdown OUT.md] [--quick] [--deadline SECONDS] [--dropout P]
 
 DIR holds units of weft-compile --emit=kernels (found by their JSON config);
 every configuration in it is timed, or with --tuning only the tiles the table
-chose (what weft-compile --emit=kernels picks). See bench/README.md.
+chose (what weft-compile --emit=kernels picks). --dropout P times only
+units with dropout_p = P (e.g. scripts/check-kernels' dropout and
+dropout_warp sets) against SDPA with dropout_p = P; their masks differ
+(Weft's Philox rule), so the SDPA sanity check is skipped
+(test/gpu/attention_dropout_check.py checks them) and FlexAttention, which
+has no dropout, is not run. See bench/README.md.
 """
 import argparse
 import contextlib
@@ -45,10 +50,16 @@ def parse_args(argv):
     p.add_argument("--head-dims", type=int, nargs="+", default=list(wa.HEAD_DIMS), metavar="D")
     p.add_argument("--dtype", choices=("bf16", "f16"), default="bf16")
     p.add_argument("--no-flex", action="store_true", help="skip FlexAttention (its compiles)")
+    p.add_argument("--dropout", type=float, default=0.0, metavar="P",
+                   help="time the units with dropout_p = P against SDPA with dropout_p = P")
     add_deadline_option(p, "shapes and backends")
     opts = p.parse_args(argv)
     if opts.quick:
         opts.seqs = list(QUICK_SEQS)
+    if not 0.0 <= opts.dropout < 1.0:
+        p.error(f"--dropout must be in [0, 1), got {opts.dropout:g}")
+    if opts.dropout:
+        opts.no_flex = True
     for d in opts.head_dims:
         if d not in (64, 128):
             p.error(f"--head-dims: the kernels have head_dim 64 and 128, got {d}")
@@ -235,7 +246,7 @@ def error_text(e):
     return text[0][:300] if text else type(e).__name__
 
 
-def anchor_fn(name, mode, q, k, v, dout, causal, flex=None, block_mask=None):
+def anchor_fn(name, mode, q, k, v, dout, causal, flex=None, block_mask=None, dropout=0.0):
     """(callable, context) as attention_anchors.py times a backend and mode:
     do_bench runs inside the context (sdpa_kernel picks the SDPA backend)."""
     import torch.nn.functional as F
@@ -250,7 +261,7 @@ def anchor_fn(name, mode, q, k, v, dout, causal, flex=None, block_mask=None):
     backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[name]
 
     def fwd():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=dropout)
     if mode == "fwd":
         return fwd, sdpa_kernel([backend])
 
@@ -316,7 +327,9 @@ class Bench:
                                         q, k, v, dout)
                 weft.forward_backward()
                 torch.cuda.synchronize()
-                errors, reasons = wa.sanity_errors(weft, ref, backward=True)
+                # SDPA draws another mask: no comparison with dropout.
+                errors, reasons = ({}, []) if self.opts.dropout else \
+                    wa.sanity_errors(weft, ref, backward=True)
             except Exception as e:
                 record.update(fwd={"error": error_text(e)}, fwdbwd={"error": error_text(e)})
                 self.after_failure()
@@ -338,7 +351,8 @@ class Bench:
             slot = result["anchors"].setdefault(name, {})
             for mode in MODES:
                 self.time_into(slot, shape, mode, *anchor_fn(name, mode, q, k, v, dout,
-                                                             shape.causal))
+                                                             shape.causal,
+                                                             dropout=self.opts.dropout))
         del q, k, v, dout
         torch.cuda.empty_cache()
 
@@ -382,7 +396,9 @@ def compiled_flex():
 
 
 def run(opts, argv):
-    units = ku.load_units(opts.kernels)
+    units = [u for u in ku.load_units(opts.kernels) if u.dropout_p == opts.dropout]
+    if not units:
+        raise ku.UnitError(f"no units with dropout_p {opts.dropout:g} under {opts.kernels}")
     groups, notes = ku.group_units(units)
     tuning = load_tuning(opts.tuning) if opts.tuning else None
     report = {"kind": "weft attention benchmark", "provenance": wa.provenance(argv),
@@ -390,7 +406,7 @@ def run(opts, argv):
                            "do_bench": wa.DO_BENCH, "seqs": opts.seqs,
                            "head_dims": opts.head_dims, "out_abs_tol": wa.OUT_ABS_TOL,
                            "grad_rel_tol": wa.GRAD_REL_TOL, "deadline": opts.deadline,
-                           "flex": not opts.no_flex},
+                           "flex": not opts.no_flex, "dropout": opts.dropout},
               "units": [{"name": u.name, "dir": u.directory, "config": ku.config_name(u.config_key),
                          "direction": u.direction} for u in units],
               "notes": notes, "results": []}

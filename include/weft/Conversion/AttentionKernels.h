@@ -187,6 +187,14 @@ AttentionTensorMap attentionTensorMap(const AttentionKernelConfig &config,
                                       int64_t qHeads, int64_t kvHeads, int64_t qLen,
                                       int64_t kLen);
 
+/// Dropout's adjustment of chosen tiles, where they would spill beside the
+/// mask: the mma.sync kernels run 64 x 64 tiles (2 stages), the Hopper
+/// backward at least 3 stages (at 2 ptxas spilled 8 bytes of the causal
+/// head_dim 128 dK/dV consumer; at 3 no shipped configuration spills).
+/// The Hopper kernels keep their tiles; their backward streams 64 rows
+/// (dkdvInnerRows, dqInnerRows).
+void fitDropoutTiles(AttentionKernelConfig &config, bool backward);
+
 /// Checks a configuration for the forward kernel or the backward kernels;
 /// on failure returns a message naming the value.
 mlir::LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,

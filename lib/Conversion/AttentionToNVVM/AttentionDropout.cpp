@@ -12,18 +12,29 @@ using namespace mlir;
 namespace weft::gpu {
 
 AttentionDropout::AttentionDropout(WarpEmitter &e, const AttentionKernelConfig &config,
-                                   Value seedPointer)
-    : p(config.dropoutP), rngId(config.rngId),
-      seed(e.load(e.i64, seedPointer, 8)) {}
+                                   Value seedPointer, Value kLen)
+    : p(config.dropoutP), rngId(config.rngId), seed(e.load(e.i64, seedPointer, 8)),
+      kLen64(e.toI64(kLen)),
+      aligned(arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq,
+                                    arith::AndIOp::create(e.b, kLen, e.i32c(3)), e.i32c(0))) {}
+
+Value AttentionDropout::rowIndex(WarpEmitter &w, Value flatRow) const {
+  return arith::MulIOp::create(w.b, w.toI64(flatRow), kLen64);
+}
 
 Value AttentionDropout::factorOf(WarpEmitter &w, Value draw) const {
   Value kept = codegen::buildDrawKept(w.b, draw, p);
   return w.select(kept, w.f32c(1.0 / (1.0 - p)), w.f32c(0.0));
 }
 
-std::array<Value, 4> AttentionDropout::tileFactors(WarpEmitter &w, Value t, Value row0,
-                                                   Value row1, Value aligned) const {
+std::array<Value, 4> AttentionDropout::tileDraws(WarpEmitter &w, Value t,
+                                                 Value rowIndex,
+                                                 Value key) const {
   ImplicitLocOpBuilder &b = w.b;
+  Value key64 = w.toI64(key);
+  Value row0 = arith::AddIOp::create(b, rowIndex, key64);
+  Value row1 = arith::AddIOp::create(
+      b, row0, arith::MulIOp::create(b, kLen64, w.i64c(8)));
   auto branches = scf::IfOp::create(b, TypeRange(SmallVector<Type>(4, w.i32)), aligned,
                                     /*withElseRegion=*/true);
   {
@@ -46,10 +57,8 @@ std::array<Value, 4> AttentionDropout::tileFactors(WarpEmitter &w, Value t, Valu
     std::array<Value, 2> first = pairDraws(w, row0), second = pairDraws(w, row1);
     scf::YieldOp::create(b, ValueRange{first[0], first[1], second[0], second[1]});
   }
-  std::array<Value, 4> factors;
-  for (int i = 0; i < 4; ++i)
-    factors[i] = factorOf(w, branches.getResult(i));
-  return factors;
+  return {branches.getResult(0), branches.getResult(1), branches.getResult(2),
+          branches.getResult(3)};
 }
 
 /// values[which] for a run-time `which` (i32 in 0..3).
@@ -61,9 +70,78 @@ static Value pick(WarpEmitter &w, Value which, ArrayRef<Value> values) {
   return result;
 }
 
-std::array<Value, 4> AttentionDropout::quadFactors(WarpEmitter &w, Value m,
-                                                   const std::array<Value, 4> &indices,
-                                                   Value aligned) const {
+std::array<Value, 4>
+AttentionDropout::transposedTileDraws(WarpEmitter &w, Value m,
+                                      const std::array<Value, 2> &queryIndex,
+                                      const std::array<Value, 2> &keys) const {
+  // Element (key, query) is P[query, key]: global index query row + key.
+  std::array<Value, 4> indices;
+  for (int j = 0; j < 4; ++j)
+    indices[j] = arith::AddIOp::create(w.b, queryIndex[j % 2], w.toI64(keys[j / 2]));
+  return quadDraws(w, m, indices);
+}
+
+std::array<Value, 4> AttentionDropout::tileFactors(WarpEmitter &w, Value t,
+                                                   Value rowIndex,
+                                                   Value key) const {
+  return factorsOf(w, tileDraws(w, t, rowIndex, key));
+}
+
+std::array<Value, 4>
+AttentionDropout::transposedTileFactors(WarpEmitter &w, Value m,
+                                        const std::array<Value, 2> &queryIndex,
+                                        const std::array<Value, 2> &keys) const {
+  return factorsOf(w, transposedTileDraws(w, m, queryIndex, keys));
+}
+
+Value AttentionDropout::tileKeepBits(WarpEmitter &w, Value t,
+                                     Value rowIndex, Value key) const {
+  return keepBitsOf(w, tileDraws(w, t, rowIndex, key));
+}
+
+Value AttentionDropout::transposedTileKeepBits(WarpEmitter &w, Value m,
+                                               const std::array<Value, 2> &queryIndex,
+                                               const std::array<Value, 2> &keys) const {
+  return keepBitsOf(w, transposedTileDraws(w, m, queryIndex, keys));
+}
+
+SmallVector<Value> AttentionDropout::packTiles(WarpEmitter &w, int64_t tiles,
+                                               function_ref<Value(int64_t)> tileBits) const {
+  SmallVector<Value> words((tiles + 7) / 8, w.i32c(0));
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    words[nt / 8] = arith::OrIOp::create(
+        w.b, words[nt / 8], arith::ShLIOp::create(w.b, tileBits(nt), w.i32c(4 * (nt % 8))));
+  for (Value &word : words)
+    word = w.opaqueCopy(word);
+  return words;
+}
+
+Value AttentionDropout::factorAt(WarpEmitter &w, ArrayRef<Value> words, int64_t nt,
+                                 int j) const {
+  Value bit = w.andi(words[nt / 8], w.i32c(static_cast<int32_t>(uint32_t(1) << (4 * (nt % 8) + j))));
+  Value kept = arith::CmpIOp::create(w.b, arith::CmpIPredicate::ne, bit, w.i32c(0));
+  return w.select(kept, w.f32c(1.0 / (1.0 - p)), w.f32c(0.0));
+}
+
+std::array<Value, 4> AttentionDropout::factorsOf(WarpEmitter &w,
+                                                 const std::array<Value, 4> &draws) const {
+  std::array<Value, 4> factors;
+  for (int i = 0; i < 4; ++i)
+    factors[i] = factorOf(w, draws[i]);
+  return factors;
+}
+
+Value AttentionDropout::keepBitsOf(WarpEmitter &w, const std::array<Value, 4> &draws) const {
+  Value bits = w.i32c(0);
+  for (int i = 0; i < 4; ++i) {
+    Value kept = arith::ExtUIOp::create(w.b, w.i32, codegen::buildDrawKept(w.b, draws[i], p));
+    bits = arith::OrIOp::create(w.b, bits, arith::ShLIOp::create(w.b, kept, w.i32c(i)));
+  }
+  return bits;
+}
+
+std::array<Value, 4> AttentionDropout::quadDraws(WarpEmitter &w, Value m,
+                                                 const std::array<Value, 4> &indices) const {
   ImplicitLocOpBuilder &b = w.b;
   auto branches = scf::IfOp::create(b, TypeRange(SmallVector<Type>(4, w.i32)), aligned,
                                     /*withElseRegion=*/true);
@@ -89,10 +167,8 @@ std::array<Value, 4> AttentionDropout::quadFactors(WarpEmitter &w, Value m,
       single.push_back(codegen::buildPhiloxDraw(b, seed, rngId, index));
     scf::YieldOp::create(b, single);
   }
-  std::array<Value, 4> factors;
-  for (int i = 0; i < 4; ++i)
-    factors[i] = factorOf(w, branches.getResult(i));
-  return factors;
+  return {branches.getResult(0), branches.getResult(1), branches.getResult(2),
+          branches.getResult(3)};
 }
 
 std::array<Value, 2> AttentionDropout::pairDraws(WarpEmitter &w, Value index) const {

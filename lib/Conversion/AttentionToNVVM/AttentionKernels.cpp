@@ -103,14 +103,19 @@ AttentionTensorMap attentionTensorMap(const AttentionKernelConfig &config,
 
 int64_t dkdvInnerRows(const AttentionKernelConfig &config) {
   // The Hopper dK/dV holds S^T and dP^T (64 x inner each) beside dK and dV
-  // (64 x head_dim each) in a consumer's registers.
+  // (64 x head_dim each) in a consumer's registers; with dropout the mask's
+  // Philox rounds and bits need room too (ptxas spilled 100 bytes at
+  // head_dim 64 and inner 128).
   if (config.warpgroupMma)
-    return config.headDim > 64 ? 64 : config.blockQ;
+    return config.headDim > 64 || config.dropoutP > 0.0 ? 64 : config.blockQ;
   return config.headDim > 64 ? std::min<int64_t>(config.blockQ, 32) : config.blockQ;
 }
 int64_t dqInnerRows(const AttentionKernelConfig &config) {
+  // The Hopper dQ holds S and dP (64 x inner each) beside dQ; with dropout
+  // 64 keys a step (ptxas spilled 76 / 280 bytes at head_dim 64 / 128 and
+  // block_k 128).
   if (config.warpgroupMma)
-    return config.blockK;
+    return config.dropoutP > 0.0 ? 64 : config.blockK;
   return config.headDim > 64 ? std::min<int64_t>(config.blockK, 32) : config.blockK;
 }
 
@@ -145,18 +150,27 @@ static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, boo
   return success();
 }
 
+void fitDropoutTiles(AttentionKernelConfig &config, bool backward) {
+  if (config.dropoutP <= 0.0)
+    return;
+  if (!config.warpgroupMma) {
+    config.blockQ = config.blockK = 64;
+    config.stages = 2;
+  } else if (backward) {
+    config.stages = std::max<int64_t>(config.stages, 3);
+  }
+}
+
 LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
                                           bool backward, std::string &message) {
   if (config.dropoutP < 0.0 || config.dropoutP >= 1.0) {
     message = llvm::formatv("attention dropout needs 0 <= p < 1, got {0}", config.dropoutP);
     return failure();
   }
-  // The warpgroup forward holds the Philox draws only by spilling (ptxas:
-  // 500 - 800 bytes at 168 registers a thread).
-  if (config.dropoutP > 0.0 && (config.decodeRows || config.warpgroupMma)) {
-    message = llvm::formatv("attention dropout (p = {0}) is implemented by the warp-level "
-                            "(mma.sync) training kernels, not the {1} kernels",
-                            config.dropoutP, config.decodeRows ? "decode" : "warpgroup-MMA");
+  if (config.dropoutP > 0.0 && config.decodeRows) {
+    message = llvm::formatv("attention dropout (p = {0}) is implemented by the training "
+                            "kernels, not the decode kernels",
+                            config.dropoutP);
     return failure();
   }
   if (config.decodeRows)

@@ -141,11 +141,9 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
   Value firstQueryBlock = config.causal ? e.divu(k0, e.i32c(inner)) : e.i32c(0);
   Value queryBlocks = e.ceilDiv(s.qLen, inner);
   std::optional<AttentionDropout> dropout;
-  Value alignedDraws, keyInQuad;
+  Value keyInQuad;
   if (config.dropoutP > 0.0) {
-    dropout.emplace(e, config, func.getArguments().back());
-    alignedDraws = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                         arith::AndIOp::create(b, s.kLen, e.i32c(3)), e.i32c(0));
+    dropout.emplace(e, config, func.getArguments().back(), s.kLen);
     keyInQuad = arith::AndIOp::create(b, ids.g, e.i32c(3));
   }
 
@@ -211,24 +209,18 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
                 }
               SmallVector<Quad> dkAcc = toQuads(state.take_front(dTiles * 4));
               SmallVector<Quad> dvAcc = toQuads(state.drop_front(dTiles * 4));
-              // The keep factors of P^T: element (key, query) is P[query,
-              // key], global index (flat query row) * k_len + key.
-              // Lanes g = 4a .. 4a + 3 (same t) hold keys 4a' .. 4a' + 3
-              // of each query: one Philox block per element, shared.
+              // The keep factors of P^T: lanes g = 4a .. 4a + 3 (same t)
+              // hold keys 4a' .. 4a' + 3 of each query, one Philox block.
               SmallVector<Quad> factors;
-              if (dropout) {
-                Value kLen64 = w.toI64(s.kLen);
+              if (dropout)
                 for (int64_t nt = 0; nt < queryTiles; ++nt) {
-                  std::array<Value, 4> indices;
-                  for (int j = 0; j < 4; ++j) {
-                    Value query = w.add(w.add(qRow0, colBase), w.i32c(nt * 8 + j % 2));
-                    indices[j] = arith::AddIOp::create(
-                        lb, arith::MulIOp::create(lb, w.toI64(query), kLen64),
-                        w.toI64(keys[j / 2]));
-                  }
-                  factors.push_back(dropout->quadFactors(w, keyInQuad, indices, alignedDraws));
+                  std::array<Value, 2> queryIndex;
+                  for (int j = 0; j < 2; ++j)
+                    queryIndex[j] = dropout->rowIndex(
+                        w, w.add(w.add(qRow0, colBase), w.i32c(nt * 8 + j)));
+                  factors.push_back(
+                      dropout->transposedTileFactors(w, keyInQuad, queryIndex, keys));
                 }
-              }
               // dV += (P F)^T dO.
               SmallVector<Quad> kept = probs;
               for (size_t nt = 0; nt < factors.size(); ++nt)
@@ -308,15 +300,10 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
   Value zeroF = e.f32c(0.0);
   // With dropout: the global index of element (row, key 0) of the two rows.
   std::optional<AttentionDropout> dropout;
-  std::array<Value, 2> rowIndex;
-  Value alignedDraws;
+  Value rowIndex;
   if (config.dropoutP > 0.0) {
-    dropout.emplace(e, config, func.getArguments().back());
-    alignedDraws = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                         arith::AndIOp::create(b, s.kLen, e.i32c(3)), e.i32c(0));
-    for (int h = 0; h < 2; ++h)
-      rowIndex[h] = arith::MulIOp::create(
-          b, e.toI64(e.add(qRow0, e.add(localRow, e.i32c(8 * h)))), e.toI64(s.kLen));
+    dropout.emplace(e, config, func.getArguments().back(), s.kLen);
+    rowIndex = dropout->rowIndex(e, e.add(qRow0, localRow));
   }
 
   SmallVector<Value> init(dTiles * 4, zeroF);
@@ -338,10 +325,8 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
         Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
         if (dropout)
           for (int64_t nt = 0; nt < keyTiles; ++nt) {
-            Value key = w.toI64(w.add(colBase, w.i32c(nt * 8)));
-            std::array<Value, 4> factors = dropout->tileFactors(
-                w, ids.t, arith::AddIOp::create(lb, rowIndex[0], key),
-                arith::AddIOp::create(lb, rowIndex[1], key), alignedDraws);
+            std::array<Value, 4> factors =
+                dropout->tileFactors(w, ids.t, rowIndex, w.add(colBase, w.i32c(nt * 8)));
             for (int j = 0; j < 4; ++j)
               ds[nt][j] = w.fmul(ds[nt][j], factors[j]);
           }

@@ -6,13 +6,17 @@
 // P^T and dS^T in registers, then dV += P^T dO and dK += dS^T Q with the
 // register fragments as A. dQ per query block: Q and dO stay, K and V
 // stream; S = Q K^T, dP = dO V^T, dQ += dS K. Accumulators live in
-// registers across the whole loop; no atomics.
+// registers across the whole loop; no atomics. With dropout (factors F, 0
+// or 1 / (1 - p), redrawn by the forward's rule tile by tile): dV += (P F)^T
+// dO and dS = P (dP F - delta).
+#include "AttentionDropout.h"
 #include "TmaPipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include <limits>
+#include <optional>
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -150,12 +154,33 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
   Value zeroF = e.f32c(0.0);
   Value colBase = e.mul(ids.t, e.i32c(2));
+  std::optional<AttentionDropout> dropout;
+  Value keyInQuad;
+  if (config.dropoutP > 0.0) {
+    dropout.emplace(e, config, func.getArguments().back(), s.kLen);
+    keyInQuad = e.andi(ids.g, e.i32c(3));
+  }
 
   SmallVector<Value> init(d, zeroF); // dK (d / 2 values), then dV
   auto loop = emitConsumerLoop(
       e, ring, iterations, init,
       [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
         Value tileQ = tiles[0], tileDout = tiles[1];
+        // The keep bits of P^T (64 keys x inner queries), drawn before
+        // S^T and dP^T take their registers. Lanes g = 4a .. 4a + 3 (same
+        // t) hold keys 4a' .. 4a' + 3 of each query, one Philox block.
+        SmallVector<Value> keep;
+        if (dropout) {
+          auto [first, qHead] = queryTile(w, it);
+          Value queryRow0 = w.add(w.mul(w.add(w.mul(batch, s.qHeads), qHead), s.qLen),
+                                  w.add(first, colBase));
+          keep = dropout->packTiles(w, inner / 8, [&](int64_t nt) {
+            std::array<Value, 2> queryIndex;
+            for (int j = 0; j < 2; ++j)
+              queryIndex[j] = dropout->rowIndex(w, w.add(queryRow0, w.i32c(nt * 8 + j)));
+            return dropout->transposedTileKeepBits(w, keyInQuad, queryIndex, keys);
+          });
+        }
         auto [scores, dpT] = twoScoreMatmuls(w, {kTile, vTile}, residentSlab,
                                              {tileQ, tileDout}, streamSlab, inner, d, zeroF);
         // The statistics of this lane's query columns, read where they are
@@ -182,10 +207,15 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
               p[nt][j] = x;
             }
         });
-        // dS^T = P^T (dP^T - delta).
+        // dS^T = P^T (dP^T F - delta), then P^T F for dV.
         for (int64_t nt = 0; nt < inner / 8; ++nt)
-          for (int j = 0; j < 4; ++j)
-            dpT[nt][j] = w.fmul(scores[nt][j], w.fsub(dpT[nt][j], rowStat(nt * 8 + j % 2, 1)));
+          for (int j = 0; j < 4; ++j) {
+            Value factor = dropout ? dropout->factorAt(w, keep, nt, j) : Value();
+            Value dp = dropout ? w.fmul(dpT[nt][j], factor) : dpT[nt][j];
+            dpT[nt][j] = w.fmul(scores[nt][j], w.fsub(dp, rowStat(nt * 8 + j % 2, 1)));
+            if (dropout)
+              scores[nt][j] = w.fmul(scores[nt][j], factor);
+          }
         SmallVector<Quad> pA = w.toA(scores), dsA = w.toA(dpT);
         w.wgmmaFence();
         SmallVector<Value> dkAcc =
@@ -255,12 +285,27 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   }
   Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
   Value zeroF = e.f32c(0.0);
+  std::optional<AttentionDropout> dropout;
+  Value rowIndex;
+  if (config.dropoutP > 0.0) {
+    dropout.emplace(e, config, func.getArguments().back(), s.kLen);
+    rowIndex = dropout->rowIndex(e, e.add(block.statsRow0, e.add(localRow0, ids.g)));
+  }
 
   SmallVector<Value> init(d / 2, zeroF);
   auto loop = emitConsumerLoop(
       e, ring, iterations, init,
       [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
         Value tileK = tiles[0], tileV = tiles[1];
+        // The keep bits of P (64 rows x block_k keys), drawn before S and
+        // dP take their registers.
+        SmallVector<Value> keep;
+        if (dropout) {
+          Value key = w.add(w.mul(it, w.i32c(blockK)), w.mul(ids.t, w.i32c(2)));
+          keep = dropout->packTiles(w, blockK / 8, [&](int64_t nt) {
+            return dropout->tileKeepBits(w, ids.t, rowIndex, w.add(key, w.i32c(nt * 8)));
+          });
+        }
         auto [scores, ds] = twoScoreMatmuls(w, {qTile, doutTile}, residentSlab, {tileK, tileV},
                                             streamSlab, blockK, d, zeroF);
         // P = exp2(S scale - lse), zero for keys at or past k_len and (causal)
@@ -272,6 +317,10 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
           maskNeeded = arith::OrIOp::create(w.b, maskNeeded,
                                             w.lt(w.add(groupRow0, w.i32c(1)), kBlockEnd));
         Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
+        if (dropout)
+          for (int64_t nt = 0; nt < blockK / 8; ++nt)
+            for (int j = 0; j < 4; ++j)
+              ds[nt][j] = w.fmul(ds[nt][j], dropout->factorAt(w, keep, nt, j));
         computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
           for (int64_t nt = 0; nt < blockK / 8; ++nt)
             for (int j = 0; j < 4; ++j) {
@@ -286,7 +335,7 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
               p[nt][j] = x;
             }
         });
-        // dS = P (dP - delta); dQ += dS K.
+        // dS = P (dP F - delta); dQ += dS K.
         for (int64_t nt = 0; nt < blockK / 8; ++nt)
           for (int j = 0; j < 4; ++j)
             ds[nt][j] = w.fmul(scores[nt][j], w.fsub(ds[nt][j], rowDelta[j / 2]));

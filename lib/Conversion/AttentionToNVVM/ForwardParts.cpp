@@ -19,14 +19,9 @@ void ForwardRows::initSoftmaxConstants(WarpEmitter &e) {
   minusInf = e.f32c(-std::numeric_limits<double>::infinity());
   zeroF = e.f32c(0.0);
   if (config->dropoutP > 0.0) {
-    dropout.emplace(e, *config, seedPointer);
-    alignedDraws = arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq,
-                                         arith::AndIOp::create(e.b, s.kLen, e.i32c(3)),
-                                         e.i32c(0));
-    // Row `rows[h]` of this (batch, head) is flat row statsRow0 + rows[h] - q0.
-    for (int h = 0; h < 2; ++h)
-      rowIndex[h] = arith::MulIOp::create(
-          e.b, e.toI64(e.add(block.statsRow0, e.sub(rows[h], block.q0))), e.toI64(s.kLen));
+    dropout.emplace(e, *config, seedPointer, s.kLen);
+    // Row `rows[0]` of this (batch, head) is flat row statsRow0 + rows[0] - q0.
+    rowIndex = dropout->rowIndex(e, e.add(block.statsRow0, e.sub(rows[0], block.q0)));
   }
 }
 
@@ -106,15 +101,10 @@ std::array<Value, 2> onlineSoftmaxStep(WarpEmitter &w, const ForwardRows &r,
     next[2 + h] = w.fadd(w.fmul(mAndL[2 + h], alpha[h]), rowSum);
   }
   if (r.dropout) {
-    // Keys k0 + 8 nt + 2 t and the next of both rows.
-    Value key = w.toI64(w.add(k0, w.mul(r.ids.t, w.i32c(2))));
-    std::array<Value, 2> rowKey;
-    for (int h = 0; h < 2; ++h)
-      rowKey[h] = arith::AddIOp::create(w.b, r.rowIndex[h], key);
+    Value key = w.add(k0, w.mul(r.ids.t, w.i32c(2)));
     for (int64_t nt = 0; nt < keyTiles; ++nt) {
-      std::array<Value, 4> factors = r.dropout->tileFactors(
-          w, r.ids.t, arith::AddIOp::create(w.b, rowKey[0], w.i64c(nt * 8)),
-          arith::AddIOp::create(w.b, rowKey[1], w.i64c(nt * 8)), r.alignedDraws);
+      std::array<Value, 4> factors =
+          r.dropout->tileFactors(w, r.ids.t, r.rowIndex, w.add(key, w.i32c(nt * 8)));
       for (int j = 0; j < 4; ++j)
         scores[nt][j] = w.fmul(scores[nt][j], factors[j]);
     }

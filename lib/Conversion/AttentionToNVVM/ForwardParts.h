@@ -24,12 +24,10 @@ struct ForwardRows {
   std::array<mlir::Value, 2> rows;
   /// With dropout: the kernel's `seed` parameter (set before
   /// initSoftmaxConstants), then the mask's draws and the global index of
-  /// element (row, key 0) of this lane's two rows (i64).
+  /// element (row, key 0) of this lane's first row (i64).
   mlir::Value seedPointer;
   std::optional<AttentionDropout> dropout;
-  std::array<mlir::Value, 2> rowIndex;
-  /// k_len % 4 == 0: a row's Philox blocks start at keys 4m (tileFactors).
-  mlir::Value alignedDraws;
+  mlir::Value rowIndex;
 
   /// Fills scaleLog2, minusInf, zeroF and rows, and the dropout state (the
   /// ops go where `e` inserts).

@@ -180,6 +180,13 @@ Value WarpEmitter::shuffleXor(Value x, int mask) {
   auto shuffle = mlir::gpu::ShuffleOp::create(b, x, mask, 32, mlir::gpu::ShuffleMode::XOR);
   return shuffle.getShuffleResult();
 }
+Value WarpEmitter::opaqueCopy(Value x) {
+  return LLVM::InlineAsmOp::create(b, i32, ValueRange{x}, b.getStringAttr("mov.b32 $0, $1;"),
+                                   b.getStringAttr("=r,r"), UnitAttr(), UnitAttr(),
+                                   LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
+                                   ArrayAttr())
+      .getResult(0);
+}
 Value WarpEmitter::quadMax(Value x) {
   x = fmax(x, shuffleXor(x, 1));
   return fmax(x, shuffleXor(x, 2));

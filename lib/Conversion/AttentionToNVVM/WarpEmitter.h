@@ -77,6 +77,11 @@ public:
   std::array<mlir::Value, 2> unpack(mlir::Value packed);
   /// The value of lane (lane ^ mask).
   mlir::Value shuffleXor(mlir::Value x, int mask);
+  /// `x` (i32) through an inline-PTX move: LLVM cannot see through it, so
+  /// bits packed into `x` stay packed (instcombine would otherwise fold
+  /// every later bit test back to the value the bit was made from and keep
+  /// all of those live).
+  mlir::Value opaqueCopy(mlir::Value x);
   /// x reduced over the four lanes that share an accumulator row.
   mlir::Value quadMax(mlir::Value x);
   mlir::Value quadSum(mlir::Value x);

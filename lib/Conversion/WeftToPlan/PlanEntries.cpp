@@ -296,14 +296,7 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
   }
   if (options.chooseTiles)
     options.chooseTiles(config, o.backward);
-  // Dropout runs on the mma.sync kernels at 64 x 64 tiles, which hold the
-  // Philox draws without spilling (the warpgroup kernels and larger tiles
-  // do not).
-  if (config.dropoutP > 0.0) {
-    config.warpgroupMma = false;
-    config.blockQ = config.blockK = 64;
-    config.stages = 2;
-  }
+  gpu::fitDropoutTiles(config, o.backward);
   std::string message;
   if (failed(gpu::verifyAttentionKernelConfig(config, o.backward, message)))
     return op->emitError("cannot plan ") << op->getName() << ": " << message;

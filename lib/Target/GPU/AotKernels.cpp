@@ -204,14 +204,7 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
   site.config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
   site.config.stages = options.fixedStages.value_or(tiles.stages);
-  // Dropout runs on the mma.sync kernels at 64 x 64 tiles, which hold the
-  // Philox draws without spilling (the warpgroup kernels and larger tiles
-  // do not).
-  if (site.config.dropoutP > 0.0) {
-    site.config.warpgroupMma = false;
-    site.config.blockQ = site.config.blockK = 64;
-    site.config.stages = 2;
-  }
+  fitDropoutTiles(site.config, site.backward);
   // A seq-major op's tensors are seq-major whatever --attention-layout says.
   site.config.layout = options.layout;
   if (isSeqMajorAttention(op))

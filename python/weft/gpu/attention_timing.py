@@ -147,6 +147,10 @@ class UnitCache:
         return self.loaded[key]
 
 
+# The seed of units with dropout (their kernels' last argument, one int64).
+DROPOUT_SEED = 0x5EED
+
+
 class WeftAttention:
     """One forward unit and one backward unit (or None: forward only) at one
     shape, with buffers and every launch's arguments prepared once, so a
@@ -165,7 +169,8 @@ class WeftAttention:
                   "q_len": shape.seq, "k_len": shape.seq}
         values = dict(shapes, scale=1.0 / math.sqrt(shape.head_dim), q=q.detach(),
                       k=k.detach(), v=v.detach(), dout=dout, out=self.out, lse=self.lse,
-                      dq=self.dq, dk=self.dk, dv=self.dv)
+                      dq=self.dq, dk=self.dk, dv=self.dv,
+                      seed=torch.tensor([DROPOUT_SEED], dtype=torch.int64, device="cuda"))
         workspaces = bwd_unit.workspaces if bwd_unit is not None else []
         for name, _ in workspaces:
             values[name] = torch.empty(shape.batch, shape.heads, shape.seq, device="cuda",

@@ -1,11 +1,12 @@
 // weft-compile --emit=kernels for an attention with dropout_p > 0: the
 // kernels draw the Philox mask themselves (the 10 rounds' multiplier
 // 0xD2511F53 = 3528531795 in the PTX, warp shuffles trading the draws), the
-// mma.sync kernels at 64 x 64 tiles whatever the tuning table says (the
-// warpgroup forward spilled), ptxas finds no spill, and the launchers take
-// the seed's device address last.
+// Hopper (TMA + wgmma) kernels at the tiles asked for (as the tuning table's
+// q128 k128; the forward 2 stages, the backward 3: fitDropoutTiles), the
+// mma.sync kernels (--attention-mma=warp) at 64 x 64; ptxas finds no spill,
+// and the launchers take the seed's device address last.
 // REQUIRES: ptxas
-// RUN: rm -rf %t && weft-compile %s --emit=kernels -o %t
+// RUN: rm -rf %t && weft-compile %s --emit=kernels -o %t --attention-mma=warpgroup --block-q=128 --block-k=128
 // RUN: FileCheck %s --check-prefix=FWD-JSON < %t/layer_attention_0.json
 // RUN: FileCheck %s --check-prefix=BWD-JSON < %t/layer_attention_grad_0.json
 // RUN: FileCheck %s --check-prefix=FWD-H < %t/layer_attention_0.h
@@ -15,9 +16,12 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/layer_attention_grad_0.ptx
 // No kernel of either unit spills.
 // RUN: not grep -E '"(spill_store|spill_load|stack)_bytes": [1-9]' %t/layer_attention_0.json %t/layer_attention_grad_0.json
-// --attention-mma=warpgroup still gives dropout the mma.sync kernels.
-// RUN: weft-compile %s --emit=kernels -o %t/warp --attention-mma=warpgroup
-// RUN: FileCheck %s --check-prefix=FWD-JSON < %t/warp/layer_attention_0.json
+// --attention-mma=warp gives dropout the mma.sync kernels at 64 x 64.
+// RUN: weft-compile %s --emit=kernels -o %t/warp --attention-mma=warp
+// RUN: FileCheck %s --check-prefix=WARP-JSON < %t/warp/layer_attention_0.json
+// RUN: FileCheck %s --check-prefix=WARP-BWD < %t/warp/layer_attention_grad_0.json
+// RUN: FileCheck %s --check-prefix=PTX < %t/warp/layer_attention_grad_0.ptx
+// RUN: not grep -E '"(spill_store|spill_load|stack)_bytes": [1-9]' %t/warp/layer_attention_0.json %t/warp/layer_attention_grad_0.json
 
 func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
                  %v: tensor<2x2x256x64xbf16>, %do: tensor<2x4x256x64xbf16>, %seed: tensor<i64>)
@@ -27,13 +31,14 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
   return %o, %dq, %dk, %dv : tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x64xbf16>
 }
 
-// FWD-JSON: "block_q": 64,
-// FWD-JSON-NEXT: "block_k": 64,
-// FWD-JSON-NEXT: "mma": "warp",
+// FWD-JSON: "block_q": 128,
+// FWD-JSON-NEXT: "block_k": 128,
+// FWD-JSON-NEXT: "mma": "warpgroup",
+// FWD-JSON-NEXT: "stages": 2,
 // FWD-JSON: "dropout": {
 // FWD-JSON-NEXT: "p": {{0\.10*1?}},
 // FWD-JSON-NEXT: "rng_id": 7
-// FWD-JSON: "name": "weft_attn_forward_bf16_d64_causal_q64_k64_drop429496729_r7"
+// FWD-JSON: "name": "weft_attn_forward_bf16_d64_causal_q128_k128_wgmma_s2_drop429496729_r7"
 // FWD-JSON: "name": "scale",
 // FWD-JSON-NEXT: "kind": "f32"
 // FWD-JSON-NEXT: },
@@ -44,14 +49,15 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // FWD-JSON-NEXT: ],
 
 // The delta preprocess draws nothing: no seed; dK/dV and dQ take it last.
-// BWD-JSON: "name": "weft_attn_backward_preprocess_bf16_d64_causal_q64_k64_drop429496729_r7"
+// BWD-JSON: "stages": 3,
+// BWD-JSON: "name": "weft_attn_backward_preprocess_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
 // BWD-JSON: "name": "scale",
 // BWD-JSON-NEXT: "kind": "f32"
 // BWD-JSON-NEXT: }
 // BWD-JSON-NEXT: ],
-// BWD-JSON: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q64_k64_drop429496729_r7"
+// BWD-JSON: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
 // BWD-JSON: "name": "seed",
-// BWD-JSON: "name": "weft_attn_backward_dq_bf16_d64_causal_q64_k64_drop429496729_r7"
+// BWD-JSON: "name": "weft_attn_backward_dq_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
 // BWD-JSON: "name": "seed",
 
 // FWD-H: * Dropout p = 0.1 on the probabilities, rng_id 7: the launcher's last argument,
@@ -62,7 +68,14 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // BWD-H: CUresult layer_attention_grad_0_launch({{.*}}, CUdeviceptr dq, CUdeviceptr dk, CUdeviceptr dv, CUdeviceptr seed);
 
 // SRC: if (!seed)
-// SRC: void *args[] = {&q, &k, &v, &out, &lse, &batch, &q_heads, &kv_heads, &q_len, &k_len, &scale, &seed};
+// SRC: void *args[] = {&q_map, &k_map, &v_map, &out, &lse, &batch, &q_heads, &kv_heads, &q_len, &k_len, &scale, &seed};
+
+// WARP-JSON: "block_q": 64,
+// WARP-JSON-NEXT: "block_k": 64,
+// WARP-JSON-NEXT: "mma": "warp",
+// WARP-JSON: "name": "weft_attn_forward_bf16_d64_causal_q64_k64_drop429496729_r7"
+// WARP-BWD: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q64_k64_drop429496729_r7"
+// WARP-BWD: "name": "weft_attn_backward_dq_bf16_d64_causal_q64_k64_drop429496729_r7"
 
 // PTX-DAG: 3528531795
 // PTX-DAG: shfl.sync.bfly
