@@ -6,14 +6,15 @@
 // bf16 for the next GEMM: the convert moves above the view onto the GELU's
 // shape, so one kernel writes the bf16 value and the f32 one never exists.
 // CHECK-LABEL: func.func @gelu_view_convert
-// CHECK: %[[G:.*]] = weft.gelu %arg0
+// CHECK: %[[G:.*]] = weft.gelu
 // CHECK-NEXT: %[[C:.*]] = weft.convert %[[G]] {weft.layer = 2 : i64} : (tensor<2x4x16xf32>) -> tensor<2x4x16xbf16>
 // CHECK-NEXT: %[[V:.*]] = weft.reshape %[[C]] {weft.layer = 2 : i64} : (tensor<2x4x16xbf16>) -> tensor<8x16xbf16>
 // CHECK-NEXT: weft.matmul %[[V]], %arg1
 // FUSED-LABEL: func.func @gelu_view_convert
-// FUSED: %[[F:.*]] = weft.fused %arg0 {kind = "gelu+convert", weft.layer = 2 : i64} : (tensor<2x4x16xf32>) -> tensor<2x4x16xbf16>
+// FUSED: %[[F:.*]] = weft.fused %arg0 {kind = "convert+gelu", weft.layer = 2 : i64} : (tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>
 // FUSED: weft.reshape %[[F]]
-func.func @gelu_view_convert(%u: tensor<2x4x16xf32>, %w: tensor<16x8xbf16>) -> tensor<8x8xbf16> {
+func.func @gelu_view_convert(%x: tensor<2x4x16xbf16>, %w: tensor<16x8xbf16>) -> tensor<8x8xbf16> {
+  %u = weft.convert %x {weft.layer = 2 : i64} : (tensor<2x4x16xbf16>) -> tensor<2x4x16xf32>
   %g = weft.gelu %u {approximate = "tanh", weft.layer = 2 : i64} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
   %v = weft.reshape %g {weft.layer = 2 : i64} : (tensor<2x4x16xf32>) -> tensor<8x16xf32>
   %c = weft.convert %v {weft.layer = 2 : i64} : (tensor<8x16xf32>) -> tensor<8x16xbf16>
