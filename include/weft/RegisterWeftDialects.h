@@ -42,6 +42,8 @@ inline void registerWeftPasses() {
   mlir::registerInlinerPass();
   registerFuseAttentionPass();
   registerFoldLossConvertPass();
+  registerRecomputeWideningPass();
+  registerAlignReshapesPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();
   registerFuseGemmEpiloguePass();

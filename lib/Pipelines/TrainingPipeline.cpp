@@ -152,8 +152,11 @@ LogicalResult weft::buildTrainingPipeline(
 
   // Groups form on the whole step (forward and backward apart) so that remat
   // recomputes and the planner places groups, never their intermediates.
-  if (options.fuseElementwise)
+  if (options.fuseElementwise) {
+    pm.addNestedPass<func::FuncOp>(createRecomputeWideningPass());
+    pm.addNestedPass<func::FuncOp>(createAlignReshapesPass());
     pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  }
 
   // Before remat and planning: both then count only the arena's bytes.
   if (options.bindArguments != "none") {

@@ -20,6 +20,15 @@ int64_t weft::rowStatCount(Operation *op) {
   return fusion ? fusion.getRowStatCount() : 0;
 }
 
+bool weft::isUnaryPointwise(Operation *op) {
+  if (op->getNumOperands() != 1 || op->getNumResults() != 1 || !getFusionDomain(op) ||
+      rowStatCount(op) != 0 || op->hasAttr(WeftDialect::kRngIdAttr))
+    return false;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return in && out && in.hasStaticShape() && in.getShape() == out.getShape();
+}
+
 bool weft::isColumnSum(Value value) {
   auto result = dyn_cast<OpResult>(value);
   auto fusion = result ? dyn_cast<FusionOpInterface>(result.getOwner())

@@ -26,6 +26,16 @@ namespace weft {
 /// how many groups it formed.
 int64_t fuseBiasGradients(mlir::func::FuncOp func);
 
+/// weft-align-reshapes' rewrite: moves reshapes across single-operand
+/// pointwise ops toward the fused kernels they split; returns how many ops
+/// moved.
+int64_t alignReshapes(mlir::func::FuncOp func);
+
+/// weft-recompute-widening's rewrite: the backward's fused readers of a
+/// forward value widened from a narrower one widen it again; returns how
+/// many values.
+int64_t recomputeWidening(mlir::func::FuncOp func);
+
 /// weft-fuse-gemm-epilogue's rewrite: groups each linear with its tanh gelu
 /// and each dY W matmul with its tanh gelu_grad; returns how many groups it
 /// formed.

@@ -261,6 +261,66 @@ def BindArgumentsPass : Pass<"weft-bind-arguments", "mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def AlignReshapesPass : Pass<"weft-align-reshapes", "mlir::func::FuncOp"> {
+  let summary = "Move reshapes across pointwise ops into the shape of their kernel";
+  let description = [{
+    weft-fuse-elementwise groups ops of one iteration domain, so a row-major
+    reshape between a fused producer and a pointwise consumer keeps them in
+    two kernels, and the value between them (often f32) goes through memory:
+    HF GPT-2 under autocast computes its GELU in f32, views it as
+    [tokens, 3072] and converts it to bf16 for the next GEMM. A fusible op of
+    one operand and one result of the same shape, without row statistics or
+    random draws, computes the same values on any view of its operand, so:
+    `op(reshape(x))` with x from a fusible op and no fusible reader of op on
+    its own shape becomes `reshape(op(x))` (op joins x's kernel), and `reshape(op(x))` with x from a GEMM, attention or
+    an argument, op's only reader the reshape and a fusible reader of the
+    reshape becomes `op(reshape(x))` (op joins the reader's kernel). Values
+    are unchanged; reshapes left unread are erased.
+
+    ```mlir
+    %g = weft.gelu %u : (tensor<8x1024x3072xf32>) -> tensor<8x1024x3072xf32>
+    %v = weft.reshape %g : (tensor<8x1024x3072xf32>) -> tensor<8192x3072xf32>
+    %b = weft.convert %v : (tensor<8192x3072xf32>) -> tensor<8192x3072xbf16>
+    // becomes
+    %g = weft.gelu %u : (tensor<8x1024x3072xf32>) -> tensor<8x1024x3072xf32>
+    %c = weft.convert %g : (tensor<8x1024x3072xf32>) -> tensor<8x1024x3072xbf16>
+    %b = weft.reshape %c : (tensor<8x1024x3072xbf16>) -> tensor<8192x3072xbf16>
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def RecomputeWideningPass : Pass<"weft-recompute-widening", "mlir::func::FuncOp"> {
+  let summary = "Backward kernels widen a saved narrow value themselves";
+  let description = [{
+    Under autocast a bf16 value is often converted to f32 in the forward and
+    read by a backward op too (GPT-2's GELU reads its bf16 pre-activation
+    widened to f32, and so does its gradient). Saved as read, the f32 copy
+    is written by the forward and read by the backward: twice the bytes of
+    the bf16 value it came from, both times. For each forward unary
+    pointwise op whose result takes more bytes than its operand
+    (`isUnaryPointwise`), the backward readers that fuse
+    (`getFusionDomain`) read a clone of it placed before the first of them,
+    which weft-fuse-elementwise takes into their kernel: the backward reads
+    the narrow value and the wide one never leaves the forward's kernel.
+    Values are unchanged (the clone computes the same thing).
+
+    ```mlir
+    %w = weft.convert %u : (tensor<8x1024x3072xbf16>) -> tensor<8x1024x3072xf32>
+    %g = weft.gelu %w {approximate = "tanh"} : ...
+    ...
+    %du = weft.gelu_grad %dy, %w {approximate = "tanh"} : ...
+    // becomes
+    %w = weft.convert %u : (tensor<8x1024x3072xbf16>) -> tensor<8x1024x3072xf32>
+    %g = weft.gelu %w {approximate = "tanh"} : ...
+    ...
+    %w2 = weft.convert %u : (tensor<8x1024x3072xbf16>) -> tensor<8x1024x3072xf32>
+    %du = weft.gelu_grad %dy, %w2 {approximate = "tanh"} : ...
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FuseElementwisePass : Pass<"weft-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Group pointwise, normalization and row-reduction ops into weft.fused kernels";
   let description = [{

@@ -16,7 +16,7 @@
 // CHECK-NEXT: ok
 //
 // The fused step: the mean-square gradient's group takes the [1, 1, 1]
-// scalar, and layer 0's layer_norm_grad group has a workspace.
+// scalar and widens the bf16 output itself (weft-recompute-widening), and layer 0's layer_norm_grad group has a workspace.
 // RUN: weft-compile %S/Inputs/gpt_mean_square_bf16.mlir --entry forward --train --optimizer=adamw --fuse-elementwise -o - | FileCheck %s --check-prefix=STEP
-// STEP: weft.fused {{.*}} {kind = "add+mul+convert"{{.*}}} : (tensor<1x1x1xf32>,
+// STEP: weft.fused {{.*}} {kind = "add+convert+mul"{{.*}}} : (tensor<1x1x1xf32>,
 // STEP: weft.fused {{.*}} {kind = "layer_norm_grad", weft.layer = 0 : i64, weft.offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}>, weft.workspace_offset = {{[0-9]+}} : i64} : ({{.*}}) -> (tensor<128xbf16>, tensor<128xbf16>)

@@ -69,6 +69,11 @@ std::optional<llvm::SmallVector<int64_t>> getFusionDomain(mlir::Operation *op);
 /// How many f32 row statistics the GPU row kernels keep per row of `op`
 /// (FusionOpInterface; 0 for pointwise ops and ops that do not fuse).
 int64_t rowStatCount(mlir::Operation *op);
+/// Whether `op` fuses and maps each element of its one operand to the
+/// element of its one result at the same index (a convert, a gelu, a scale;
+/// no row statistics, no random draws): it computes the same values on any
+/// row-major view of its operand, and a fused reader may recompute it.
+bool isUnaryPointwise(mlir::Operation *op);
 /// Whether `value` is a [cols] norm-weight gradient summed over rows
 /// (FusionOpInterface: layer_norm_grad's dgamma / dbeta, rms_norm_grad's
 /// dgamma).
