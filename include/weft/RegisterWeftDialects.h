@@ -42,6 +42,7 @@ inline void registerWeftPasses() {
   mlir::registerInlinerPass();
   registerFuseAttentionPass();
   registerFoldLossConvertPass();
+  registerChunkLossPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();
   registerFuseGemmEpiloguePass();
