@@ -204,7 +204,9 @@ Value keptRows(ElementMath &m, const KernelGroup &group, Operation *op) {
     std::optional<int64_t> ignored = ignoredLabel(op);
     if (!ignored)
       return m.f32c(double(count));
-    Value labels = m.param(group.countedLabels.lookup(all));
+    // A leaf too when the op also reads it per row (all_labels = labels).
+    Value labels = m.param(group.countedLabels.count(all) ? group.countedLabels.lookup(all)
+                                                          : group.leafParam.lookup(all));
     Type element = cast<ShapedType>(all.getType()).getElementType();
     SmallVector<Value> partial = m.loop(
         m.tid64(), m.i64c(count), m.i64c(m.threads), ValueRange{m.f32c(0.0)},
