@@ -22,8 +22,9 @@
 // CHECK: return %[[S]]
 // WHOLE-LABEL: func.func @head
 // WHOLE-NOT: weft.loss_chunks
-// WHOLE-COUNT-1: weft.cross_entropy
-// WHOLE-NOT: weft.cross_entropy
+// WHOLE-NOT: weft.split
+// WHOLE: weft.cross_entropy %{{.*}}, %arg3 {ignore_index
+// WHOLE-NEXT: return
 func.func @head(%x: tensor<2x8x4xf64> {weft.param}, %w: tensor<6x4xf64> {weft.param},
                 %b: tensor<6xf64> {weft.param},
                 %y: tensor<16xi64> {weft.range = array<i64: -1, 1>}) -> tensor<f64> {
