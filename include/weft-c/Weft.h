@@ -68,6 +68,10 @@ typedef struct {
    * Appended last: a caller built against the earlier struct that fills it
    * with weftTrainingOptionsInit never reads past its own fields. */
   const char *bind_arguments;
+  /* Row chunks of the lm_head linear + cross_entropy (weft-compile
+   * --loss-chunks): 1 (default) leaves the loss whole, 0 picks the count
+   * from memory_budget (whole without one). Appended last, as above. */
+  int64_t loss_chunks;
 } weft_training_options_t;
 
 /* "0.5.0": the version packages record. */

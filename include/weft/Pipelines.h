@@ -57,6 +57,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Bytes the planned step may use (e.g. 96MiB, 1.5GB, "
                      "4096); with remat=budget weft-remat meets it, otherwise "
                      "a planned peak above it is an error")};
+  Option<int64_t> lossChunks{
+      *this, "loss-chunks",
+      llvm::cl::desc("Row chunks of the lm_head linear + cross_entropy "
+                     "(weft-chunk-loss): 1 leaves the loss whole, 0 picks "
+                     "from memory-budget (whole without one)"),
+      llvm::cl::init(ChunkLossPassOptions().chunks)};
   Option<std::string> bindArguments{
       *this, "bind-arguments",
       llvm::cl::desc("none | params | all: step arguments the caller binds "

@@ -44,6 +44,7 @@ inline void registerWeftPasses() {
   registerFoldLossConvertPass();
   registerRecomputeWideningPass();
   registerAlignReshapesPass();
+  registerChunkLossPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();
   registerFuseGemmEpiloguePass();

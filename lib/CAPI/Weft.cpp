@@ -207,6 +207,7 @@ void weftTrainingOptionsInit(weft_training_options_t *options) {
   options->remat_layers = defaults.rematLayers;
   options->weight_copies = defaults.weightCopies.c_str();
   options->target = defaults.target.c_str();
+  options->loss_chunks = 1;
 }
 
 } // extern "C"
@@ -255,6 +256,7 @@ weft_capi_status_t compileStep(weft_module_t module, const weft_training_options
   pipeline.sequenceParallel = options->sequence_parallel != 0;
   pipeline.inference = inference;
   pipeline.bindArguments = orDefault(options->bind_arguments, "none");
+  pipeline.lossChunks = options->loss_chunks;
   std::string copies = orDefault(options->weight_copies, defaults.weightCopies);
   bool autoCopies = false;
   if (failed(weft::setWeightCopies(pipeline, copies, autoCopies)))

@@ -52,6 +52,14 @@ static LogicalResult addAutodiffAndPartition(
   }
   // The loss reads bf16 logits itself, so autodiff gives it a bf16 gradient.
   pm.addNestedPass<func::FuncOp>(createFoldLossConvertPass());
+  // On one GPU, the lm_head and its loss over row chunks: autodiff then
+  // writes each chunk's gradient apart (a grid splits the vocabulary instead).
+  if (options.lossChunks != 1 && options.grid.empty()) {
+    ChunkLossPassOptions chunk;
+    chunk.chunks = options.lossChunks;
+    chunk.budget = options.memoryBudget;
+    pm.addNestedPass<func::FuncOp>(createChunkLossPass(chunk));
+  }
   pm.addPass(createAutodiffPass(autodiff));
   if (!options.grid.empty()) {
     PlacePassOptions place;
@@ -99,6 +107,12 @@ LogicalResult weft::buildTrainingPipeline(
       options.bindArguments != "all")
     return emitError("bind-arguments must be none, params or all; got '" +
                      options.bindArguments + "'");
+  if (options.lossChunks < 0)
+    return emitError("loss-chunks must be 0 (from the memory budget) or at least 1, got " +
+                     Twine(options.lossChunks));
+  if (options.lossChunks != 1 && options.inference)
+    return emitError("loss-chunks=" + Twine(options.lossChunks) +
+                     " chunks a training step's loss; inference has none to chunk");
   if (options.rematLayers < 1)
     return emitError("remat-layers must be at least 1, got " +
                      Twine(options.rematLayers));

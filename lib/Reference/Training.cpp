@@ -119,8 +119,10 @@ LogicalResult runCrossEntropy(CrossEntropyOp op, Operands in, Results out) {
     total += rowLogSumExp(row, classes) -
              row[static_cast<int64_t>(labels.data[p])];
   }
-  // Like PyTorch's mean reduction, no counted position gives NaN.
-  out[0].data[0] = total / double(countedPositions(labels, ignored));
+  // Like PyTorch's mean reduction, no counted position gives NaN. A chunk
+  // (all_labels) is its share of the mean over all the labels.
+  const Tensor &countedLabels = in.size() > 2 ? *in[2] : labels;
+  out[0].data[0] = total / double(countedPositions(countedLabels, ignored));
   return success();
 }
 
@@ -132,7 +134,8 @@ LogicalResult runCrossEntropyGrad(CrossEntropyGradOp op, Operands in,
   if (failed(checkIds(op, "label", labels, classes, ignored)))
     return failure();
   int64_t positions = labels.data.size();
-  double factor = dloss.data[0] / double(countedPositions(labels, ignored));
+  const Tensor &countedLabels = in.size() > 3 ? *in[3] : labels;
+  double factor = dloss.data[0] / double(countedPositions(countedLabels, ignored));
   for (int64_t p = 0; p < positions; ++p) {
     double *grad = out[0].data.data() + p * classes;
     if (!counted(labels, p, ignored)) {

@@ -158,6 +158,10 @@ weft::buildTrainingStepReport(func::FuncOp step, std::optional<int64_t> budget,
   report.ceilings = ceilings;
   if (failed(readMemoryPlan(step, report)))
     return failure();
+  if (auto module = step->getParentOfType<ModuleOp>())
+    for (auto function : module.getOps<func::FuncOp>())
+      if (auto chunks = function->getAttrOfType<IntegerAttr>(WeftDialect::kLossChunksAttr))
+        report.lossChunks = std::max(report.lossChunks, chunks.getInt());
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
     if (auto master = step.getArgAttrOfType<IntegerAttr>(i, WeftDialect::kCopyOfAttr)) {
       Type masterType = master.getInt() >= 0 && master.getInt() < step.getNumArguments()
@@ -278,6 +282,7 @@ void weft::writeTrainingStepReport(const TrainingStepReport &report,
         });
     });
     json.attribute("unlayered_saved_bytes", report.unlayeredSavedBytes);
+    json.attribute("loss_chunks", report.lossChunks);
     if (!report.gridShape.empty())
       json.attributeObject("partition", [&] {
         json.attribute("per_rank", true);

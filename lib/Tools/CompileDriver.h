@@ -110,6 +110,12 @@ struct CompileOptions {
       cl::desc("Bytes the planned step may use (96MiB, 1.5GB, 4096...): met "
                "by --remat=budget, checked after planning otherwise"),
       cl::value_desc("size"), cl::cat(category)};
+  cl::opt<int64_t> lossChunks{
+      "loss-chunks",
+      cl::desc("Row chunks of the lm_head linear + cross_entropy, so the whole "
+               "[rows, vocab] logits and their gradient never exist: 1 (default) "
+               "leaves the loss whole, 0 picks the count from --memory-budget"),
+      cl::init(int64_t(1)), cl::cat(category)};
   cl::opt<std::string> bindArguments{
       "bind-arguments",
       cl::desc("none | params | all: step arguments the caller binds outside "

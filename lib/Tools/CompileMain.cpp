@@ -111,6 +111,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.weightDecay = cli.weightDecay.getValue();
   options.memoryBudget = cli.memoryBudget.getValue();
   options.bindArguments = cli.bindArguments.getValue();
+  options.lossChunks = cli.lossChunks.getValue();
   options.remat = cli.remat.getValue();
   options.fuseElementwise = cli.fuseElementwise.getValue();
   options.rematLayers = cli.rematLayers.getValue();

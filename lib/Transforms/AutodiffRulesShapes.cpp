@@ -138,7 +138,7 @@ struct CrossEntropyGradient : GradientRule<CrossEntropyGradient, CrossEntropyOp>
                      CrossEntropyGradOp::create(state.getBuilder(), state.getLoc(),
                                                 op.getLogits().getType(), dloss,
                                                 op.getLogits(), op.getLabels(),
-                                                op.getIgnoreIndexAttr()));
+                                                op.getAllLabels(), op.getIgnoreIndexAttr()));
     return success();
   }
 };

@@ -67,13 +67,14 @@ class _TrainingOptions(ctypes.Structure):
         ("sequence_parallel", ctypes.c_int),
         ("tuning_table", ctypes.c_char_p),
         ("bind_arguments", ctypes.c_char_p),
+        ("loss_chunks", ctypes.c_int64),
     ]
 
 
 _STRING_OPTIONS = ("optimizer", "memory_budget", "remat", "weight_copies", "target", "grid",
                    "tuning_table", "bind_arguments")
 _NUMBER_OPTIONS = {"lr": float, "weight_decay": float, "remat_layers": int,
-                   "fuse_elementwise": int, "sequence_parallel": int}
+                   "fuse_elementwise": int, "sequence_parallel": int, "loss_chunks": int}
 
 
 def library_path():
@@ -206,7 +207,8 @@ class Module:
         weft-compile --train --emit=package gives it. Options (the fields of
         weft_training_options_t): optimizer, lr, weight_decay,
         memory_budget, remat, remat_layers, weight_copies, fuse_elementwise,
-        target, grid, sequence_parallel, tuning_table, bind_arguments."""
+        target, grid, sequence_parallel, tuning_table, bind_arguments,
+        loss_chunks."""
         return self._compile(self._context._lib.weftCompileTrainingStep, entry, options)
 
     def compile_inference_step(self, entry, **options):

@@ -50,6 +50,11 @@ OPTIONS = {
                       lambda v: v is None or isinstance(v, (str, os.PathLike))),
     "compile_only": ("True, False or None (None: the WEFT_COMPILE_ONLY environment variable)",
                      lambda v: v is None or isinstance(v, bool)),
+    "loss_chunks": ("None (on CUDA: row chunks picked from memory_budget, the loss whole "
+                    "without one; on CPU: whole) or an int >= 1 of row chunks of the lm_head "
+                    "linear + cross-entropy (1: whole)",
+                    lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)
+                                            and v >= 1)),
     "optimizer_bytes": ("None (3x the parameters' bytes: AdamW's two moments and the one "
                         "parameter-sized temporary of its foreach update) or a non-negative "
                         "int of bytes the optimizer allocates; counted against memory_budget",
@@ -131,8 +136,13 @@ def run_reference_step(text, entry, values):
         return _run(text, entry, values, workdir)
 
 
-def _autodiff(text, entry):
-    proc = subprocess.run([_tool("weft-opt"), "-", f"--weft-autodiff=entry={entry} optimizer=none"],
+def _autodiff(text, entry, loss_chunks=None):
+    """weft-autodiff of @entry; with loss_chunks, its loss over that many row
+    chunks first (weft-chunk-loss)."""
+    passes = f"weft-autodiff{{entry={entry} optimizer=none}}"
+    if loss_chunks is not None:
+        passes = f"func.func(weft-chunk-loss{{chunks={int(loss_chunks)}}}),{passes}"
+    proc = subprocess.run([_tool("weft-opt"), "-", f"--pass-pipeline=builtin.module({passes})"],
                           input=text, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"weft-opt --weft-autodiff failed (rc {proc.returncode}):\n"
@@ -162,8 +172,9 @@ class _Compiled:
     """One specialization: the imported forward, its VJP step (built on the
     first backward, per set of arguments needing gradients)."""
 
-    def __init__(self, imported, dump):
+    def __init__(self, imported, dump, loss_chunks=None):
         self.imported = imported
+        self.loss_chunks = loss_chunks
         program = imported.program
         self.out_spec = program.call_spec.out_spec
         self.output_values = [n.meta["val"] for n in _output_nodes(program.graph)]
@@ -182,7 +193,8 @@ class _Compiled:
         (None for the others), with the forward's dropout `seed`."""
         params = tuple(self.inputs[i] for i, n in enumerate(needs) if n)
         if params not in self.steps:
-            text = _autodiff(vjp_text(self.imported, params, entry="vjp"), "vjp")
+            text = _autodiff(vjp_text(self.imported, params, entry="vjp"), "vjp",
+                             self.loss_chunks)
             self.dump(text, "vjp_step")
             self.steps[params] = text
         values = self.imported.argument_values(*tensors, seed=seed)
@@ -275,7 +287,8 @@ class WeftGraph:
             budget = torch_gpu.TorchBudget(_budget_bytes(self.settings["memory_budget"]),
                                            self.settings["optimizer_bytes"])
         compiled = torch_gpu.CompiledGpuGraph(imported, requires_grad, budget,
-                                              torch_gpu.cache_directory(self.settings))
+                                              torch_gpu.cache_directory(self.settings),
+                                              self.settings["loss_chunks"])
         dump(compiled.step.text, "training")
         return compiled
 
@@ -312,7 +325,7 @@ class WeftGraph:
             message = " ".join(str(error).split())
             warnings.warn(f"weft: running this graph in eager PyTorch: {message}", stacklevel=2)
             return _EAGER
-        return _Compiled(imported, dump)
+        return _Compiled(imported, dump, self.settings["loss_chunks"])
 
     def _split(self, args, tensors, key):
         """The graph split around the ops Weft cannot import (they run
@@ -388,7 +401,8 @@ def register():
 
 def compile(model, memory_budget=None, **options):
     """torch.compile(model, backend="weft", dynamic=False) with Weft's
-    options (strict, dump_dir, package_cache, compile_only, optimizer_bytes)
+    options (strict, dump_dir, package_cache, compile_only, optimizer_bytes,
+    loss_chunks)
     and a memory budget (bytes or '20GiB').
 
     On CUDA the budget is the most torch's allocator may hold during

@@ -125,17 +125,23 @@ class TorchBudget:
         return left, held
 
 
-def compile_options(arena_budget=None):
+def compile_options(arena_budget=None, loss_chunks=None):
     """The C API options of the training step the GPU path runs: pointwise,
     norm and loss ops grouped into kernels (weft-fuse-elementwise; unfused,
     each op is a launch and an HBM round trip), the parameters bound in
     place (no arena copy); with an arena budget in bytes, weft-remat
-    chooses what to recompute to meet it."""
+    chooses what to recompute to meet it, and the lm_head linear + loss run
+    over row chunks that weft-chunk-loss picks from the budget (so the whole
+    [rows, vocab] logits and their gradient never exist). loss_chunks (an
+    int >= 1) forces the chunk count; 1 keeps the loss whole."""
     options = {"optimizer": "none", "target": TARGET, "fuse_elementwise": 1,
                "bind_arguments": "params"}
     if arena_budget is not None:
         options["memory_budget"] = f"{int(arena_budget)}B"
         options["remat"] = "budget"
+        options["loss_chunks"] = 0
+    if loss_chunks is not None:
+        options["loss_chunks"] = int(loss_chunks)
     return options
 
 
@@ -414,13 +420,14 @@ class GpuTrainingStep:
 
     device_type = "cuda"  # the host-side tests run a simulated step on "cpu"
 
-    def __init__(self, imported, params, budget, cache):
-        """budget: a TorchBudget (weft.compile's memory_budget) or None."""
+    def __init__(self, imported, params, budget, cache, loss_chunks=None):
+        """budget: a TorchBudget (weft.compile's memory_budget) or None;
+        loss_chunks: weft.compile's option (None: from the budget)."""
         self.imported = imported
         self.params = list(params)
         self.text = training_text(imported, self.params)
         arena_budget, held = budget.arena_budget(imported, self.params) if budget else (None, None)
-        self.options = compile_options(arena_budget)
+        self.options = compile_options(arena_budget, loss_chunks)
         try:
             self.package, self.key = training_package(self.text, self.options, cache)
         except Exception as error:
@@ -612,7 +619,7 @@ class CompiledGpuGraph:
     tensor arguments (positions among the call's tensors) are its
     parameters."""
 
-    def __init__(self, imported, requires_grad, budget, cache):
+    def __init__(self, imported, requires_grad, budget, cache, loss_chunks=None):
         inputs = [i for i, a in enumerate(imported.arguments) if a.kind == "input"]
         if len(inputs) != len(requires_grad):
             raise LayoutError(f"the captured graph takes {len(inputs)} tensor inputs, the call "
@@ -622,7 +629,7 @@ class CompiledGpuGraph:
             raise NotImplementedError("no argument requires grad, so there is no training "
                                       "step to run (the GPU path runs training calls)")
         self.tensor_params = [i for i, needs in enumerate(requires_grad) if needs]
-        self.step = GpuTrainingStep(imported, params, budget, cache)
+        self.step = GpuTrainingStep(imported, params, budget, cache, loss_chunks)
 
     def run(self, tensors, owner=None):
         return self.step.run(tensors, owner)

@@ -254,6 +254,15 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << "collective, got " << attr.getValue();
     return success();
   }
+  if (name == kLossChunksAttr) {
+    auto chunks = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !chunks || !chunks.getType().isInteger(64) ||
+        chunks.getInt() < 2)
+      return op->emitOpError("expects '")
+             << name << "' to be an i64 chunk count of at least 2 on a function, got "
+             << attr.getValue();
+    return success();
+  }
   return op->emitOpError("has unknown weft attribute '") << name << "'";
 }
 

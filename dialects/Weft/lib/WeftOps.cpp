@@ -713,14 +713,29 @@ LogicalResult weft::verify::verifyLossPrecision(Operation *op, StringRef name,
          << "with bf16/f16 logits, got logits " << logits.getType();
 }
 
+/// A chunk's labels are some of `all_labels`' positions: no more of them.
+static LogicalResult verifyAllLabels(Operation *op, Value labels, Value allLabels) {
+  if (!allLabels)
+    return success();
+  int64_t chunk = tensorOf(labels).getNumElements();
+  int64_t all = tensorOf(allLabels).getNumElements();
+  if (chunk > all)
+    return op->emitOpError("expects all_labels (")
+           << allLabels.getType() << ") to hold at least the " << chunk
+           << " positions of labels (" << labels.getType() << ")";
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
-  if (failed(verifyLabels(*this, getLogits(), getLabels())))
+  if (failed(verifyLabels(*this, getLogits(), getLabels())) ||
+      failed(verifyAllLabels(*this, getLabels(), getAllLabels())))
     return failure();
   return verifyLossPrecision(*this, "result", getLoss(), getLogits());
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  if (failed(verifyLabels(*this, getLogits(), getLabels())))
+  if (failed(verifyLabels(*this, getLogits(), getLabels())) ||
+      failed(verifyAllLabels(*this, getLabels(), getAllLabels())))
     return failure();
   if (failed(verifyLossPrecision(*this, "dloss", getDloss(), getLogits())))
     return failure();

@@ -74,6 +74,9 @@ struct TrainingStepReport {
   /// op, in layer order; saved activations of ops outside any layer.
   llvm::SmallVector<LayerMemory> layers;
   int64_t unlayeredSavedBytes = 0;
+  /// Row chunks of the lm_head linear + loss (weft-chunk-loss records them
+  /// as `weft.loss_chunks` on the forward); 1: the loss is whole.
+  int64_t lossChunks = 1;
   /// Step arguments marked weft.copy_of: bf16 copies carried beside f32
   /// masters, and the bf16 high halves of split masters (i16 low halves).
   int64_t carriedCopies = 0;

@@ -210,6 +210,46 @@ def PlanMemoryPass : Pass<"weft-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def ChunkLossPass : Pass<"weft-chunk-loss", "mlir::func::FuncOp"> {
+  let summary = "Split the lm_head linear and its cross_entropy into row chunks";
+  let description = [{
+    A `cross_entropy` whose logits are (through reshapes) the only use of a
+    `linear` becomes `chunks` linears and losses over row chunks of the
+    linear's input and of the labels (`split` views), each loss its share of
+    the mean over all the labels (`all_labels`), summed: the same loss, and
+    after weft-autodiff the same gradients. No op then holds the whole
+    `[rows, vocab]` logits or their gradient, only one chunk's; weft-remat
+    chooses per chunk whether the backward keeps or recomputes its logits
+    (Liger's fused linear cross-entropy, Apple's Cut Cross-Entropy).
+
+    `chunks=0` picks the count from `budget`: the fewest chunks (rows split
+    in halves) whose logits take at most 1/16 of the budget, so that one
+    chunk's logits, their gradient and the recompute of the next fit beside
+    the rest of the step, and no chunk under 64 rows (thinner GEMMs run far
+    from the roofline); no budget leaves the loss whole. The count is
+    recorded on the function as `weft.loss_chunks` (the memory report prints
+    it). The training pipeline runs it before weft-autodiff.
+
+    ```mlir
+    %l = weft.linear %x, %w : (tensor<16x8xbf16>, tensor<100x8xbf16>) -> tensor<16x100xbf16>
+    %c = weft.cross_entropy %l, %y : (tensor<16x100xbf16>, tensor<16xi64>) -> tensor<f32>
+    // weft-opt --weft-chunk-loss="chunks=2" gives
+    %x0, %x1 = weft.split %x {dim = 0 : i64, sizes = array<i64: 8, 8>} : ...
+    %y0, %y1 = weft.split %y {dim = 0 : i64, sizes = array<i64: 8, 8>} : ...
+    %l0 = weft.linear %x0, %w : (tensor<8x8xbf16>, tensor<100x8xbf16>) -> tensor<8x100xbf16>
+    %c0 = weft.cross_entropy %l0, %y0, %y : (tensor<8x100xbf16>, tensor<8xi64>, tensor<16xi64>) -> tensor<f32>
+    ... %c1 likewise, then %c = weft.add %c0, %c1
+    ```
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", "1",
+           "row chunks of the loss: 1 leaves it whole, 0 picks from budget">,
+    Option<"budget", "budget", "std::string", "\"\"",
+           "the memory budget (a size) that chunks=0 picks the count from">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FoldLossConvertPass : Pass<"weft-fold-loss-convert", "mlir::func::FuncOp"> {
   let summary = "Let cross_entropy read bf16/f16 logits that were converted to f32 for it";
   let description = [{

@@ -284,8 +284,9 @@ Value ElementEvaluator::compute(OpResult result) {
           .Case([&](CrossEntropyGradOp o) {
             // With ignore_index: the mean is over the kept rows ((*s)[1], the
             // count emitRowsBody adds), and an ignored row's gradient is 0.
+            // With all_labels the count is over them (a chunk's share).
             std::optional<int64_t> ignored = ignoredLabel(o);
-            Value rows = ignored ? (*s)[1] : m.f32c(double(group.rows));
+            Value rows = ignored || o.getAllLabels() ? (*s)[1] : m.f32c(double(group.rows));
             Value factor = m.fdiv(v(o.getDloss()), rows);
             Value p = m.exp(m.fsub(v(o.getLogits()), (*s)[0]));
             Value label = id(o.getLabels());
@@ -338,6 +339,14 @@ Value ElementEvaluator::keptTerm(Operation *op) {
   Value labels = isa<CrossEntropyOp>(op) ? cast<CrossEntropyOp>(op).getLabels()
                                          : cast<CrossEntropyGradOp>(op).getLabels();
   return m.select(m.i64Eq(id(labels), m.i64c(*ignored)), m.f32c(0.0), m.f32c(1.0));
+}
+
+Value allLabelsOf(Operation *op) {
+  if (auto loss = dyn_cast<CrossEntropyOp>(op))
+    return loss.getAllLabels();
+  if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+    return grad.getAllLabels();
+  return Value();
 }
 
 std::optional<int64_t> ignoredLabel(Operation *op) {

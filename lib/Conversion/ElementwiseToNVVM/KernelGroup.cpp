@@ -168,13 +168,31 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
       return refuse("the GPU kernels take bf16, f16 or f32 tensors (i64 ids, "
                     "i1 masks, i16 low halves of split masters), got " +
                     typeText(type));
-  // Each operand must broadcast onto the domain (or be its rows).
-  for (Type type : group.paramTypes)
-    if (!KernelGroup::isIndexable(cast<ShapedType>(type).getShape(), *domain))
+  unsigned numOperands = op->getNumOperands();
+  // A chunked loss's all_labels (each use in the group one) is read whole.
+  auto leafOf = [&](unsigned i) -> Value {
+    return fused ? Value(fused.getBodyBlock().getArgument(i)) : op->getOperand(i);
+  };
+  llvm::SmallDenseSet<unsigned> counted;
+  for (unsigned i = 0; i < numOperands; ++i) {
+    bool used = false, onlyCounted = true;
+    for (OpOperand &use : leafOf(i).getUses()) {
+      if (!llvm::is_contained(group.body, use.getOwner()))
+        continue;
+      used = true;
+      onlyCounted &= allLabelsOf(use.getOwner()) == use.get() &&
+                     use.getOperandNumber() + 1 == use.getOwner()->getNumOperands();
+    }
+    if (used && onlyCounted)
+      counted.insert(i);
+  }
+  // Each other operand must broadcast onto the domain (or be its rows).
+  for (auto [i, type] : llvm::enumerate(group.paramTypes))
+    if (!counted.contains(unsigned(i)) &&
+        !KernelGroup::isIndexable(cast<ShapedType>(type).getShape(), *domain))
       return refuse("tensor " + typeText(type) +
                     " does not broadcast onto the domain or its rows");
 
-  unsigned numOperands = op->getNumOperands();
   if (fused) {
     for (BlockArgument arg : fused.getBodyBlock().getArguments())
       group.leafParam[arg] = arg.getArgNumber();
@@ -185,6 +203,10 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
       group.leafParam[operand] = unsigned(i);
     for (auto [i, result] : llvm::enumerate(op->getResults()))
       group.outputs.push_back({result, numOperands + unsigned(i)});
+  }
+  for (unsigned i : counted) {
+    group.leafParam.erase(leafOf(i));
+    group.countedLabels[leafOf(i)] = i;
   }
 
   bool rowOps = false, columnSums = false, loss = false, countedGradient = false;
@@ -200,7 +222,8 @@ FailureOr<KernelGroup> analyzeGroup(Operation *op, std::string &message) {
     rowOps |= isRowOp(member);
     loss |= isa<CrossEntropyOp>(member);
     // Its kept-row count is not a per-row statistic the column-sum kernels park.
-    countedGradient |= isa<CrossEntropyGradOp>(member) && member->hasAttr("ignore_index");
+    countedGradient |= isa<CrossEntropyGradOp>(member) &&
+                       (member->hasAttr("ignore_index") || allLabelsOf(member));
     for (Value result : member->getResults()) {
       if (KernelGroup::isColumnSum(result)) {
         columnSums = true;

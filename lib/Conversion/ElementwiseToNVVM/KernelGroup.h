@@ -46,6 +46,10 @@ struct TensorPlace {
 /// singleBlock: one CTA walks every row (the mean over rows of a loss).
 enum class KernelShape { Pointwise, Rows, RowsWithColumnSums, SingleBlock };
 
+/// The all_labels of a chunk's cross_entropy or cross_entropy_grad (its
+/// share of the mean over them), null when it has none.
+mlir::Value allLabelsOf(mlir::Operation *op);
+
 struct KernelGroup {
   mlir::Operation *op = nullptr;
   llvm::SmallVector<int64_t> domain;
@@ -58,6 +62,9 @@ struct KernelGroup {
   /// Insertion-ordered (operand order): kernels emit their loads in this
   /// order, so the same group always gives the same code.
   llvm::MapVector<mlir::Value, unsigned> leafParam;
+  /// The all_labels of chunked losses (allLabelsOf): read whole for their
+  /// kept count, never per element of the domain, so they are no leaves.
+  llvm::MapVector<mlir::Value, unsigned> countedLabels;
   /// Values written by the kernel: (body value, param).
   llvm::SmallVector<std::pair<mlir::Value, unsigned>> outputs;
   /// Row statistics the column-sum kernel reads back (RowsWithColumnSums):

@@ -197,7 +197,26 @@ namespace {
 
 /// How many rows keep their label (not `op`'s ignore_index), over all rows,
 /// CTA-wide (every CTA counts for itself: the labels are one i64 a row).
+/// With all_labels (a chunk's share), over all of those instead.
 Value keptRows(ElementMath &m, const KernelGroup &group, Operation *op) {
+  if (Value all = allLabelsOf(op)) {
+    int64_t count = cast<ShapedType>(all.getType()).getNumElements();
+    std::optional<int64_t> ignored = ignoredLabel(op);
+    if (!ignored)
+      return m.f32c(double(count));
+    // A leaf too when the op also reads it per row (all_labels = labels).
+    Value labels = m.param(group.countedLabels.count(all) ? group.countedLabels.lookup(all)
+                                                          : group.leafParam.lookup(all));
+    Type element = cast<ShapedType>(all.getType()).getElementType();
+    SmallVector<Value> partial = m.loop(
+        m.tid64(), m.i64c(count), m.i64c(m.threads), ValueRange{m.f32c(0.0)},
+        [&](Value i, ValueRange acc) -> SmallVector<Value> {
+          Value label = m.loadElement(labels, element, i);
+          Value kept = m.select(m.i64Eq(label, m.i64c(*ignored)), m.f32c(0.0), m.f32c(1.0));
+          return {m.fadd(acc[0], kept)};
+        });
+    return m.blockReduce(partial[0], /*max=*/false);
+  }
   const RowStats none;
   SmallVector<Value> partial = m.loop(
       m.tid64(), m.i64c(group.rows), m.i64c(m.threads), ValueRange{m.f32c(0.0)},
@@ -213,15 +232,18 @@ Value keptRows(ElementMath &m, const KernelGroup &group, Operation *op) {
 void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
   // Losses with an ignore_index also sum their kept rows: the mean is over
   // those. Gradients with one count them before the rows (keptRows).
+  // A chunk's loss or gradient (all_labels) counts all the labels first.
   SmallVector<Operation *> losses, counted;
-  llvm::DenseMap<Operation *, Value> gradientRows;
+  llvm::DenseMap<Operation *, Value> gradientRows, lossRows;
   for (Operation *op : group.body) {
     if (isa<CrossEntropyOp>(op)) {
       losses.push_back(op);
-      if (ignoredLabel(op))
+      if (allLabelsOf(op))
+        lossRows[op] = keptRows(m, group, op);
+      else if (ignoredLabel(op))
         counted.push_back(op);
     }
-    if (isa<CrossEntropyGradOp>(op) && ignoredLabel(op))
+    if (isa<CrossEntropyGradOp>(op) && (ignoredLabel(op) || allLabelsOf(op)))
       gradientRows[op] = keptRows(m, group, op);
   }
   SmallVector<Value> init;
@@ -333,7 +355,8 @@ void emitRowsBody(ElementMath &m, const KernelGroup &group, RowsRole role) {
         };
         Value sum = total(k);
         auto c = llvm::find(counted, *it);
-        Value rows = c == counted.end()
+        Value rows = lossRows.count(*it) ? lossRows.lookup(*it)
+                     : c == counted.end()
                          ? m.f32c(double(group.rows))
                          : total(int64_t(losses.size()) + (c - counted.begin()));
         m.storeElement(m.param(param), elementOf(value), m.i64c(0), m.fdiv(sum, rows));

@@ -70,7 +70,8 @@
 // JSON-NEXT:     "recompute_flops": 0
 // JSON-NEXT:   }
 // JSON-NEXT: ],
-// JSON-NEXT: "unlayered_saved_bytes": 0
+// JSON-NEXT: "unlayered_saved_bytes": 0,
+// JSON-NEXT: "loss_chunks": 1
 
 // A budget below the planned peak is an error that names the peak and the
 // lower bound; the report is still written.

@@ -71,6 +71,8 @@ def Weft_Dialect : Dialect {
     // A collective matmul (weft-collective-matmul): the chunk count of an
     // all-gather before a GEMM or a reduce-scatter after one.
     static constexpr llvm::StringLiteral kChunksAttr = "weft.chunks";
+    // The row chunks weft-chunk-loss split a function's loss into.
+    static constexpr llvm::StringLiteral kLossChunksAttr = "weft.loss_chunks";
   }];
 }
 

@@ -569,8 +569,18 @@ def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
     %b = weft.cross_entropy %lb, %labels : (tensor<2x16x100xbf16>, tensor<2x16xi64>) -> tensor<f32>
     %m = weft.cross_entropy %logits, %labels {ignore_index = -100 : i64} : (tensor<2x16x100xf32>, tensor<2x16xi64>) -> tensor<f32>
     ```
+    With `all_labels`, the labels of every row of which `labels` are some (a
+    row chunk), the result is this chunk's share of the mean over
+    `all_labels`: its kept positions' sum divided by the number of kept
+    positions of `all_labels`. The shares of a row split sum to the loss of
+    the whole (weft-chunk-loss), and a chunk whose labels are all ignored
+    adds 0.
+    ```mlir
+    %s = weft.cross_entropy %lc, %yc, %y {ignore_index = -100 : i64} : (tensor<4x100xbf16>, tensor<4xi64>, tensor<16xi64>) -> tensor<f32>
+    ```
   }];
   let arguments = (ins Weft_FloatTensor:$logits, Weft_IdTensor:$labels,
+                       Optional<Weft_IdTensor>:$all_labels,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs 0DTensorOf<[F64, F32, F16, BF16]>:$loss);
 }
@@ -580,8 +590,9 @@ def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
                                ["getFusionAnchor", "getRowStatCount"]>]> {
   let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
   let description = [{
-    N counts the positions whose label is not `ignore_index`; an ignored
-    position's row is zero. `dloss` has the loss's element type (f32 with
+    N counts the positions whose label is not `ignore_index` (of
+    `all_labels` when given, as in `cross_entropy`); an ignored position's
+    row is zero. `dloss` has the loss's element type (f32 with
     bf16/f16 logits allowed, see `cross_entropy`); `dlogits` has the logits'
     type, computed in f32 and rounded once.
     ```mlir
@@ -590,6 +601,7 @@ def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
   }];
   let arguments = (ins 0DTensorOf<[F64, F32, F16, BF16]>:$dloss,
                        Weft_FloatTensor:$logits, Weft_IdTensor:$labels,
+                       Optional<Weft_IdTensor>:$all_labels,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Weft_FloatTensor:$dlogits);
 }
