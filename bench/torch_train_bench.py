@@ -331,8 +331,9 @@ def run_model(name, args, device):
                                  "error": " ".join(repr(error).split())[-1500:]}
         out["runs"][mode]["wall_s"] = time.time() - t0
         r = out["runs"][mode]
+        losses = r.get("losses") or [math.nan]
         print(f"{name} {mode}: " + (f"{r['ms']} ms/step, peak {r['peak_gib']:.2f} GiB, loss "
-                                    f"{r['losses'][0]:.4f} -> {r['losses'][-1]:.4f}"
+                                    f"{losses[0]:.4f} -> {losses[-1]:.4f}"
                                     if "error" not in r else r["error"][-600:]),
               f"({r['wall_s']:.0f} s)", flush=True)
         for p in r.get("profile", []):
