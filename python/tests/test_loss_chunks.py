@@ -11,19 +11,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import weft
-from harness import require_weft_run
+from test_torch_backend import fresh_dynamo  # noqa: F401 (the autouse fixture)
 from weft import torch_gpu
 
 TOL = 1e-9
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo(monkeypatch):
-    require_weft_run()
-    monkeypatch.delenv("WEFT_STRICT", raising=False)
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 class Head(nn.Module):
