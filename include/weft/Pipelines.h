@@ -139,6 +139,12 @@ struct TrainingPipelineOptions
                      "and bias gradients under sequence parallelism) as one "
                      "bucket (weft-coalesce-collectives)"),
       llvm::cl::init(true)};
+  Option<bool> fillCollectiveWaits{
+      *this, "fill-collective-waits",
+      llvm::cl::desc("With grid: move weight-gradient GEMMs behind the "
+                     "collectives nothing else hides "
+                     "(weft-fill-collective-waits)"),
+      llvm::cl::init(true)};
   Option<int64_t> collectiveChunks{
       *this, "collective-chunks",
       llvm::cl::desc("With grid: chunks of each collective matmul "

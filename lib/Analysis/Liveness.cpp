@@ -631,3 +631,13 @@ MemoryPlan weft::planMemory(const ScheduleLiveness &liveness,
   plan.bytesTotal = liveness.getCategoryBytesTotal(options.alignment);
   return plan;
 }
+
+FailureOr<PlannedPeak> weft::planPeak(func::FuncOp func, int64_t alignment) {
+  FailureOr<ScheduleLiveness> liveness = ScheduleLiveness::compute(func);
+  if (failed(liveness))
+    return failure();
+  ArenaOptions options;
+  options.alignment = alignment;
+  MemoryPlan plan = planMemory(*liveness, options);
+  return PlannedPeak{plan.arena.lowerBound.bytes, plan.arena.peakBytes};
+}

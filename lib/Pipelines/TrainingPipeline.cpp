@@ -197,6 +197,11 @@ LogicalResult weft::buildTrainingPipeline(
     matmul.sides = options.collectiveMatmulSides;
     matmul.engine = options.collectiveEngine;
     pm.addNestedPass<func::FuncOp>(createCollectiveMatmulPass(matmul));
+    if (options.fillCollectiveWaits) {
+      FillCollectiveWaitsPassOptions fill;
+      fill.budget = budget.value_or(-1);
+      pm.addNestedPass<func::FuncOp>(createFillCollectiveWaitsPass(fill));
+    }
   }
 
   PlanMemoryPassOptions plan;

@@ -187,6 +187,11 @@ struct CompileOptions {
       cl::desc("With --grid: reduce the latency-bound all-reduces (norm and "
                "bias gradients under sequence parallelism) as one bucket"),
       cl::init(defaults.coalesceCollectives), cl::cat(category)};
+  cl::opt<bool> fillCollectiveWaits{
+      "fill-collective-waits",
+      cl::desc("With --grid: move weight-gradient GEMMs behind the "
+               "collectives nothing else hides (their operands live longer)"),
+      cl::init(defaults.fillCollectiveWaits), cl::cat(category)};
   cl::opt<int64_t> collectiveChunks{
       "collective-chunks",
       cl::desc("With --grid: chunks of each collective matmul (the all-gather "

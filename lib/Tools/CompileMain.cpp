@@ -120,6 +120,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.grid = cli.grid.getValue();
   options.sequenceParallel = cli.sequenceParallel.getValue();
   options.coalesceCollectives = cli.coalesceCollectives.getValue();
+  options.fillCollectiveWaits = cli.fillCollectiveWaits.getValue();
   options.collectiveChunks = cli.collectiveChunks.getValue();
   options.collectiveMatmulSides = cli.collectiveMatmulSides.getValue();
   options.collectiveEngine = cli.collectiveEngine.getValue();

@@ -161,22 +161,6 @@ SmallVector<RecomputeScope> fixedPolicyScopes(const StepStructure &step,
   return scopes;
 }
 
-/// The planner's view of a function: max-live and the arena peak.
-struct PlannedPeak {
-  int64_t maxLive = 0;
-  int64_t peak = 0;
-};
-
-FailureOr<PlannedPeak> planPeak(func::FuncOp func, int64_t alignment) {
-  FailureOr<ScheduleLiveness> liveness = ScheduleLiveness::compute(func);
-  if (failed(liveness))
-    return failure();
-  ArenaOptions options;
-  options.alignment = alignment;
-  MemoryPlan plan = planMemory(*liveness, options);
-  return PlannedPeak{plan.arena.lowerBound.bytes, plan.arena.peakBytes};
-}
-
 /// The budget policy's search space: layers grouped into classes of
 /// isomorphic layers, each class's Pareto set, and their exact combination.
 struct BudgetProblem {

@@ -193,6 +193,15 @@ struct MemoryPlan {
 MemoryPlan planMemory(const ScheduleLiveness &liveness,
                       const ArenaOptions &options);
 
+/// The planner's view of a function: max-live and the arena peak.
+struct PlannedPeak {
+  int64_t maxLive = 0;
+  int64_t peak = 0;
+};
+/// `func` planned (ScheduleLiveness, planMemory) at `alignment`; failure
+/// where its liveness does not compute (diagnosed there).
+mlir::FailureOr<PlannedPeak> planPeak(mlir::func::FuncOp func, int64_t alignment);
+
 } // namespace weft
 
 #endif // WEFT_ANALYSIS_LIVENESS_H

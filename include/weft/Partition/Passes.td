@@ -82,6 +82,43 @@ def HoistCollectivesPass : Pass<"weft-hoist-collectives", "mlir::func::FuncOp"> 
   }];
 }
 
+def FillCollectiveWaitsPass : Pass<"weft-fill-collective-waits", "mlir::func::FuncOp"> {
+  let summary = "Move compute nothing waits for behind the collectives the step would wait for";
+  let description = [{
+    On a partitioned step's final schedule (after remat and
+    weft-collective-matmul): a collective whose link time (LinkModel) the
+    ops between it and its first reader cover (roofline time,
+    CostOpInterface) less than half of leaves stream 0 idle. Under sequence
+    parallelism that is the backward's all-gather of a data gradient after
+    a norm's gradient: a tensor-parallel all-reduce there hides behind the
+    weight gradient's GEMM, the reduce-scatter still does, but the
+    all-gather that follows the norm's gradient has nothing beside it.
+    This pass looks back from each such collective (at most 8 ops worth
+    moving, never the backward's first op or one before it) for ops whose
+    results are all read after it, that are free of memory effects, that
+    hide no earlier collective and that take at least `min-share` (a tenth)
+    of its link time: the weight gradients' GEMMs, which only the optimizer
+    reads. At most two move to just after the collective, so they run
+    beside it. Their operands live that much longer: a move that takes the
+    planned arena's peak (ScheduleLiveness, the arena planner) above 1.025
+    times the peak before the pass, or above `budget`, is undone, so the
+    step keeps the memory that remat and the budget chose. The function
+    computes the same values.
+  }];
+  let options = [
+    Option<"busBytesPerSecond", "bus-bytes-per-second", "double", "330e9",
+           "The link's bus bandwidth (LinkModel; tests lower it so small "
+           "collectives count)">,
+    Option<"minShare", "min-share", "double", "0.1",
+           "The smallest op worth moving, as a share of the collective's link time">,
+    Option<"keepPeak", "keep-peak", "bool", "true",
+           "Undo a move that raises the planned arena's peak beyond its slack">,
+    Option<"budget", "budget", "int64_t", "-1",
+           "The step's memory budget in bytes (-1: none): no move takes the "
+           "planned peak above it">,
+  ];
+}
+
 def CoalesceCollectivesPass : Pass<"weft-coalesce-collectives", "mlir::func::FuncOp"> {
   let summary = "Reduce a partitioned step's small all-reduces as one bucket";
   let description = [{
