@@ -84,7 +84,8 @@ def phase(sh, grad, tp, anchor, small):
     ms = {k: v["ms"] for k, v in timing.items()}
     sp, ce, tp_only = ms[f"tp{tp}sp/nccl"], ms[f"tp{tp}sp/copy-engine"], ms[f"tp{tp}/nccl"]
     chunked = ms[f"tp{tp}spce/copy-engine"]
-    best = min(ce, chunked)
+    # Every TP+SP form, on either engine (tpTsp/..., tpTspce/...).
+    best = min(v for k, v in ms.items() if k.startswith(f"tp{tp}sp"))
     return {"timing": timing, "checks": checks,
             "anchor_loss_equal": timing[f"tp{tp}sp/nccl"]["loss"] ==
             timing[f"tp{tp}sp/copy-engine"]["loss"],

@@ -105,12 +105,16 @@ class Shell:
 
 def variants(tp, phase=None):
     """The packages of tp: TP only and TP+SP (collective matmul as the cost
-    model chooses: none at the anchor's size); the gradient checks and the
-    timing add TP+SP with collective matmul forced to 2 chunks."""
+    model chooses: none at the anchor's size); the gradient checks add TP+SP
+    with collective matmul forced to 2 chunks, the timing TP+SP without
+    weft-fill-collective-waits (the same step with the weight gradients left
+    where autodiff put them)."""
     out = [(f"tp{tp}", [f"--grid=tp={tp}"]),
            (f"tp{tp}sp", [f"--grid=tp={tp}", "--sequence-parallel"])]
-    if phase in ("grad", "time"):
+    if phase == "grad":
         out.append((f"tp{tp}spc2", out[1][1] + ["--collective-chunks=2"]))
+    if phase == "time":
+        out.append((f"tp{tp}spnf", out[1][1] + ["--fill-collective-waits=false"]))
     return out
 
 
@@ -504,8 +508,9 @@ def markdown(results, torch_one=None, torch_one_source=""):
         ok = {k: v for k, v in runs.items() if "ms" in v}
         best_sp = min((v["ms"] for k, v in ok.items() if k.startswith("tp_sp")), default=None)
         ref = {f"tp{tp}": ok.get("tp_compiled", {}).get("ms"), f"tp{tp}sp": best_sp,
-               f"tp{tp}spc2": best_sp}
+               f"tp{tp}spc2": best_sp, f"tp{tp}spnf": best_sp}
         for key, label in ((f"tp{tp}", "TP"), (f"tp{tp}sp", "TP+SP"),
+                           (f"tp{tp}spnf", "TP+SP, --fill-collective-waits=false"),
                            (f"tp{tp}spc2", "TP+SP, collective matmul 2 chunks")):
             w = weft.get(key)
             if not w:

@@ -632,6 +632,16 @@ MemoryPlan weft::planMemory(const ScheduleLiveness &liveness,
   return plan;
 }
 
+Operation *weft::findBackwardStartOp(func::FuncOp func) {
+  int64_t start = findBackwardStart(func);
+  if (func.isExternal() || !llvm::hasSingleElement(func.getBody()))
+    return nullptr;
+  for (auto [step, op] : llvm::enumerate(func.getBody().front()))
+    if (int64_t(step) == start)
+      return &op;
+  return nullptr;
+}
+
 FailureOr<PlannedPeak> weft::planPeak(func::FuncOp func, int64_t alignment) {
   FailureOr<ScheduleLiveness> liveness = ScheduleLiveness::compute(func);
   if (failed(liveness))

@@ -69,11 +69,7 @@ struct FillCollectiveWaitsPass
     // The backward's first op (findBackwardStart) and the ops before it never
     // move: the forward's values would live into the backward (saved
     // activations), and the backward would start elsewhere.
-    int64_t start = findBackwardStart(func);
-    Operation *backward = nullptr;
-    for (auto [step, op] : llvm::enumerate(body))
-      if (int64_t(step) == start)
-        backward = &op;
+    Operation *backward = findBackwardStartOp(func);
     SymbolTableCollection symbols;
     LinkModel link;
     link.busBytesPerSecond = busBytesPerSecond;

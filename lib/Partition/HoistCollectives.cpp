@@ -90,12 +90,7 @@ struct HoistCollectivesPass
       if (first && first != op->getNextNode())
         op->moveBefore(first);
     }
-    Block &body = func.getBody().front();
-    int64_t start = findBackwardStart(func);
-    Operation *backward = nullptr;
-    for (auto [step, op] : llvm::enumerate(body))
-      if (int64_t(step) == start)
-        backward = &op;
+    Operation *backward = findBackwardStartOp(func);
     for (Operation *gather : gathers) {
       SmallVector<Operation *> chain = viewChain(gather);
       Operation *point =

@@ -180,6 +180,8 @@ private:
 /// of ops, terminator included, when there is no backward; 0 for a function
 /// without a single-block body.
 int64_t findBackwardStart(mlir::func::FuncOp func);
+/// The op at findBackwardStart (null without a backward).
+mlir::Operation *findBackwardStartOp(mlir::func::FuncOp func);
 
 /// A function's arena plan: offsets indexed like getBuffers(), the peak, the
 /// max-live lower bound and bytes by category (each buffer rounded up to the
