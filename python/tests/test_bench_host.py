@@ -492,3 +492,44 @@ def test_bench_times_the_forward_schedules_side_by_side(tmp_path):
     assert [v[1].schedule for v in variants] == ["serial"]
     assert notes == ["bf16 d128 full: the table's forward q128k128 wgmma s3 pp unit is not in "
                      "the kernels directory"]
+
+
+def test_autotune_tries_the_forward_schedules():
+    # --schedules: a forward-only twin of every wgmma candidate per schedule,
+    # ping-pong at block_q 128 only; the default sweep is unchanged.
+    base = at.candidate_keys()
+    keys = at.candidate_keys(schedules=("overlap", "pingpong"))
+    wgmma = [k for k in base if k[5] == "warpgroup"]
+    assert len(keys) == len(base) + len(wgmma) + len([k for k in wgmma if k[3] == 128])
+    assert [ku.config_name(k) for k in at.candidate_keys(
+        "bf16-d128-full-q128k128-wgmma-s3", ("overlap", "pingpong"))] == [
+        "bf16-d128-full-q128k128-wgmma-s3", "bf16-d128-full-q128k128-wgmma-s3-ov",
+        "bf16-d128-full-q128k128-wgmma-s3-pp"]
+    assert not [k for k in keys if ku.key_schedule(k) == "pingpong" and k[3] != 128]
+    command = at.compile_command("wc", "IR", "DIR", keys[-1])
+    assert "--attention-schedule=pingpong" in command
+    assert not [a for a in at.compile_command("wc", "IR", "DIR", base[-1]) if "schedule" in a]
+    # The fastest forward may be a schedule's (its row has no backward).
+    rows = [{"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3, "fwd_ms": 1.1,
+             "bwd_ms": 4.0},
+            {"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3,
+             "schedule": "overlap", "fwd_ms": 1.0, "bwd_skip": "skipped: serial twin's"}]
+    fwd, bwd = at.choose(rows)
+    assert fwd == {"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3,
+                   "schedule": "overlap", "ms": 1.0}
+    assert bwd == {"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3, "ms": 4.0}
+    assert at.row_label(fwd) == "q128k128 wgmma s3 ov"
+    fwd, _ = at.choose([rows[0], dict(rows[1], fwd_ms=1.2)])
+    assert "schedule" not in fwd
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
+def test_prepare_a_schedule_candidate(tmp_path):
+    only = "bf16-d64-causal-q128k128-wgmma-pp"
+    (record,) = at.prepare(str(tmp_path), only + "$", schedules=("pingpong",))["candidates"]
+    assert record["schedule"] == "pingpong" and record["forward"]["status"] == "ok"
+    assert record["backward"]["status"] == "skipped"
+    (unit,) = ku.load_units(str(tmp_path / only))
+    assert unit.direction == "forward" and unit.schedule == "pingpong"
+    assert unit.kernels[0].name == "weft_attn_forward_bf16_d64_causal_q128_k128_wgmma_s2_pp"
+    assert ku.config_name(unit.config_key) == only
