@@ -240,8 +240,8 @@ void emitConsumer(WarpEmitter &e, const ForwardRing &ring, ForwardRows &r,
 
 /// The Overlap and PingPong consumers (one warpgroup of 64 query rows).
 /// Per key block j >= 1, in program order: issue S_j = Q K_j^T, issue
-/// O += P_{j-1} V_{j-1}, wait for S_j only (wgmma.wait_group 1), release
-/// K_j, run block j's softmax while that P V runs, wait for it, release
+/// O += P_{j-1} V_{j-1}, wait for S_j only (wgmma.wait_group 1), run block
+/// j's softmax while that P V runs, release K_j, wait for the P V, release
 /// V_{j-1}, rescale O and round P_j. Block 0's S and softmax come before the
 /// loop, the last block's P V after it. The loop state is m[2], l[2], O and
 /// P (the A fragments of the block whose P V is still to issue).
