@@ -50,6 +50,11 @@ def parse_args(argv):
     p.add_argument("--head-dims", type=int, nargs="+", default=list(wa.HEAD_DIMS), metavar="D")
     p.add_argument("--dtype", choices=("bf16", "f16"), default="bf16")
     p.add_argument("--no-flex", action="store_true", help="skip FlexAttention (its compiles)")
+    p.add_argument("--schedules", nargs="+", choices=ku.SCHEDULES, metavar="SCHEDULE",
+                   help="with --tuning: time the table's forward tiles once per warpgroup "
+                        "forward schedule listed (serial, overlap, pingpong; the units of "
+                        "each must be in --kernels, e.g. scripts/check-kernels' schedules/), "
+                        "side by side, instead of the table's schedule")
     p.add_argument("--dropout", type=float, default=0.0, metavar="P",
                    help="time the units with dropout_p = P against SDPA with dropout_p = P")
     add_deadline_option(p, "shapes and backends")
@@ -60,6 +65,8 @@ def parse_args(argv):
         p.error(f"--dropout must be in [0, 1), got {opts.dropout:g}")
     if opts.dropout:
         opts.no_flex = True
+    if opts.schedules and not opts.tuning:
+        p.error("--schedules picks schedules of the table's tiles: it needs --tuning")
     for d in opts.head_dims:
         if d not in (64, 128):
             p.error(f"--head-dims: the kernels have head_dim 64 and 128, got {d}")
@@ -74,9 +81,10 @@ def parse_args(argv):
 # ---- choosing what to time (host side, tested without a GPU) ---------------
 
 def load_tuning(path):
-    """{(arch, dtype, head_dim, causal): ((fq, fk, mma, stages), (bq, bk))}
-    from the table; the forward's mma is "warp" where the entry has none,
-    stages 2 where it has none."""
+    """{(arch, dtype, head_dim, causal): ((fq, fk, mma, stages[, schedule]),
+    (bq, bk, mma, stages))} from the table; the forward's mma is "warp" where
+    the entry has none, stages 2 where it has none; a schedule other than
+    serial is the forward's fifth element."""
     import json
     try:
         with open(path) as f:
@@ -88,8 +96,10 @@ def load_tuning(path):
         try:
             key = (entry["arch"], entry["dtype"], entry["head_dim"], entry["causal"])
             fwd, bwd = entry["forward"], entry["backward"]
+            schedule = fwd.get("schedule", "serial")
             chosen[key] = ((fwd["block_q"], fwd["block_k"], fwd.get("mma", "warp"),
-                            fwd.get("stages", 2)),
+                            fwd.get("stages", 2))
+                           + ((schedule,) if schedule != "serial" else ()),
                            (bwd["block_q"], bwd["block_k"], bwd.get("mma", "warp"),
                             bwd.get("stages", 2)))
         except (KeyError, TypeError) as e:
@@ -97,12 +107,14 @@ def load_tuning(path):
     return chosen
 
 
-def weft_variants(groups, dtype, head_dim, causal, tuning=None):
+def weft_variants(groups, dtype, head_dim, causal, tuning=None, schedules=None):
     """[(label, fwd unit, bwd unit)] to time for a configuration, and notes on
-    what is missing. Without `tuning`: each tile config (and forward MMA kind)
-    with both units; with it: the table's forward tiles and MMA kind and
+    what is missing. Without `tuning`: each tile config (and forward MMA kind
+    and schedule: a directory may hold serial, overlap and ping-pong forwards,
+    timed side by side) with both units; with it: the table's forward tiles and MMA kind and
     backward tiles and MMA kinds (64/64 mma.sync where it has no entry, as
-    weft-compile)."""
+    weft-compile); `schedules` (with `tuning`) times the table's forward
+    tiles once per listed forward schedule instead of the table's one."""
     keys = sorted(k for k in groups if k[:3] == (dtype, head_dim, causal))
     if tuning is None:
         variants, notes = [], []
@@ -111,7 +123,8 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None):
             if fwd and bwd:
                 variants.append((wa.config_label((fwd.block_q, fwd.block_k),
                                                  (bwd.block_q, bwd.block_k), fwd.mma,
-                                                 fwd.stages, bwd.mma, bwd.stages), fwd, bwd))
+                                                 fwd.stages, bwd.mma, bwd.stages,
+                                                 fwd.schedule), fwd, bwd))
             else:
                 notes.append(f"{ku.config_name(key)}: no {'forward' if not fwd else 'backward'} "
                              f"unit")
@@ -122,21 +135,30 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None):
     fwd_tiles, bwd_tiles = tuning.get((arch, dtype, head_dim, causal),
                                       ((64, 64, "warp", 2), (64, 64)))
     # (bq, bk) alone is a warp forward, as a table entry without "mma";
-    # stages 2 where the entry has none.
+    # stages 2 and the serial schedule where the entry has none.
+    schedule = fwd_tiles[4] if len(fwd_tiles) > 4 else "serial"
     fwd_tiles = tuple(fwd_tiles[:2]) + (tuple(fwd_tiles[2:3]) or ("warp",)) + \
         (tuple(fwd_tiles[3:4]) or (2,))
     bwd_tiles = tuple(bwd_tiles[:2]) + (tuple(bwd_tiles[2:3]) or ("warp",)) + \
         (tuple(bwd_tiles[3:4]) or (2,))
-    fwd = groups.get((dtype, head_dim, causal) + fwd_tiles, {}).get("forward")
     bwd = groups.get((dtype, head_dim, causal) + bwd_tiles, {}).get("backward")
-    missing = [f"{d} q{t[0]}k{t[1]}{ku.mma_suffix(t[2], ' ', t[3])}"
-               for d, t, u in (("forward", fwd_tiles, fwd), ("backward", bwd_tiles, bwd))
-               if u is None]
-    if missing:
-        return [], [f"{dtype} d{head_dim} {'causal' if causal else 'full'}: the table's "
-                    f"{' and '.join(missing)} unit is not in the kernels directory"]
-    return [("tuned " + wa.config_label(fwd_tiles[:2], bwd_tiles[:2], fwd_tiles[2], fwd_tiles[3],
-                                        bwd_tiles[2], bwd_tiles[3]), fwd, bwd)], []
+    variants, notes = [], []
+    for schedule in schedules or [schedule]:
+        fwd_key = (dtype, head_dim, causal) + fwd_tiles + \
+            ((("schedule", schedule),) if schedule != "serial" else ())
+        fwd = groups.get(fwd_key, {}).get("forward")
+        missing = [f"{d} q{t[0]}k{t[1]}{ku.mma_suffix(t[2], ' ', t[3], s)}"
+                   for d, t, u, s in (("forward", fwd_tiles, fwd, schedule),
+                                      ("backward", bwd_tiles, bwd, "serial"))
+                   if u is None]
+        if missing:
+            notes.append(f"{dtype} d{head_dim} {'causal' if causal else 'full'}: the table's "
+                         f"{' and '.join(missing)} unit is not in the kernels directory")
+            continue
+        variants.append(("tuned " + wa.config_label(fwd_tiles[:2], bwd_tiles[:2], fwd_tiles[2],
+                                                    fwd_tiles[3], bwd_tiles[2], bwd_tiles[3],
+                                                    schedule), fwd, bwd))
+    return variants, notes
 
 
 # ---- the report (host side, tested with fake timings) ----------------------
@@ -218,6 +240,27 @@ def unavailable(report):
     return lines
 
 
+def render_variants(report):
+    """Markdown lines with every Weft variant's TFLOP/s per shape when some
+    shape timed more than one (e.g. --schedules): the table above keeps only
+    the fastest."""
+    if not any(len(r.get("weft", [])) > 1 for r in report["results"]):
+        return []
+    out = ["", "Every Weft variant (TFLOP/s, fwd / fwd+bwd; ratio to the shape's first "
+           "variant's forward):", "", "| variant | d | seq | causal | fwd | fwd+bwd | fwd / first |",
+           "|---|---|---|---|---|---|---|"]
+    for result in report["results"]:
+        shape, variants = result["shape"], result.get("weft", [])
+        first = variants[0].get("fwd", {}).get("tflops") if variants else None
+        for v in variants:
+            fwd = v.get("fwd", {}).get("tflops")
+            ratio = f"{fwd / first:.3f}" if fwd and first else DASH
+            out.append(f"| {v['config']} | {shape['head_dim']} | {shape['seq']} | "
+                       f"{'yes' if shape['causal'] else 'no'} | "
+                       f"{tflops_text(v, 'fwd')} | {tflops_text(v, 'fwdbwd')} | {ratio} |")
+    return out
+
+
 def render_markdown(report):
     prov = report["provenance"]
     s = report["settings"]
@@ -233,6 +276,7 @@ def render_markdown(report):
            f"Command: `{prov.get('command', '?')}`", "",
            "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     out += ["| " + " | ".join(_cells(r)) + " |" for r in table_rows(report)]
+    out += render_variants(report)
     missing = unavailable(report)
     if missing:
         out += ["", f"{DASH}: not measured:", ""] + [f"- {line}" for line in missing]
@@ -309,13 +353,13 @@ class Bench:
         q, k, v, dout = wa.make_inputs(shape, self.opts.dtype, requires_grad=True)
         ref = wa.sdpa_reference(q, k, v, dout, shape.causal)
         variants, notes = weft_variants(self.groups, self.opts.dtype, shape.head_dim,
-                                        shape.causal, self.tuning)
+                                        shape.causal, self.tuning, self.opts.schedules)
         result["notes"] = notes
         for label, fwd_unit, bwd_unit in variants:
             record = {"config": label, "forward_unit": fwd_unit.name,
                       "backward_unit": bwd_unit.name,
                       "fwd_tiles": [fwd_unit.block_q, fwd_unit.block_k],
-                      "fwd_mma": fwd_unit.mma,
+                      "fwd_mma": fwd_unit.mma, "fwd_schedule": fwd_unit.schedule,
                       "bwd_tiles": [bwd_unit.block_q, bwd_unit.block_k]}
             result["weft"].append(record)
             why = self.late()

@@ -221,6 +221,8 @@ FailureOr<std::string> buildPackageBytes(func::FuncOp step,
     config.blockK = kernels.fixedBlockK.value_or(tiles.blockK);
     config.warpgroupMma = kernels.warpgroupMma.value_or(tiles.warpgroupMma);
     config.stages = kernels.fixedStages.value_or(tiles.stages);
+    if (!backward && config.warpgroupMma)
+      config.schedule = kernels.fixedSchedule.value_or(tiles.schedule);
   };
   FailureOr<HostSchedule> built = buildHostSchedule(step, planOptions);
   if (failed(built))

@@ -75,6 +75,13 @@ struct CompileOptions {
       cl::desc("Pipeline stages of the warpgroup attention kernels "
                "(2..4; default: the tuning table's, else 2)"),
       cl::init(2), cl::cat(category)};
+  cl::opt<std::string> attentionSchedule{
+      "attention-schedule",
+      cl::desc("Schedule of the warpgroup attention forward (not with dropout): "
+               "serial, overlap (FlashAttention-3's softmax under the previous "
+               "block's P V) or pingpong (overlap, the two consumer warpgroups "
+               "taking turns; block_q 128); default: the tuning table's, else serial"),
+      cl::init("serial"), cl::cat(category)};
   cl::opt<std::string> attentionLayout{
       "attention-layout",
       cl::desc("Where the --emit=kernels attention units' tensors live: "

@@ -163,6 +163,13 @@ LogicalResult fillKernelOptions(const CompileOptions &cli, EmitMode mode,
     kernels.warpgroupMma = cli.attentionMma == "warpgroup";
   if (cli.attentionStages.getNumOccurrences())
     kernels.fixedStages = cli.attentionStages;
+  if (cli.attentionSchedule.getNumOccurrences()) {
+    kernels.fixedSchedule = weft::gpu::parseSchedule(cli.attentionSchedule);
+    if (!kernels.fixedSchedule)
+      return usageError("--attention-schedule must be serial, overlap or pingpong, got '" +
+                        cli.attentionSchedule + "'"),
+             failure();
+  }
   StringRef layout = cli.attentionLayout;
   if (layout != "head_major" && layout != "seq_major" && layout != "packed" &&
       layout != "packed_grouped")

@@ -101,6 +101,9 @@ def test_markdown_and_json_writing(tmp_path):
     table = [line for line in md.splitlines() if line.startswith("| 128 | 4096 | yes |")]
     assert len(table) == 2
     assert "| 2.00 | 0.50 | \u2013 |" in table[0]
+    # Two Weft variants of a shape: each one's numbers, beside the first's.
+    assert "| q64k64 | 128 | 4096 | yes | 137 | 120 | 1.000 |" in md
+    assert "| q128k64 | 128 | 4096 | yes | 275 | \u2013 | 2.000 |" in md
     # Every dash has its reason under the table.
     assert "flex d128-s4096-b4-h16-causal fwd: OutOfMemoryError" in md
     assert "Weft q128k64 d128-s4096-b4-h16-causal fwdbwd: not timed: dq" in md
@@ -113,10 +116,11 @@ def test_markdown_and_json_writing(tmp_path):
     assert not os.path.exists(str(path) + ".tmp")
 
 
-def unit(direction, bq, bk, causal=False, d=128, mma="warp"):
-    return ku.Unit(name=f"u_{direction}_{bq}_{bk}" + ku.mma_suffix(mma, "_"), directory="x",
-                   direction=direction, dtype="bf16", head_dim=d, causal=causal, block_q=bq,
-                   block_k=bk, arch="sm_90a", cubin_path="x.cubin", kernels=[], mma=mma)
+def unit(direction, bq, bk, causal=False, d=128, mma="warp", stages=2, schedule="serial"):
+    return ku.Unit(name=f"u_{direction}_{bq}_{bk}" + ku.mma_suffix(mma, "_", stages, schedule),
+                   directory="x", direction=direction, dtype="bf16", head_dim=d, causal=causal,
+                   block_q=bq, block_k=bk, arch="sm_90a", cubin_path="x.cubin", kernels=[],
+                   mma=mma, stages=stages, schedule=schedule)
 
 
 def test_which_weft_units_a_run_times():
@@ -443,3 +447,89 @@ def test_time_a_wgmma_candidate_with_fake_kernels(monkeypatch):
     units[:] = [unit("forward", 128, 64, True, 64), unit("backward", 128, 64, True, 64)]
     row = at.time_candidate(None, None, "root", dict(record, mma="warp"), None, (), None)
     assert row["fwd_ms"] == 1.0 and row["bwd_ms"] == 2.0 and "stages" not in row
+
+
+def test_bench_times_the_forward_schedules_side_by_side(tmp_path):
+    # One directory with the serial, overlap and ping-pong forwards of one
+    # tile config and a single (serial) backward: three variants, each
+    # forward paired with that backward; the table's "schedule" picks one.
+    fwd = [unit("forward", 128, 128, mma="warpgroup", stages=3, schedule=s)
+           for s in ("serial", "overlap", "pingpong")]
+    bwd3 = unit("backward", 128, 128, mma="warpgroup", stages=3)
+    groups, notes = ku.group_units(fwd + [bwd3])
+    assert not notes
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False)
+    assert not notes
+    assert sorted(v[0] for v in variants) == [
+        "fwd q128k128 wgmma s3 ov / bwd q128k128 wgmma s3",
+        "fwd q128k128 wgmma s3 pp / bwd q128k128 wgmma s3", "q128k128 wgmma s3"]
+    assert {v[1].schedule for v in variants} == {"serial", "overlap", "pingpong"}
+    assert all(v[2] is bwd3 for v in variants)
+    # The tuned tiles (forward s3, backward s2, as the shipped table), once
+    # per schedule with --schedules.
+    bwd = unit("backward", 128, 128, mma="warpgroup")
+    groups, notes = ku.group_units(fwd + [bwd])
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({"entries": [
+        {"arch": "sm_90a", "dtype": "bf16", "head_dim": 128, "causal": False,
+         "forward": {"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3,
+                     "schedule": "overlap"},
+         "backward": {"block_q": 128, "block_k": 128, "mma": "warpgroup"}}]}))
+    tuning = ab.load_tuning(str(table))
+    assert tuning[("sm_90a", "bf16", 128, False)][0] == (128, 128, "warpgroup", 3, "overlap")
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning)
+    assert not notes and len(variants) == 1
+    assert variants[0][0] == "tuned fwd q128k128 wgmma s3 ov / bwd q128k128 wgmma"
+    assert variants[0][1].schedule == "overlap" and variants[0][2] is bwd
+    variants, notes = ab.weft_variants(groups, "bf16", 128, False, tuning,
+                                       ["serial", "overlap", "pingpong"])
+    assert not notes
+    assert [v[0] for v in variants] == [
+        f"tuned fwd q128k128 wgmma s3{tag} / bwd q128k128 wgmma" for tag in ("", " ov", " pp")]
+    assert [v[1].schedule for v in variants] == ["serial", "overlap", "pingpong"]
+    variants, notes = ab.weft_variants(ku.group_units(fwd[:1] + [bwd])[0], "bf16", 128, False,
+                                       tuning, ["serial", "pingpong"])
+    assert [v[1].schedule for v in variants] == ["serial"]
+    assert notes == ["bf16 d128 full: the table's forward q128k128 wgmma s3 pp unit is not in "
+                     "the kernels directory"]
+
+
+def test_autotune_tries_the_forward_schedules():
+    # --schedules: a forward-only twin of every wgmma candidate per schedule,
+    # ping-pong at block_q 128 only; the default sweep is unchanged.
+    base = at.candidate_keys()
+    keys = at.candidate_keys(schedules=("overlap", "pingpong"))
+    wgmma = [k for k in base if k[5] == "warpgroup"]
+    assert len(keys) == len(base) + len(wgmma) + len([k for k in wgmma if k[3] == 128])
+    assert [ku.config_name(k) for k in at.candidate_keys(
+        "bf16-d128-full-q128k128-wgmma-s3", ("overlap", "pingpong"))] == [
+        "bf16-d128-full-q128k128-wgmma-s3", "bf16-d128-full-q128k128-wgmma-s3-ov",
+        "bf16-d128-full-q128k128-wgmma-s3-pp"]
+    assert not [k for k in keys if ku.key_schedule(k) == "pingpong" and k[3] != 128]
+    command = at.compile_command("wc", "IR", "DIR", keys[-1])
+    assert "--attention-schedule=pingpong" in command
+    assert not [a for a in at.compile_command("wc", "IR", "DIR", base[-1]) if "schedule" in a]
+    # The fastest forward may be a schedule's (its row has no backward).
+    rows = [{"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3, "fwd_ms": 1.1,
+             "bwd_ms": 4.0},
+            {"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3,
+             "schedule": "overlap", "fwd_ms": 1.0, "bwd_skip": "skipped: serial twin's"}]
+    fwd, bwd = at.choose(rows)
+    assert fwd == {"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3,
+                   "schedule": "overlap", "ms": 1.0}
+    assert bwd == {"block_q": 128, "block_k": 128, "mma": "warpgroup", "stages": 3, "ms": 4.0}
+    assert at.row_label(fwd) == "q128k128 wgmma s3 ov"
+    fwd, _ = at.choose([rows[0], dict(rows[1], fwd_ms=1.2)])
+    assert "schedule" not in fwd
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason="needs build/bin/weft-compile and ptxas")
+def test_prepare_a_schedule_candidate(tmp_path):
+    only = "bf16-d64-causal-q128k128-wgmma-pp"
+    (record,) = at.prepare(str(tmp_path), only + "$", schedules=("pingpong",))["candidates"]
+    assert record["schedule"] == "pingpong" and record["forward"]["status"] == "ok"
+    assert record["backward"]["status"] == "skipped"
+    (unit,) = ku.load_units(str(tmp_path / only))
+    assert unit.direction == "forward" and unit.schedule == "pingpong"
+    assert unit.kernels[0].name == "weft_attn_forward_bf16_d64_causal_q128_k128_wgmma_s2_pp"
+    assert ku.config_name(unit.config_key) == only

@@ -13,6 +13,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace weft::gpu {
@@ -37,6 +38,18 @@ struct AttentionKernelConfig {
   bool warpgroupMma = false;
   /// Slots of the warpgroup forward's K/V ring in shared memory (2..4).
   int64_t stages = 2;
+  /// How the warpgroup forward's consumers order their work (without
+  /// dropout; the other kernels are Serial):
+  ///   Serial:   per key block S = Q K^T, wait, softmax, O += P V, wait.
+  ///   Overlap:  FlashAttention-3's intra-warpgroup pipelining: S of block
+  ///             j + 1 is issued, then O += P V of block j, and block j + 1's
+  ///             softmax runs while that P V is on the tensor cores (two S
+  ///             accumulators live; K and V slots released apart).
+  ///   PingPong: Overlap, and the two consumer warpgroups (block_q 128) take
+  ///             turns issuing their wgmmas through named barriers, so one's
+  ///             softmax runs under the other's matmuls.
+  enum class ForwardSchedule { Serial, Overlap, PingPong };
+  ForwardSchedule schedule = ForwardSchedule::Serial;
   /// Where the tensors live (see attentionKernelSpecs):
   ///   HeadMajor: PyTorch's contiguous [b, h, s, d] (today's layout).
   ///   SeqMajor:  every bf16/f16 tensor contiguous [b, s, h, d] (row pitch heads * d).
@@ -68,12 +81,22 @@ struct AttentionKernelConfig {
   double dropoutP = 0.0;
   int64_t rngId = 0;
 
-  /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64"; SeqMajor adds
+  /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64"; the warpgroup
+  /// kernels add "_wgmma_s<stages>" and a forward schedule other than Serial
+  /// "_ov" (Overlap) or "_pp" (PingPong); SeqMajor adds
   /// "_sm", then "_pqkv" / "_pgrad" for the packed tensors and "_grp" when
   /// they are grouped; the decode kernels "_dec<rows>"; dropout adds
   /// "_drop<floor(p * 2^32)>_r<rng_id>" (what the mask depends on).
   std::string suffix() const;
+  /// "" (Serial), "_ov" or "_pp": the schedule's part of suffix().
+  std::string scheduleSuffix() const;
 };
+
+/// "serial", "overlap" or "pingpong": how the tuning table, weft-compile
+/// --attention-schedule and the AOT units' metadata spell a schedule.
+llvm::StringRef scheduleName(AttentionKernelConfig::ForwardSchedule schedule);
+/// The schedule a name spells, or nullopt.
+std::optional<AttentionKernelConfig::ForwardSchedule> parseSchedule(llvm::StringRef name);
 
 /// The dropout keep threshold floor(p * 2^32): a draw at or above it keeps.
 uint64_t dropoutThreshold(double p);
@@ -192,7 +215,8 @@ AttentionTensorMap attentionTensorMap(const AttentionKernelConfig &config,
 /// backward at least 3 stages (at 2 ptxas spilled 8 bytes of the causal
 /// head_dim 128 dK/dV consumer; at 3 no shipped configuration spills).
 /// The Hopper kernels keep their tiles; their backward streams 64 rows
-/// (dkdvInnerRows, dqInnerRows).
+/// (dkdvInnerRows, dqInnerRows). The forward with dropout keeps the Serial
+/// schedule (the mask's Philox rounds beside two live S accumulators).
 void fitDropoutTiles(AttentionKernelConfig &config, bool backward);
 
 /// Checks a configuration for the forward kernel or the backward kernels;

@@ -32,6 +32,10 @@ def EmitAttentionKernelsPass : Pass<"weft-emit-attention-kernels", "mlir::Module
            "Forward as the Hopper kernel (TMA producer, wgmma consumers)">,
     Option<"stages", "stages", "int64_t", "2",
            "K/V pipeline stages of the warpgroup forward">,
+    Option<"schedule", "schedule", "std::string", "\"serial\"",
+           "Warpgroup forward schedule: serial, overlap (softmax under the "
+           "previous block's P V) or pingpong (overlap, and the two consumer "
+           "warpgroups take turns)">,
     Option<"layout", "layout", "std::string", "\"head_major\"",
            "head_major ([b, h, s, d]) or seq_major ([b, s, h, d])">,
     Option<"packedQkv", "packed-qkv", "bool", "false",

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -18,6 +19,27 @@ using namespace mlir;
 namespace weft::gpu {
 
 uint64_t dropoutThreshold(double p) { return static_cast<uint64_t>(std::ldexp(p, 32)); }
+
+llvm::StringRef scheduleName(AttentionKernelConfig::ForwardSchedule schedule) {
+  switch (schedule) {
+  case AttentionKernelConfig::ForwardSchedule::Serial:
+    return "serial";
+  case AttentionKernelConfig::ForwardSchedule::Overlap:
+    return "overlap";
+  case AttentionKernelConfig::ForwardSchedule::PingPong:
+    return "pingpong";
+  }
+  llvm_unreachable("unknown forward schedule");
+}
+
+std::optional<AttentionKernelConfig::ForwardSchedule> parseSchedule(llvm::StringRef name) {
+  for (auto schedule : {AttentionKernelConfig::ForwardSchedule::Serial,
+                        AttentionKernelConfig::ForwardSchedule::Overlap,
+                        AttentionKernelConfig::ForwardSchedule::PingPong})
+    if (name == scheduleName(schedule))
+      return schedule;
+  return std::nullopt;
+}
 
 namespace {
 
@@ -49,6 +71,20 @@ KernelSpec spec(const AttentionKernelConfig &config, llvm::StringRef role,
 }
 } // namespace
 
+std::string AttentionKernelConfig::scheduleSuffix() const {
+  // Serial adds nothing: the names (and the packages' bytes) of the kernels
+  // before the other schedules stay as they were.
+  switch (schedule) {
+  case ForwardSchedule::Serial:
+    return "";
+  case ForwardSchedule::Overlap:
+    return "_ov";
+  case ForwardSchedule::PingPong:
+    return "_pp";
+  }
+  llvm_unreachable("unknown forward schedule");
+}
+
 std::string AttentionKernelConfig::suffix() const {
   // HeadMajor adds nothing, so the names of today's kernels stay as they are.
   std::string layoutPart;
@@ -63,7 +99,8 @@ std::string AttentionKernelConfig::suffix() const {
         .str();
   return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}{5}{6}", bf16 ? "bf16" : "f16", headDim,
                        causal ? "causal" : "full", blockQ, blockK,
-                       warpgroupMma ? llvm::formatv("_wgmma_s{0}", stages).str()
+                       warpgroupMma ? llvm::formatv("_wgmma_s{0}{1}", stages, scheduleSuffix())
+                                          .str()
                                     : std::string(),
                        layoutPart)
       .str();
@@ -153,6 +190,7 @@ static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, boo
 void fitDropoutTiles(AttentionKernelConfig &config, bool backward) {
   if (config.dropoutP <= 0.0)
     return;
+  config.schedule = AttentionKernelConfig::ForwardSchedule::Serial;
   if (!config.warpgroupMma) {
     config.blockQ = config.blockK = 64;
     config.stages = 2;
@@ -172,6 +210,28 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
                             "kernels, not the decode kernels",
                             config.dropoutP);
     return failure();
+  }
+  if (config.schedule != AttentionKernelConfig::ForwardSchedule::Serial) {
+    llvm::StringRef name = scheduleName(config.schedule);
+    if (backward || config.decodeRows || !config.warpgroupMma) {
+      message = llvm::formatv("the '{0}' schedule is the warpgroup-MMA training "
+                              "forward's; the other kernels are serial",
+                              name);
+      return failure();
+    }
+    if (config.dropoutP > 0.0) {
+      message = llvm::formatv("the warpgroup-MMA forward with dropout (p = {0}) "
+                              "runs the serial schedule, not '{1}'",
+                              config.dropoutP, name);
+      return failure();
+    }
+    if (config.schedule == AttentionKernelConfig::ForwardSchedule::PingPong &&
+        config.blockQ != 128) {
+      message = llvm::formatv("the 'pingpong' schedule alternates two consumer "
+                              "warpgroups: it needs block_q = 128, got {0}",
+                              config.blockQ);
+      return failure();
+    }
   }
   if (config.decodeRows)
     return verifyDecodeConfig(config, backward, message);

@@ -27,7 +27,16 @@ struct EmitAttentionKernelsPass
           << layout << "'";
       return signalPassFailure();
     }
+    std::optional<gpu::AttentionKernelConfig::ForwardSchedule> parsedSchedule =
+        gpu::parseSchedule(schedule);
+    if (!parsedSchedule) {
+      getOperation().emitError("weft-emit-attention-kernels: schedule must be "
+                               "serial, overlap or pingpong, got '")
+          << schedule << "'";
+      return signalPassFailure();
+    }
     gpu::AttentionKernelConfig config;
+    config.schedule = *parsedSchedule;
     config.layout = layout == "seq_major" ? gpu::AttentionKernelConfig::Layout::SeqMajor
                                           : gpu::AttentionKernelConfig::Layout::HeadMajor;
     config.packedQkv = packedQkv;

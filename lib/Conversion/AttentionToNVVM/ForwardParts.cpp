@@ -58,11 +58,11 @@ SmallVector<Value> ForwardRows::initialLoopState(int64_t dTiles) const {
 std::array<Value, 2> onlineSoftmaxStep(WarpEmitter &w, const ForwardRows &r,
                                        MutableArrayRef<Quad> scores, Value k0,
                                        ValueRange mAndL, MutableArrayRef<Value> next,
-                                       Value maskNeeded) {
+                                       Value maskNeeded, bool mask) {
   const int64_t keyTiles = static_cast<int64_t>(scores.size());
   Value minusInf = r.minusInf, zeroF = r.zeroF;
   if (!maskNeeded) {
-    scaleAndMask(w, r, scores, k0, /*mask=*/true);
+    scaleAndMask(w, r, scores, k0, mask);
   } else {
     // Both branches yield the block's scores, masked or only scaled.
     SmallVector<Type> types(keyTiles * 4, w.f32);

@@ -46,12 +46,13 @@ struct ForwardRows {
 /// has seen no key keeps m = -inf and uses 0 in place of m).
 /// When `maskNeeded` (i1, uniform over the CTA) is given, the mask is only
 /// applied where it holds: blocks wholly inside k_len and below the diagonal
-/// are only scaled.
+/// are only scaled. Without it `mask` says whether to mask (false: the
+/// caller knows the block needs none; no branch is emitted either way).
 std::array<mlir::Value, 2> onlineSoftmaxStep(WarpEmitter &w, const ForwardRows &r,
                                              llvm::MutableArrayRef<Quad> scores,
                                              mlir::Value k0, mlir::ValueRange mAndL,
                                              llvm::MutableArrayRef<mlir::Value> next,
-                                             mlir::Value maskNeeded = {});
+                                             mlir::Value maskNeeded = {}, bool mask = true);
 
 /// Finishes the row sums across the quad, normalises O (state[4 ..], dTiles
 /// quads) and stores it and the row log-sum-exp (natural log) to `out`, `lse`.

@@ -65,4 +65,12 @@ void WarpEmitter::setMaxRegisters(int64_t count, bool increase) {
   inlineAsm(text, "", {});
 }
 
+void WarpEmitter::namedBarrierSync(Value id, int64_t threads) {
+  inlineAsm("bar.sync $0, " + std::to_string(threads) + ";", "r", {id});
+}
+
+void WarpEmitter::namedBarrierArrive(Value id, int64_t threads) {
+  inlineAsm("bar.arrive $0, " + std::to_string(threads) + ";", "r", {id});
+}
+
 } // namespace weft::gpu

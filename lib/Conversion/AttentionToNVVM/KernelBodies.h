@@ -27,14 +27,18 @@ int64_t dqInnerRows(const AttentionKernelConfig &config);
 /// Byte offsets in the warpgroup forward's dynamic shared memory: Q (head_dim
 /// / 64 slabs of [blockQ][64]), the K/V ring (per slot K then V, slabs of
 /// [blockK][64]; every slab 1024-byte aligned for the 128-byte swizzle), then
-/// the mbarriers (1 + 3 * stages of 8 bytes).
+/// the mbarriers (1 + 3 * stages of 8 bytes; 1 + 4 * stages when the
+/// schedule releases K and V of a slot apart).
 struct TmaForwardLayout {
   int64_t q, kv, barriers, total;
 };
 inline TmaForwardLayout tmaForwardLayout(const AttentionKernelConfig &config) {
   int64_t qBytes = config.blockQ * config.headDim * 2;
   int64_t ringBytes = config.stages * 2 * config.blockK * config.headDim * 2;
-  return {0, qBytes, qBytes + ringBytes, qBytes + ringBytes + (1 + 3 * config.stages) * 8};
+  int64_t perSlot =
+      config.schedule == AttentionKernelConfig::ForwardSchedule::Serial ? 3 : 4;
+  return {0, qBytes, qBytes + ringBytes,
+          qBytes + ringBytes + (1 + perSlot * config.stages) * 8};
 }
 
 void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);

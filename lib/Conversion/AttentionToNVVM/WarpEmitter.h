@@ -134,6 +134,11 @@ public:
   void wgmmaFence();
   void wgmmaCommit();
   void wgmmaWait(int pending);
+  /// `values` (f32 or i32) through an empty side-effecting inline asm, each
+  /// result tied to its operand (CUTLASS's warpgroup_fence_operand): what
+  /// computes them stays before the asm and what uses the results after it,
+  /// so neither moves across a wgmma wait it is placed next to.
+  llvm::SmallVector<mlir::Value> fenceOperands(llvm::ArrayRef<mlir::Value> values);
   /// acc (64 x n, n / 2 registers per thread) = A * B (+ acc unless
   /// `accumulate` is 0): A a register fragment, B (k16 x n) by descriptor,
   /// read transposed (MN-major) when `transposeB`.
@@ -172,6 +177,10 @@ public:
                  mlir::Value c1, mlir::Value c2, mlir::Value c3, mlir::Value barrier);
   /// setmaxnreg.{inc,dec}: the warpgroup's per-thread register limit.
   void setMaxRegisters(int64_t count, bool increase);
+  /// bar.sync / bar.arrive on named barrier `id` (i32, 1..15; 0 is the
+  /// CTA-wide barrier) completed by `threads` threads in all.
+  void namedBarrierSync(mlir::Value id, int64_t threads);
+  void namedBarrierArrive(mlir::Value id, int64_t threads);
 
 private:
   mlir::Type elementType;

@@ -32,6 +32,29 @@ void WarpEmitter::wgmmaWait(int pending) {
   NVVM::WgmmaWaitGroupSyncOp::create(b, pending);
 }
 
+SmallVector<Value> WarpEmitter::fenceOperands(ArrayRef<Value> values) {
+  if (values.empty())
+    return {};
+  std::string constraints;
+  SmallVector<Type> types;
+  for (Value value : values) {
+    constraints += std::string(constraints.empty() ? "" : ",") +
+                   (value.getType() == f32 ? "=f" : "=r");
+    types.push_back(value.getType());
+  }
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += "," + std::to_string(i);
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, resultType, values, b.getStringAttr(""), b.getStringAttr(constraints),
+      b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
+      ArrayAttr());
+  SmallVector<Value> result;
+  for (size_t i = 0; i < values.size(); ++i)
+    result.push_back(LLVM::ExtractValueOp::create(b, asmOp.getResult(0), i));
+  return result;
+}
+
 namespace {
 
 /// wgmma.mma_async m64nNk16 with f32 accumulators tied to the results: the

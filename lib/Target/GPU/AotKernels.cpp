@@ -204,6 +204,8 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
   site.config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
   site.config.stages = options.fixedStages.value_or(tiles.stages);
+  if (!site.backward && site.config.warpgroupMma)
+    site.config.schedule = options.fixedSchedule.value_or(tiles.schedule);
   fitDropoutTiles(site.config, site.backward);
   // A seq-major op's tensors are seq-major whatever --attention-layout says.
   site.config.layout = options.layout;

@@ -201,6 +201,10 @@ std::string writeUnitJson(const AotUnit &unit) {
       json.attribute("mma", mmaName(unit.config));
       if (unit.config.warpgroupMma)
         json.attribute("stages", unit.config.stages);
+      // Written only when not serial: the units of the serial kernels stay
+      // byte for byte what they were.
+      if (unit.config.schedule != AttentionKernelConfig::ForwardSchedule::Serial)
+        json.attribute("schedule", scheduleName(unit.config.schedule));
       json.attribute("layout", layoutName(unit.config));
       if (unit.config.dropoutP > 0.0)
         json.attributeObject("dropout", [&] {

@@ -94,6 +94,19 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
       }
       config.stages = *count;
     }
+    config.schedule = AttentionKernelConfig::ForwardSchedule::Serial;
+    if (const llvm::json::Value *schedule = chosen->get("schedule")) {
+      std::optional<StringRef> name = schedule->getAsString();
+      std::optional<AttentionKernelConfig::ForwardSchedule> parsed =
+          name ? parseSchedule(*name) : std::nullopt;
+      if (!parsed) {
+        message = (where + " " + direction +
+                   ": \"schedule\" must be \"serial\", \"overlap\" or \"pingpong\"")
+                      .str();
+        return failure();
+      }
+      config.schedule = *parsed;
+    }
     config.blockQ = *blockQ;
     config.blockK = *blockK;
     std::string why;
@@ -101,7 +114,7 @@ LogicalResult readEntry(const llvm::json::Value &value, std::string where,
       message = (where + " " + direction + ": " + why).str();
       return failure();
     }
-    *tiles = {*blockQ, *blockK, config.warpgroupMma, config.stages};
+    *tiles = {*blockQ, *blockK, config.warpgroupMma, config.stages, config.schedule};
   }
   key = entryKey(*arch, config.bf16, *headDim, *causal);
   return success();

@@ -65,11 +65,13 @@ def tflops(shape, mode, ms):
 
 
 def config_label(fwd_tiles, bwd_tiles, fwd_mma="warp", fwd_stages=2, bwd_mma="warp",
-                 bwd_stages=2):
+                 bwd_stages=2, fwd_schedule="serial"):
     """'q64k64' when both directions share tiles and kernels, else 'fwd
     q128k64 / bwd q64k128'; warpgroup-MMA kernels add ' wgmma' ('q128k64
-    wgmma', 'fwd q128k64 wgmma / bwd q64k128 wgmma s3')."""
-    f = f"q{fwd_tiles[0]}k{fwd_tiles[1]}" + ku.mma_suffix(fwd_mma, " ", fwd_stages)
+    wgmma', 'fwd q128k64 wgmma / bwd q64k128 wgmma s3'), a forward schedule
+    other than serial ' ov' / ' pp' ('fwd q128k128 wgmma s3 ov / ...')."""
+    f = f"q{fwd_tiles[0]}k{fwd_tiles[1]}" + ku.mma_suffix(fwd_mma, " ", fwd_stages,
+                                                         fwd_schedule)
     b = f"q{bwd_tiles[0]}k{bwd_tiles[1]}" + ku.mma_suffix(bwd_mma, " ", bwd_stages)
     return f if f == b else f"fwd {f} / bwd {b}"
 

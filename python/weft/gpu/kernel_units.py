@@ -10,6 +10,11 @@ DIRECTIONS = ("forward", "backward")
 ROLES = ("forward", "backward_preprocess", "backward_dkdv", "backward_dq")
 # A unit's MMA kind (its JSON config "mma"; absent in older units = warp).
 MMA_KINDS = ("warp", "warpgroup")
+# A warpgroup forward's schedule (its JSON config "schedule"; absent = serial):
+# FlashAttention-3's intra-warpgroup overlap, and that plus ping-pong of the
+# two consumer warpgroups (AttentionKernelConfig::ForwardSchedule).
+SCHEDULES = ("serial", "overlap", "pingpong")
+SCHEDULE_TAGS = {"serial": "", "overlap": "ov", "pingpong": "pp"}
 # Where a unit's tensors live (its JSON config "layout"; absent = head_major):
 # [b, h, s, d], [b, s, h, d], or [b, s, h, d] with q, k, v one packed
 # [b, s, hq + 2 hkv, d] tensor (and dq, dk, dv another in the backward).
@@ -69,6 +74,7 @@ class Unit:
     mma: str = "warp"
     stages: int = 2
     layout: str = "head_major"
+    schedule: str = "serial"
     # Dropout on the probabilities (the config's "dropout" object): p and
     # rng_id; the kernels then take a `seed` pointer (one int64).
     dropout_p: float = 0.0
@@ -76,13 +82,15 @@ class Unit:
 
     @property
     def config_key(self):
-        """(dtype, head_dim, causal, block_q, block_k, mma, stages[, layout]):
-        two forward units that differ only in MMA kind, pipeline stages or
-        layout are two configs (head_major adds nothing to the key)."""
+        """(dtype, head_dim, causal, block_q, block_k, mma, stages[, layout]
+        [, dropout][, schedule]): two forward units that differ only in MMA
+        kind, pipeline stages, layout or schedule are two configs (head_major
+        and serial add nothing to the key)."""
         key = (self.dtype, self.head_dim, self.causal, self.block_q, self.block_k, self.mma,
                self.stages)
         key = key if self.layout == "head_major" else key + (self.layout,)
-        return key if not self.dropout_p else key + (("dropout", self.dropout_p, self.rng_id),)
+        key = key if not self.dropout_p else key + (("dropout", self.dropout_p, self.rng_id),)
+        return key if self.schedule == "serial" else key + (("schedule", self.schedule),)
 
 
 def config_name(key):
@@ -96,15 +104,30 @@ def config_name(key):
     mma = key[5] if len(key) > 5 else "warp"
     stages = key[6] if len(key) > 6 else 2
     return (f"{dtype}-d{head_dim}-{'causal' if causal else 'full'}-q{block_q}k{block_k}"
-            + mma_suffix(mma, "-", stages))
+            + mma_suffix(mma, "-", stages, key_schedule(key)))
 
 
-def mma_suffix(mma, sep=" ", stages=2):
+def key_schedule(key):
+    """The schedule a config key names ("serial" when it names none)."""
+    return next((part[1] for part in key[7:] if isinstance(part, tuple) and part
+                 and part[0] == "schedule"), "serial")
+
+
+def without_schedule(key):
+    """`key` with its schedule part dropped: the key of the serial units,
+    whose backward every schedule's forward pairs with."""
+    return tuple(part for part in key if not (isinstance(part, tuple) and part
+                                              and part[0] == "schedule"))
+
+
+def mma_suffix(mma, sep=" ", stages=2, schedule="serial"):
     """'' for warp, ' wgmma' (with `sep`) for warpgroup, ' wgmma s3' when its
-    K/V pipeline has other than 2 stages: names and labels."""
+    K/V pipeline has other than 2 stages, then ' ov' / ' pp' for the overlap /
+    ping-pong forward schedules: names and labels."""
     if mma != "warpgroup":
         return ""
-    return f"{sep}wgmma" + (f"{sep}s{stages}" if stages != 2 else "")
+    return (f"{sep}wgmma" + (f"{sep}s{stages}" if stages != 2 else "")
+            + (f"{sep}{SCHEDULE_TAGS[schedule]}" if schedule != "serial" else ""))
 
 
 def _field(obj, key, types, where):
@@ -184,6 +207,10 @@ def parse_unit(obj, directory, where):
     mma = config.get("mma", "warp")
     if mma not in MMA_KINDS:
         raise UnitError(f"{where}: config mma {mma!r} is not warp or warpgroup")
+    schedule = config.get("schedule", "serial")
+    if schedule not in SCHEDULES:
+        raise UnitError(f"{where}: config schedule {schedule!r} is not one of "
+                        f"{', '.join(SCHEDULES)}")
     layout = config.get("layout", "head_major")
     if layout not in LAYOUTS:
         raise UnitError(f"{where}: config layout {layout!r} is not one of {', '.join(LAYOUTS)}")
@@ -223,6 +250,7 @@ def parse_unit(obj, directory, where):
                 block_k=_field(config, "block_k", int, f"{where} config"),
                 arch=obj.get("arch", "?"), cubin_path=cubin, kernels=kernels,
                 workspaces=workspaces, mma=mma, stages=config.get("stages", 2), layout=layout,
+                schedule=schedule,
                 dropout_p=dropout_p, rng_id=int(dropout.get("rng_id", 0)))
 
 
@@ -261,8 +289,15 @@ def group_units(units):
     """{config_key: {"forward": Unit, "backward": Unit}}, and notes on
     duplicates (same config and direction; the first one found is used).
     A warpgroup-MMA forward's group without a Hopper backward gets the warp
-    backward of its tiles: any backward runs on any forward's out and lse."""
+    backward of its tiles, and an overlap / ping-pong forward's the backward
+    of its serial forward's group: any backward runs on any forward's out and
+    lse."""
     groups, notes = _group(units, lambda unit: unit.config_key)
+    for key, slot in groups.items():
+        if key_schedule(key) != "serial" and "backward" not in slot:
+            serial = groups.get(without_schedule(key), {}).get("backward")
+            if serial is not None:
+                slot["backward"] = serial
     for key, slot in groups.items():
         if key[5] != "warp" and "backward" not in slot:
             warp = groups.get(key[:5] + ("warp", 2), {}).get("backward")
@@ -300,7 +335,8 @@ def pair_name(group):
     """'bf16-d128-full fwd q128k128 / bwd q64k64' for a group's two units
     ('fwd q128k64 wgmma / ...' for a warpgroup-MMA forward)."""
     short = {"forward": "fwd", "backward": "bwd"}
-    parts = [f"{short[d]} q{u.block_q}k{u.block_k}{mma_suffix(u.mma)}" for d, u in sorted(
+    parts = [f"{short[d]} q{u.block_q}k{u.block_k}{mma_suffix(u.mma, schedule=u.schedule)}"
+             for d, u in sorted(
         group.items(), key=lambda item: item[0] != "forward")]
     unit = next(iter(group.values()))
     layout = "" if unit.layout == "head_major" else f" [{unit.layout}]"

@@ -41,6 +41,10 @@ struct KernelEmitOptions {
   /// The warpgroup kernels' pipeline stages fixed on the command line
   /// (--attention-stages); unset: the table's, else 2.
   std::optional<int64_t> fixedStages;
+  /// The warpgroup forward's schedule fixed on the command line
+  /// (--attention-schedule); unset: the table's, else serial. Forward units
+  /// only, and not with dropout (fitDropoutTiles).
+  std::optional<AttentionKernelConfig::ForwardSchedule> fixedSchedule;
   /// When set, only the ops of this function (e.g. the training step).
   std::string function;
   /// --attention-layout: where every unit's tensors live. HeadMajor is

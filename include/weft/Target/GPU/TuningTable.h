@@ -5,6 +5,8 @@
 #ifndef WEFT_TARGET_GPU_TUNINGTABLE_H
 #define WEFT_TARGET_GPU_TUNINGTABLE_H
 
+#include "weft/Conversion/AttentionKernels.h"
+
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -22,6 +24,10 @@ struct AttentionTiles {
   bool warpgroupMma = false;
   /// The warpgroup kernels' pipeline stages ("stages", default 2).
   int64_t stages = 2;
+  /// The warpgroup forward's schedule ("schedule": "serial" (default),
+  /// "overlap" or "pingpong"); the backward's is always serial.
+  AttentionKernelConfig::ForwardSchedule schedule =
+      AttentionKernelConfig::ForwardSchedule::Serial;
 };
 
 class AttentionTuningTable {
