@@ -216,8 +216,11 @@ void ElementwiseFuser::formGroups() {
       // Up to twice what lives there unfused: a producer's two operands
       // for its one result (the residual gradient's add into rms_norm_grad)
       // stay fused; a chain that keeps absorbing adds does not.
+      // Pointwise producers only: such a kernel is cheap on its own, and
+      // it is what accumulating chains are made of; a norm gradient keeps
+      // the residual add it feeds (one kernel fewer a layer), as before.
       GapBytes gap;
-      if (!siblings.contains(index))
+      if (!siblings.contains(index) && llvm::all_of(groups[index].members, isPlainPointwise))
         gap = gapBytes(groups[index].members, &op);
       if (gap.fused > 2 * gap.unfused) {
         LDBG() << "not fusing " << op.getName() << " at " << op.getLoc() << " into a group of "
