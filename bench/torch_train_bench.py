@@ -257,7 +257,12 @@ def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=
         forward = torch.compile(model)
     elif mode == "weft":
         import weft
-        forward = weft.compile(model, strict=True, memory_budget=budget)
+        # Fused AdamW holds exp_avg and exp_avg_sq, no parameter-sized
+        # temporary (the foreach update's), so its bytes are 2x the
+        # parameters' (weft.compile assumes 3x without them).
+        fused_state = 2 * sum(p.numel() * p.element_size() for p in model.parameters())
+        forward = weft.compile(model, strict=True, memory_budget=budget,
+                               optimizer_bytes=fused_state if budget and not f64 else None)
     else:
         forward = model
     losses, times = [], []

@@ -45,6 +45,7 @@ inline void registerWeftPasses() {
   registerRecomputeWideningPass();
   registerAlignReshapesPass();
   registerChunkLossPass();
+  registerSinkLossLogitsPass();
   registerFuseElementwisePass();
   registerFuseBiasGradPass();
   registerFuseGemmEpiloguePass();

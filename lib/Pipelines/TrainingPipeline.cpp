@@ -1,4 +1,5 @@
-// weft-train-pipeline: weft-fold-loss-convert -> weft-autodiff (or, with
+// weft-train-pipeline: weft-fold-loss-convert -> [weft-chunk-loss] ->
+// weft-autodiff [-> weft-sink-loss-logits] (or, with
 // inference, weft-inference-step) -> [weft-fold-attention-layout] ->
 // [weft-fuse-gemm-epilogue] -> [weft-fuse-elementwise] ->
 // [weft-bind-arguments] -> weft-remat -> weft-plan-memory ->
@@ -61,6 +62,9 @@ static LogicalResult addAutodiffAndPartition(
     pm.addNestedPass<func::FuncOp>(createChunkLossPass(chunk));
   }
   pm.addPass(createAutodiffPass(autodiff));
+  // Each chunk's logits made where the backward reads them, not saved.
+  if (options.lossChunks != 1 && options.grid.empty())
+    pm.addNestedPass<func::FuncOp>(createSinkLossLogitsPass());
   if (!options.grid.empty()) {
     PlacePassOptions place;
     place.gridSpec = options.grid;

@@ -65,6 +65,12 @@ private:
   /// Whether some op outside `members` depends on one of them and is read
   /// by one of them: fusing them would make the group a cycle.
   bool hasOutsidePath(ArrayRef<Operation *> members) const;
+  /// Bytes live across the ops between the producer group and `op` when
+  /// `op` joins it (`fused`) and when it does not.
+  struct GapBytes {
+    int64_t fused = 0, unfused = 0;
+  };
+  GapBytes gapBytes(ArrayRef<Operation *> producer, Operation *op) const;
   void buildFusedOp(ArrayRef<Operation *> members);
   LogicalResult sortBlock();
 
@@ -106,6 +112,47 @@ bool ElementwiseFuser::hasOutsidePath(ArrayRef<Operation *> members) const {
   return false;
 }
 
+/// A fused op runs at its last member's position, so every input of an
+/// earlier member lives until then. Fusing the producer group into `op`'s
+/// group keeps the producer's inputs that die in it (no later reader) alive
+/// from its last member to `op`; unfused, what lives across that gap is the
+/// producer's results that `op` or a later op reads. A chain of adds summing
+/// per-chunk weight gradients (weft-chunk-loss), each partial made by a GEMM
+/// between two adds, would otherwise become one n-ary kernel at the chain's
+/// end, every partial live until it: the running sum, op by op, holds two.
+/// Nothing when `op` directly follows the producer.
+ElementwiseFuser::GapBytes ElementwiseFuser::gapBytes(ArrayRef<Operation *> producer,
+                                                      Operation *op) const {
+  int64_t last = 0;
+  for (Operation *member : producer)
+    last = std::max(last, position.lookup(member));
+  int64_t at = position.lookup(op);
+  GapBytes bytes;
+  if (at <= last + 1)
+    return bytes;
+  llvm::DenseSet<Operation *> inProducer(producer.begin(), producer.end());
+  auto lastUse = [&](Value value) {
+    int64_t use = 0;
+    for (Operation *user : value.getUsers())
+      if (Operation *top = block.findAncestorOpInBlock(*user))
+        use = std::max(use, position.lookup(top));
+    return use;
+  };
+  llvm::DenseSet<Value> seen;
+  for (Operation *member : producer) {
+    for (Value operand : member->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && !inProducer.contains(def) && isa<RankedTensorType>(operand.getType()) &&
+          seen.insert(operand).second && lastUse(operand) <= last)
+        bytes.fused += tensorBytes(operand.getType());
+    }
+    for (Value result : member->getResults())
+      if (isa<RankedTensorType>(result.getType()) && lastUse(result) >= at)
+        bytes.unfused += tensorBytes(result.getType());
+  }
+  return bytes;
+}
+
 void ElementwiseFuser::formGroups() {
   int64_t backwardStart = findBackwardStart(func);
   for (Operation &op : block) {
@@ -133,6 +180,7 @@ void ElementwiseFuser::formGroups() {
           producer.backward == mine.backward && producer.layer == mine.layer)
         producers.push_back(it->second);
     }
+    llvm::SmallDenseSet<unsigned, 4> siblings;
     // Pointwise sibling groups reading one of this op's domain-shaped
     // operands too (SwiGLU's backward: dh * silu(g) beside dh's silu_grad
     // term): one kernel reads the shared value once.
@@ -148,8 +196,10 @@ void ElementwiseFuser::formGroups() {
             continue;
           const Group &sibling = groups[it->second];
           if (sibling.domain == mine.domain && sibling.backward == mine.backward &&
-              sibling.layer == mine.layer && llvm::all_of(sibling.members, isPlainPointwise))
+              sibling.layer == mine.layer && llvm::all_of(sibling.members, isPlainPointwise)) {
             producers.push_back(it->second);
+            siblings.insert(it->second);
+          }
         }
       }
     for (unsigned index : producers) {
@@ -161,6 +211,21 @@ void ElementwiseFuser::formGroups() {
       if (hasOutsidePath(merged)) {
         LDBG() << "not fusing " << op.getName() << " into a group of "
                << groups[index].members.size() << ": a cycle";
+        continue;
+      }
+      // Up to twice what lives there unfused: a producer's two operands
+      // for its one result (the residual gradient's add into rms_norm_grad)
+      // stay fused; a chain that keeps absorbing adds does not.
+      // Pointwise producers only: such a kernel is cheap on its own, and
+      // it is what accumulating chains are made of; a norm gradient keeps
+      // the residual add it feeds (one kernel fewer a layer), as before.
+      GapBytes gap;
+      if (!siblings.contains(index) && llvm::all_of(groups[index].members, isPlainPointwise))
+        gap = gapBytes(groups[index].members, &op);
+      if (gap.fused > 2 * gap.unfused) {
+        LDBG() << "not fusing " << op.getName() << " at " << op.getLoc() << " into a group of "
+               << groups[index].members.size() << ": " << gap.fused
+               << " bytes would live across the ops between, not " << gap.unfused;
         continue;
       }
       mine.members = std::move(merged);

@@ -210,9 +210,23 @@ def test_torch_budget_leaves_the_rest_to_the_arena():
     param_bytes = sum(p.numel() * 2 for p in model.parameters())
     budget = torch_gpu.TorchBudget(1 << 30)
     held = budget.held(imported, params)
-    assert held["parameters"] == held["gradients"] == param_bytes
+    # The gradients are arena views handed to .grad: counted in the arena.
+    assert set(held) == {"parameters", "inputs", "optimizer", "calls", "allocator"}
+    assert held["parameters"] == param_bytes
     assert held["optimizer"] == 3 * param_bytes
-    assert held["inputs"] >= 2 * 2 * 64 * 8  # idx and targets, i64
+    # Each tensor's block as torch's caching allocator counts it: 512-byte
+    # rounding; over 10 MiB a segment rounded to 2 MiB, whole when <= 1 MiB
+    # would remain; 1-10 MiB blocks share 20 MiB segments with <= 1 MiB tails.
+    assert torch_gpu.allocated_bytes(1) == 512
+    assert torch_gpu.allocated_bytes(9 << 20) == 9 << 20
+    assert torch_gpu.allocated_bytes(11 << 20) == 12 << 20  # 1 MiB left: not split
+    assert torch_gpu.allocated_bytes(154533888) == 148 << 20  # nanoGPT's wte, 147.4 MiB
+    assert torch_gpu.allocated_bytes((12 << 20) + 512) == (12 << 20) + 512  # split
+    assert torch_gpu.allocated_bytes((13 << 20) + 512) == 14 << 20
+    assert torch_gpu.segment_tails([9 << 20] * 4 + [100]) == 4 << 20
+    rounding = sum(torch_gpu.allocated_bytes(p.numel() * 2) - p.numel() * 2
+                   for p in model.parameters())
+    assert held["allocator"] >= 4 * rounding + (2 << 20)  # params, 3 optimizer sets, arena
     arena, _held = budget.arena_budget(imported, params)
     assert arena == (1 << 30) - sum(held.values())
     assert torch_gpu.TorchBudget(1 << 30, 0).held(imported, params)["optimizer"] == 0
@@ -220,7 +234,8 @@ def test_torch_budget_leaves_the_rest_to_the_arena():
     assert options["memory_budget"] == f"{arena}B" and options["remat"] == "budget"
     with pytest.raises(torch_gpu.BudgetError, match=r"memory_budget 4096 bytes \(0.0 MiB\): "
                                                     r"torch holds .* \(parameters .* MiB, inputs "
-                                                    r".*, gradients .*, optimizer .*\), which "
+                                                    r".*, optimizer .*; the parameter gradients "
+                                                    r"are arena views\), which "
                                                     r"leaves no bytes for the arena"):
         torch_gpu.TorchBudget(4096).arena_budget(imported, params)
 
@@ -338,6 +353,59 @@ def test_loss_output_reasons():
     program = torch.export.export(Two(), (torch.randn(3),), strict=False)
     assert torch_gpu.loss_output(program) == "it returns 2 values, not one scalar loss"
     assert GPT  # the GPU test's model is importable without a GPU
+
+
+class ArenaViewStep:
+    """A forward that returns views of a CPU "arena" as its gradients, as the
+    CUDA path does (GpuTrainingStep._run_in_arena with an owner)."""
+
+    def __init__(self, shapes):
+        self.arena = torch.arange(1, 1 + sum(torch.Size(s).numel() for s in shapes),
+                                  dtype=torch.float32)
+        self.views, start = [], 0
+        for shape in shapes:
+            count = torch.Size(shape).numel()
+            self.views.append(self.arena[start:start + count].view(shape))
+            start += count
+        self.tensor_params = list(range(len(shapes)))
+        self.step = self
+
+    def run(self, tensors, owner=None):
+        return self.arena.sum(), list(self.views)  # held here too, as _ArenaCalls does
+
+    def release(self, owner):
+        owner.grads = None
+
+
+def test_backward_hands_the_arena_gradients_to_grad():
+    """The .grad autograd keeps is the arena's gradient buffer scaled in place
+    by grad_output, not a copy: TorchBudget counts the gradients once."""
+    shapes = [(3, 4), (5,)]
+    compiled = ArenaViewStep(shapes)
+    params = [torch.zeros(s, requires_grad=True) for s in shapes]
+    want = [v.clone() * 2 for v in compiled.views]
+    loss = torch_gpu.GpuStepFunction.apply(compiled, *params)
+    (2.0 * loss).backward()
+    base = compiled.arena.untyped_storage().data_ptr()
+    for p, w in zip(params, want):
+        assert p.grad.untyped_storage().data_ptr() == base
+        assert torch.equal(p.grad, w)
+
+
+def test_a_grad_left_in_the_arena_is_copied_before_the_next_run():
+    """A parameter whose .grad is still an arena view when the next run
+    starts (no zero_grad: gradient accumulation) keeps its values in a copy."""
+    arena = torch.arange(8, dtype=torch.float32)
+    step = object.__new__(torch_gpu.GpuTrainingStep)
+    step.params, step.loaded = [0, 1], {(0, 0): (None, arena)}
+    inside, outside = torch.zeros(4, requires_grad=True), torch.zeros(2, requires_grad=True)
+    inside.grad = arena[4:8]
+    outside.grad = torch.ones(2)
+    kept = outside.grad
+    step._own_param_grads([inside, outside, torch.zeros(3)])
+    assert inside.grad.untyped_storage().data_ptr() != arena.untyped_storage().data_ptr()
+    assert torch.equal(inside.grad, torch.tensor([4.0, 5.0, 6.0, 7.0]))
+    assert outside.grad is kept
 
 
 class SimulatedStep:

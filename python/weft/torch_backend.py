@@ -56,8 +56,9 @@ OPTIONS = {
                     lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)
                                             and v >= 1)),
     "optimizer_bytes": ("None (3x the parameters' bytes: AdamW's two moments and the one "
-                        "parameter-sized temporary of its foreach update) or a non-negative "
-                        "int of bytes the optimizer allocates; counted against memory_budget",
+                        "parameter-sized temporary of its foreach update; fused AdamW holds "
+                        "2x) or a non-negative int of bytes the optimizer allocates; counted "
+                        "against memory_budget",
                         lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)
                                                 and v >= 0)),
 }
@@ -408,11 +409,13 @@ def compile(model, memory_budget=None, **options):
     On CUDA the budget is the most torch's allocator may hold during
     training (torch.cuda.max_memory_allocated): Weft subtracts what the
     training loop holds beside its step (torch_gpu.TorchBudget): the
-    graph's tensor arguments (parameters, read in place, and the batch), one
-    gradient per parameter (the .grad autograd keeps), and the optimizer's
-    bytes (optimizer_bytes; default 3x the parameters' bytes, AdamW's two
-    moments and its foreach update's temporary), and gives the rest to the
-    remat solver and planner as the arena's budget. A budget they cannot meet
+    graph's tensor arguments (parameters, read in place, and the batch), the
+    optimizer's bytes (optimizer_bytes; default 3x the parameters' bytes,
+    AdamW's two moments and its foreach update's temporary) and the caching
+    allocator's rounding, and gives the rest to the remat solver, the
+    chunked loss and the planner as the arena's budget. The arena stays
+    allocated through optimizer.step; the parameter gradients are in it (the
+    .grad tensors are its views, until zero_grad sets them to None). A budget they cannot meet
     is an error naming the budget, what torch holds and the smallest arena
     the planner reaches (with strict=False the graph then runs eagerly).
     Tensors the caller keeps beyond these are not covered. Not enforced on

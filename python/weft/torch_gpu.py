@@ -81,19 +81,64 @@ def _argument_bytes(argument):
         [], dtype=TORCH_DTYPES[argument.dtype]).element_size()
 
 
+# torch's caching allocator counts a tensor's block (allocated_bytes): its
+# size rounded up to 512 bytes; a block over 10 MiB gets a segment of its
+# own rounded up to 2 MiB, counted whole when at most 1 MiB would remain
+# (the allocator splits only larger remainders); blocks of 1-10 MiB are cut
+# from 20 MiB segments, each of which may end in such an unsplit tail.
+ALLOCATOR_ROUNDING = 512
+ALLOCATOR_SPLIT = 1 << 20
+ALLOCATOR_LARGE = 10 << 20
+ALLOCATOR_SEGMENT_ROUNDING = 2 << 20
+
+
+def allocated_bytes(nbytes):
+    """What torch.cuda.memory_allocated counts for one tensor of `nbytes`
+    in a fresh block (a tail left in a shared segment is `segment_tails`)."""
+    rounded = -(-max(int(nbytes), 1) // ALLOCATOR_ROUNDING) * ALLOCATOR_ROUNDING
+    if rounded > ALLOCATOR_LARGE:
+        segment = -(-rounded // ALLOCATOR_SEGMENT_ROUNDING) * ALLOCATOR_SEGMENT_ROUNDING
+        if segment - rounded <= ALLOCATOR_SPLIT:
+            return segment
+    return rounded
+
+
+def segment_tails(sizes):
+    """The most the unsplit tails of the 20 MiB segments that tensors of
+    1-10 MiB (`sizes`, allocated one after another) are cut from add: each
+    segment holds at least 10 MiB of them (a tensor that does not fit the
+    remainder opens the next) and ends in at most one tail of <= 1 MiB."""
+    middle = sum(allocated_bytes(n) for n in sizes if ALLOCATOR_SPLIT < n <= ALLOCATOR_LARGE)
+    return -(-middle // ALLOCATOR_LARGE) * ALLOCATOR_SPLIT
+
+
 class TorchBudget:
     """weft.compile's memory_budget on CUDA: the most torch's allocator may
     hold while the compiled model trains (torch.cuda.max_memory_allocated).
     What the training loop holds beside Weft's arena is computed from the
     captured graph, the same on the GPU and on a compile_only machine (so
-    the package key is): the graph's tensor arguments (the parameters, bound
-    in place, and the batch), one gradient per parameter in its dtype (the
-    .grad that backward hands to autograd; Weft's own gradients are arena
-    views), and the optimizer's bytes (`optimizer_bytes`; None: 3x the
-    parameters' bytes, AdamW's exp_avg and exp_avg_sq and the one
-    parameter-sized temporary of its foreach update), and CALL_BYTES for each
-    call's small tensors (the loss, autograd's grad_output). The rest is the
-    arena's budget, which weft-remat (remat=budget) and the planner meet."""
+    the package key is).
+
+    The arena is a torch tensor allocated at the first call and kept (a
+    captured CUDA graph bakes its address), so it is live in every phase of
+    an iteration: forward and backward (the step runs in it) and
+    optimizer.step. The parameter gradients are arena buffers that backward
+    scales in place and hands to autograd as the .grad tensors (views: no
+    copy), so they are counted once, inside the arena. The peak is then that
+    of optimizer.step: the arena, the graph's tensor arguments (parameters,
+    bound in place, and the batch), the optimizer's bytes (`optimizer_bytes`;
+    None: 3x the parameters' bytes, AdamW's exp_avg and exp_avg_sq, which
+    persist, and the one parameter-sized temporary of its foreach update,
+    which exists inside step() only; fused AdamW has none, pass 2x), and
+    CALL_BYTES for each call's small tensors (the loss, autograd's
+    grad_output, AdamW's step counts), and the caching allocator's rounding
+    of each of these tensors (`allocated_bytes`, an upper bound). The forward and backward hold the
+    same less the temporary, so this sum is the max over the phases. It
+    assumes .grad is set to None (zero_grad(set_to_none=True), torch's
+    default) before the next forward: a .grad still in the arena then is
+    copied out (GpuTrainingStep._own_param_grads), another parameters'
+    worth. The rest is the arena's budget, which weft-remat (remat=budget),
+    weft-chunk-loss (loss_chunks) and the planner meet."""
 
     CALL_BYTES = 1 << 20
 
@@ -101,20 +146,32 @@ class TorchBudget:
         self.total, self.optimizer_bytes = int(total), optimizer_bytes
 
     def held(self, imported, params):
-        """Bytes torch holds beside the arena, by item."""
+        """Bytes torch holds beside the arena at the peak (optimizer.step), by
+        item; the gradients are in the arena. "allocator": what torch's
+        caching allocator may count beyond the tensors' bytes (rounding and
+        unsplit blocks, allocated_bytes) for the parameters, the batch, the
+        optimizer's tensors (one per parameter per parameters' worth of
+        optimizer bytes) and the arena."""
         params = set(params)
-        param_bytes = sum(_argument_bytes(a) for i, a in enumerate(imported.arguments)
-                          if i in params)
-        inputs = sum(_argument_bytes(a) for i, a in enumerate(imported.arguments)
-                     if i not in params)
+        sizes = [_argument_bytes(a) for a in imported.arguments]
+        param_sizes = [n for i, n in enumerate(sizes) if i in params]
+        input_sizes = [n for i, n in enumerate(sizes) if i not in params]
+        param_bytes = sum(param_sizes)
         optimizer = 3 * param_bytes if self.optimizer_bytes is None else int(self.optimizer_bytes)
-        return {"parameters": param_bytes, "inputs": inputs, "gradients": param_bytes,
-                "optimizer": optimizer, "calls": self.CALL_BYTES}
+        per_param = -(-optimizer // param_bytes) if param_bytes else 0
+        # The parameters and each optimizer tensor set (one tensor per
+        # parameter), the batch, and the arena (its own segment: <= 2 MiB).
+        per_set = sum(allocated_bytes(n) - n for n in param_sizes) + segment_tails(param_sizes)
+        slack = (1 + per_param) * per_set + sum(allocated_bytes(n) - n for n in input_sizes) \
+            + ALLOCATOR_SEGMENT_ROUNDING
+        return {"parameters": param_bytes, "inputs": sum(input_sizes), "optimizer": optimizer,
+                "calls": self.CALL_BYTES, "allocator": slack}
 
     def describe(self, held):
         parts = ", ".join(f"{name} {value / 2**20:.1f} MiB" for name, value in held.items())
         return (f"memory_budget {self.total} bytes ({self.total / 2**20:.1f} MiB): torch holds "
-                f"{sum(held.values()) / 2**20:.1f} MiB beside Weft's arena ({parts})")
+                f"{sum(held.values()) / 2**20:.1f} MiB beside Weft's arena ({parts}; the "
+                "parameter gradients are arena views)")
 
     def arena_budget(self, imported, params):
         """The arena's budget in bytes; BudgetError when nothing is left."""
@@ -504,6 +561,19 @@ class GpuTrainingStep:
         return [arena[b.offset:b.offset + b.size].view(TORCH_DTYPES[b.dtype]).view(b.shape)
                 for b in buffers]
 
+    def _own_param_grads(self, values):
+        """Before a run overwrites the arena: a parameter whose .grad is still
+        the arena view backward handed out (no zero_grad(set_to_none=True)
+        since, e.g. gradient accumulation) gets a copy of it instead."""
+        arenas = {arena.untyped_storage().data_ptr() for _step, arena in self.loaded.values()}
+        if not arenas:
+            return
+        for index in self.params:
+            value = values[index]
+            grad = value.grad if value.is_leaf else None
+            if grad is not None and grad.untyped_storage().data_ptr() in arenas:
+                value.grad = grad.clone()
+
     def _settle(self):
         """Before a run overwrites the arena: the gradients a forward handed
         out as arena views and no backward has read yet become copies."""
@@ -521,6 +591,7 @@ class GpuTrainingStep:
         values = self.imported.argument_values(*tensors)
         if self.imported.lifted:
             values = self._place_lifted(values)
+        self._own_param_grads(values)
         fast = self._fast
         if fast is not None and fast.matches(values):
             self._settle()
@@ -605,13 +676,17 @@ class GpuStepFunction(torch.autograd.Function):
     def backward(ctx, grad_output):
         holder = ctx.holder
         indices = sorted(holder.grads)
-        # New tensors, grad_output times each gradient (arena views or copies).
-        scaled = torch._foreach_mul([holder.grads[i] for i in indices],
-                                    grad_output.to(holder.grads[indices[0]].dtype)) \
-            if indices else []
-        by_index = dict(zip(indices, scaled))
+        grads = [holder.grads[i] for i in indices]
+        # Scaled in place (arena views, or copies a later run made) and
+        # returned as new views with no other reference: autograd's
+        # AccumulateGrad then keeps them as .grad instead of copying, so
+        # the gradients take no bytes beside the arena (TorchBudget).
+        if grads:
+            torch._foreach_mul_(grads, grad_output.to(grads[0].dtype))
+        by_index = {i: g.view(g.shape) for i, g in zip(indices, grads)}
+        del grads
         ctx.step.release(holder)
-        return (None, *[by_index.get(i) for i in range(ctx.count)])
+        return (None, *[by_index.pop(i, None) for i in range(ctx.count)])
 
 
 class CompiledGpuGraph:

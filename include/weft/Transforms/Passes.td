@@ -250,6 +250,38 @@ def ChunkLossPass : Pass<"weft-chunk-loss", "mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def SinkLossLogitsPass : Pass<"weft-sink-loss-logits", "mlir::func::FuncOp"> {
+  let summary = "Compute each loss's logits next to their gradient in the backward";
+  let description = [{
+    After weft-autodiff: the `linear` that makes a `cross_entropy_grad`'s
+    logits, the forward `cross_entropy` reading them and the 0-d ops that sum
+    the loss move right before the `cross_entropy_grad`, their order kept.
+    The backward's seed is a constant, so nothing in it waits for the loss;
+    the logits are then a temporary of the backward instead of a saved
+    activation. With the loss in row chunks (weft-chunk-loss) one chunk's
+    logits and their gradient live at a time, with no recompute: the
+    forward's linear runs once, where the backward needs it. A chunk whose
+    logits another non-scalar op reads before the gradient stays where it
+    is. The training pipeline runs it after weft-autodiff when the loss is
+    chunked.
+
+    ```mlir
+    %l0 = weft.linear %x0, %w ...
+    %c0 = weft.cross_entropy %l0, %y0, %y ...
+    %c = weft.add %c0, %c1 ...
+    ... (the backward of the layers is later)
+    %d0 = weft.cross_entropy_grad %one, %l0, %y0, %y ...
+    // weft-opt --weft-sink-loss-logits gives
+    ...
+    %l0 = weft.linear %x0, %w ...
+    %c0 = weft.cross_entropy %l0, %y0, %y ...
+    %c = weft.add %c0, %c1 ...
+    %d0 = weft.cross_entropy_grad %one, %l0, %y0, %y ...
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FoldLossConvertPass : Pass<"weft-fold-loss-convert", "mlir::func::FuncOp"> {
   let summary = "Let cross_entropy read bf16/f16 logits that were converted to f32 for it";
   let description = [{
