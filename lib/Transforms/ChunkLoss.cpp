@@ -97,16 +97,19 @@ void chunkLinearLoss(LinearLoss match, int64_t chunks) {
   ValueRange xs = splitRows(builder, linear.getLoc(), x, sizes);
   ValueRange ys = splitRows(builder, loc, labels, sizes);
   Value total;
+  auto one = cast<RankedTensorType>(loss.getLoss().getType()).clone({1});
   for (int64_t c = 0; c < chunks; ++c) {
     auto logitsType = yType.clone({sizes[c], vocab});
     Value logits = LinearOp::create(builder, linear.getLoc(), logitsType, xs[c],
                                     linear.getW(), linear.getBias());
     Value share = CrossEntropyOp::create(builder, loc, loss.getLoss().getType(), logits,
                                          ys[c], labels, loss.getIgnoreIndexAttr());
-    total = total ? AddOp::create(builder, loc, share.getType(), total, share).getResult()
-                  : share;
+    // Summed as [1] tensors: a 0-d add has no kernel domain on the GPU.
+    share = ReshapeOp::create(builder, loc, one, share);
+    total = total ? AddOp::create(builder, loc, one, total, share).getResult() : share;
   }
   LDBG() << "loss at " << loc << ": " << rows << " rows in " << chunks << " chunks";
+  total = ReshapeOp::create(builder, loc, loss.getLoss().getType(), total);
   loss.getLoss().replaceAllUsesWith(total);
   loss.erase();
   for (ReshapeOp view : match.views)

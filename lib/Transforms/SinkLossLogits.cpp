@@ -19,17 +19,18 @@ using namespace weft;
 
 namespace {
 
+/// One element each: the loss, and the [1] views and adds of its sum.
 bool hasScalarResults(Operation *op) {
   return llvm::all_of(op->getResultTypes(), [](Type type) {
     auto tensor = dyn_cast<RankedTensorType>(type);
-    return tensor && tensor.getRank() == 0;
+    return tensor && tensor.hasStaticShape() && tensor.getNumElements() == 1;
   });
 }
 
 /// Moves the linear making `grad`'s logits, and every op before `grad` that
 /// depends on it, right before `grad` (their order kept). Those ops must be
-/// the logits' readers with 0-d results (the loss) and 0-d ops reading
-/// them (the sum of the chunks' shares): the backward needs none of them
+/// the logits' readers with one-element results (the loss) and one-element
+/// ops reading them (the sum of the chunks' shares): the backward needs none of them
 /// earlier (its seed is a constant). Otherwise nothing moves.
 bool sinkLogits(CrossEntropyGradOp grad) {
   Block *block = grad->getBlock();

@@ -7,7 +7,8 @@
 
 // nanoGPT's head: linear on [b, t, c], the logits viewed as [rows, vocab].
 // Two linears on row halves of x (one split view), each loss its share of
-// the mean over all 16 labels, summed.
+// the mean over all 16 labels, summed (as [1] tensors: a 0-d add has no GPU
+// kernel domain).
 // CHECK-LABEL: func.func @head
 // CHECK-SAME: weft.loss_chunks = 2
 // CHECK: %[[X:.*]] = weft.reshape %arg0 : (tensor<2x8x4xf64>) -> tensor<16x4xf64>
@@ -16,10 +17,13 @@
 // CHECK: %[[YS:.*]]:2 = weft.split %arg3 {dim = 0 : i64, sizes = array<i64: 8, 8>}
 // CHECK: %[[L0:.*]] = weft.linear %[[XS]]#0, %arg1, %arg2 : (tensor<8x4xf64>, tensor<6x4xf64>, tensor<6xf64>) -> tensor<8x6xf64>
 // CHECK: %[[C0:.*]] = weft.cross_entropy %[[L0]], %[[YS]]#0, %arg3 {ignore_index = -1 : i64} : (tensor<8x6xf64>, tensor<8xi64>, tensor<16xi64>) -> tensor<f64>
+// CHECK: %[[V0:.*]] = weft.reshape %[[C0]] : (tensor<f64>) -> tensor<1xf64>
 // CHECK: %[[L1:.*]] = weft.linear %[[XS]]#1, %arg1, %arg2
 // CHECK: %[[C1:.*]] = weft.cross_entropy %[[L1]], %[[YS]]#1, %arg3 {ignore_index = -1 : i64}
-// CHECK: %[[S:.*]] = weft.add %[[C0]], %[[C1]]
-// CHECK: return %[[S]]
+// CHECK: %[[V1:.*]] = weft.reshape %[[C1]] : (tensor<f64>) -> tensor<1xf64>
+// CHECK: %[[S:.*]] = weft.add %[[V0]], %[[V1]]
+// CHECK: %[[T:.*]] = weft.reshape %[[S]] : (tensor<1xf64>) -> tensor<f64>
+// CHECK: return %[[T]]
 // WHOLE-LABEL: func.func @head
 // WHOLE-NOT: weft.loss_chunks
 // WHOLE-NOT: weft.split

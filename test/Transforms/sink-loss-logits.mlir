@@ -21,12 +21,15 @@
 // CHECK-NOT: weft.linear
 // CHECK: %[[L1:.*]] = weft.linear %[[XS]]#1, %arg2
 // CHECK-NEXT: %[[C1:.*]] = weft.cross_entropy %[[L1]], %[[YS]]#1
+// CHECK-NEXT: %[[V1:.*]] = weft.reshape %[[C1]]
 // CHECK-NEXT: %[[D1:.*]] = weft.cross_entropy_grad %{{.*}}, %[[L1]], %[[YS]]#1
 // CHECK: %[[L0:.*]] = weft.linear %[[XS]]#0, %arg2
 // CHECK-NEXT: %[[C0:.*]] = weft.cross_entropy %[[L0]], %[[YS]]#0
-// CHECK-NEXT: %[[S:.*]] = weft.add %[[C0]], %[[C1]]
+// CHECK-NEXT: %[[V0:.*]] = weft.reshape %[[C0]]
+// CHECK-NEXT: %[[S:.*]] = weft.add %[[V0]], %[[V1]]
+// CHECK-NEXT: %[[T:.*]] = weft.reshape %[[S]]
 // CHECK-NEXT: %[[D0:.*]] = weft.cross_entropy_grad %{{.*}}, %[[L0]], %[[YS]]#0
-// CHECK: return %[[S]],
+// CHECK: return %[[T]],
 // SAVED-LABEL: func.func @head_step
 // SAVED: weft.linear {{.*}} -> tensor<8x6xf64>
 // SAVED: weft.linear {{.*}} -> tensor<8x6xf64>

@@ -51,7 +51,13 @@ std::optional<SmallVector<int64_t>> weft::getFusionDomain(Operation *op) {
   std::optional<ArrayRef<int64_t>> domain = staticShape(anchor);
   if (!domain || domain->empty() || llvm::is_contained(*domain, 0))
     return std::nullopt;
-  for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    std::optional<ArrayRef<int64_t>> shape = staticShape(operand.get());
+    if (!shape || (!isDomainIndexable(*shape, *domain) &&
+                   !fusion.isWholeOperand(operand.getOperandNumber())))
+      return std::nullopt;
+  }
+  for (Value value : op->getResults()) {
     std::optional<ArrayRef<int64_t>> shape = staticShape(value);
     if (!shape || !isDomainIndexable(*shape, *domain))
       return std::nullopt;

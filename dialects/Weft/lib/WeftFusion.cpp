@@ -66,6 +66,12 @@ Value CrossEntropyOp::getFusionAnchor() { return getLogits(); }
 int64_t CrossEntropyOp::getRowStatCount() { return 1; }
 Value CrossEntropyGradOp::getFusionAnchor() { return getLogits(); }
 int64_t CrossEntropyGradOp::getRowStatCount() { return 1; }
+bool CrossEntropyOp::isWholeOperand(unsigned index) {
+  return getAllLabels() && index + 1 == getNumOperands();
+}
+bool CrossEntropyGradOp::isWholeOperand(unsigned index) {
+  return getAllLabels() && index + 1 == getNumOperands();
+}
 
 Value AdamWOp::getFusionAnchor() { return getParam(); }
 

@@ -109,6 +109,11 @@ def Weft_FusionOpInterface : OpInterface<"FusionOpInterface"> {
     InterfaceMethod<"Whether result `index` is a [n] sum over the rows.",
       "bool", "isColumnSumResult", (ins "unsigned":$index), [{}],
       [{ return false; }]>,
+    InterfaceMethod<[{Whether operand `index` is read whole by every kernel
+      thread rather than at a domain index (a chunked loss's all_labels, which
+      count the kept rows of the whole loss): the domain does not index it.}],
+      "bool", "isWholeOperand", (ins "unsigned":$index), [{}],
+      [{ return false; }]>,
   ];
 }
 

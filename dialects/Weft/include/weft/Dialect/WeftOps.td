@@ -551,7 +551,7 @@ def Weft_EmbeddingGradOp : Weft_Op<"embedding_grad"> {
 
 def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
     [DeclareOpInterfaceMethods<Weft_FusionOpInterface,
-                               ["getFusionAnchor", "getRowStatCount"]>]> {
+                               ["getFusionAnchor", "getRowStatCount", "isWholeOperand"]>]> {
   let summary = "mean softmax cross-entropy of logits [..., V] against labels [...]";
   let description = [{
     The result is a 0-d tensor: the mean over all label positions, computed
@@ -587,7 +587,7 @@ def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
 
 def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
     [DeclareOpInterfaceMethods<Weft_FusionOpInterface,
-                               ["getFusionAnchor", "getRowStatCount"]>]> {
+                               ["getFusionAnchor", "getRowStatCount", "isWholeOperand"]>]> {
   let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
   let description = [{
     N counts the positions whose label is not `ignore_index` (of
