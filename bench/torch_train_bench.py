@@ -6,7 +6,7 @@ eager PyTorch, torch.compile (default backend) and torch.compile(backend=
 
   python bench/torch_train_bench.py [--models nanogpt,llama,gpt2] [--steps 200]
                                     [--check 20] [--json OUT.json]
-                                    [--modes float64,eager,compiled,weft,weft_budget]
+                                    [--modes float64,eager,compiled,weft,weft_budget,compiled_budget]
 
 Per model and mode: the median step time (forward + backward + optimizer,
 CUDA events) of 10 steps after 3 warm-ups, torch.cuda.max_memory_allocated
@@ -168,7 +168,7 @@ def batches(batch, seq, labels, count, device):
         window = torch.stack([data[s:s + seq + 1] for s in starts.tolist()])
         idx = window[:, :seq]
         targets = window[:, 1:] if labels == "shift" else idx
-        yield idx.to(device), targets.to(device)
+        yield idx.contiguous().to(device), targets.contiguous().to(device)
 
 
 def summarize(steps, top=25):
@@ -243,16 +243,23 @@ def torch_kernel_profile(run_step, top):
 
 
 def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=False,
-          top=25):
+          top=25, activation_budget=None, warmup=0):
     """Losses of `steps` steps, and the median time and peak memory of steps
-    3..12 (forward + backward + AdamW)."""
+    3..12 (forward + backward + AdamW). activation_budget: torch.compile's
+    torch._functorch.config.activation_memory_budget for mode "compiled"."""
     import torch._dynamo
+    import torch._functorch.config as functorch_config
     torch._dynamo.reset()
+    functorch_config.activation_memory_budget = 1.0 if activation_budget is None else activation_budget
     _, batch, seq, _, labels = spec
     f64 = mode == "float64"
     dtype = torch.float64 if f64 else torch.float32 if autocast else torch.bfloat16
     model = model.to(device=device, dtype=dtype).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATES[labels], fused=not f64)
+    # --warmup N: the learning rate ramps linearly over the first N steps
+    # (nanoGPT's and HF's recipes warm up; every mode gets the same ramp).
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup)) if warmup else None
     if mode == "compiled":
         forward = torch.compile(model)
     elif mode == "weft":
@@ -277,6 +284,8 @@ def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=
             loss = forward(idx, targets)
         loss.backward()
         optimizer.step()
+        if schedule:
+            schedule.step()
         optimizer.zero_grad(set_to_none=True)
         return loss
 
@@ -305,8 +314,95 @@ def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=
         except Exception as error:
             result["profile_error"] = " ".join(repr(error).split())[-600:]
     del optimizer, forward
+    functorch_config.activation_memory_budget = 1.0
     torch.cuda.empty_cache()
     return result
+
+
+def first_gradients(model, mode, spec, device, autocast=True):
+    """The parameters' gradients (float64, on the CPU) of step 0's batch,
+    under `mode`'s masks (see seeded)."""
+    import torch._dynamo
+    torch._dynamo.reset()
+    _, batch, seq, _, labels = spec
+    f64 = mode == "float64"
+    model = model.to(device=device, dtype=torch.float64 if f64 else torch.float32).train()
+    forward = model
+    if mode == "weft":
+        import weft
+        forward = weft.compile(model, strict=True)
+    uses_dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
+    context, begin = seeded(mode, uses_dropout)
+    idx, targets = next(batches(batch, seq, labels, 1, device))
+    begin(step_seeds(1)[0])
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast and not f64), context:
+        loss = forward(idx, targets)
+    loss.backward()
+    out = {name: p.grad.detach().to("cpu", torch.float64) for name, p in model.named_parameters()
+           if p.grad is not None}
+    del forward, model
+    torch.cuda.empty_cache()
+    return float(loss.detach()), out
+
+
+def gradient_check(name, base, spec, args, device):
+    """Step 0's parameter gradients of eager bf16 (with weft's masks when
+    the model has dropout) and Weft against eager float64: the relative
+    error ||g - g64|| / ||g64|| per parameter, and the parameters where
+    Weft's error is the largest multiple of eager's (where a loss error
+    comes from)."""
+    uses_dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in base.modules())
+    eager = "eager_masked" if uses_dropout else "eager"
+    runs = {mode: first_gradients(copy.deepcopy(base), mode, spec, device,
+                                  args.precision == "autocast")
+            for mode in ("float64", eager, "weft")}
+    ref_loss, ref = runs["float64"]
+    rows = []
+    for pname, g64 in ref.items():
+        norm = float(g64.norm()) or 1.0
+        errs = {m: float((runs[m][1][pname] - g64).norm()) / norm if pname in runs[m][1]
+                else math.inf for m in (eager, "weft")}
+        rows.append({"param": pname, "eager": errs[eager], "weft": errs["weft"],
+                     "ratio": errs["weft"] / max(errs[eager], 1e-30)})
+    rows.sort(key=lambda r: -r["ratio"])
+    print(f"{name}: step 0 loss float64 {ref_loss:.6f}, {eager} {runs[eager][0]:.6f}, "
+          f"weft {runs['weft'][0]:.6f}", flush=True)
+    total = {m: math.sqrt(sum(float((runs[m][1][k] - g).norm()) ** 2 for k, g in ref.items()))
+             / math.sqrt(sum(float(g.norm()) ** 2 for g in ref.values())) for m in (eager, "weft")}
+    print(f"{name}: all gradients' relative error: {eager} {total[eager]:.3e}, "
+          f"weft {total['weft']:.3e}", flush=True)
+    for r in rows[:12]:
+        print(f"  {r['param']:55s} {eager} {r['eager']:.3e}  weft {r['weft']:.3e}  "
+              f"x{r['ratio']:.2f}", flush=True)
+    return {"eager_mode": eager, "total": total, "params": rows}
+
+
+def compiled_at_budget(base, spec, target, args, device):
+    """torch.compile with activation_memory_budget tuned to `target` bytes:
+    the budgets of --torch-budgets in ascending order (peak grows with the
+    budget), each compiled and run for 13 steps, until one's peak exceeds
+    the target. Returns the sweep and the largest budget that fits (or
+    None when even the smallest does not)."""
+    sweep, chosen = [], None
+    for value in sorted(float(v) for v in args.torch_budgets.split(",")):
+        try:
+            run = train(copy.deepcopy(base), "compiled", spec, 13, device,
+                        autocast=args.precision == "autocast", activation_budget=value,
+                        warmup=args.warmup)
+            entry = {"activation_memory_budget": value, "ms": run["ms"],
+                     "peak_gib": run["peak_gib"]}
+        except Exception as error:
+            entry = {"activation_memory_budget": value,
+                     "error": " ".join(repr(error).split())[-600:]}
+        sweep.append(entry)
+        print(f"  torch.compile activation_memory_budget {value}: "
+              + (f"{entry['ms']} ms, peak {entry['peak_gib']:.2f} GiB" if "error" not in entry
+                 else entry["error"]), flush=True)
+        if "error" in entry or entry["peak_gib"] * 2**30 > target:
+            break
+        chosen = entry
+    return {"target_bytes": target, "sweep": sweep, "chosen": chosen,
+            "fits": chosen is not None}
 
 
 def run_model(name, args, device):
@@ -314,12 +410,25 @@ def run_model(name, args, device):
     base = spec[0]
     out = {"params_m": sum(p.numel() for p in base.parameters()) / 1e6,
            "batch": spec[1], "seq": spec[2], "runs": {}}
-    modes = args.modes.split(",")
+    modes = [m for m in args.modes.split(",") if m]
     if any(isinstance(m, nn.Dropout) and m.p > 0 for m in base.modules()) and "eager" in modes:
         modes.insert(modes.index("eager") + 1, "eager_masked")
+    if args.grad_check:
+        out["gradient_check"] = gradient_check(name, base, spec, args, device)
     for mode in modes:
         steps = args.check if mode in ("float64", "eager_masked") else args.steps
         t0 = time.time()
+        if mode == "compiled_budget":  # torch.compile tuned to weft_budget's budget
+            t0 = time.time()
+            target = int(args.budget_fraction * out["runs"]["compiled"]["peak_gib"] * 2**30)
+            out["runs"][mode] = compiled_at_budget(base, spec, target, args, device)
+            chosen = out["runs"][mode]["chosen"]
+            print(f"{name} {mode}: " + (f"budget {chosen['activation_memory_budget']}: "
+                                        f"{chosen['ms']} ms, peak {chosen['peak_gib']:.2f} GiB"
+                                        if chosen else f"no activation_memory_budget of "
+                                        f"{args.torch_budgets} fits {target / 2**30:.2f} GiB"),
+                  f"({time.time() - t0:.0f} s)", flush=True)
+            continue
         try:
             budget = None
             if mode == "weft_budget":  # --budget-fraction of torch.compile's peak
@@ -329,7 +438,7 @@ def run_model(name, args, device):
                         args.check if mode == "weft_budget" else steps, device, budget=budget,
                         autocast=args.precision == "autocast",
                         profile=args.profile and mode in ("weft", "compiled"),
-                        top=args.profile_top)
+                        top=args.profile_top, warmup=args.warmup)
             out["runs"][mode] = {**out["runs"].get(mode, {}), **run}
         except Exception as error:  # one model's failure must not hide the others
             out["runs"][mode] = {**out["runs"].get(mode, {}),
@@ -361,6 +470,15 @@ def run_model(name, args, device):
             out["loss_check"] = {"weft": w, "eager_bf16": e, "passes": w <= 2 * e}
             print(f"{name}: first {args.check} losses vs float64: weft {w:.4g}, eager bf16 "
                   f"{e:.4g} -> {'within' if w <= 2 * e else 'NOT within'} 2x", flush=True)
+    wb, cb = out["runs"].get("weft_budget", {}), out["runs"].get("compiled_budget", {})
+    if wb.get("ms") and cb.get("chosen"):
+        out["weft_budget_over_compiled_budget"] = wb["ms"] / cb["chosen"]["ms"]
+        print(f"{name}: at the budget, weft / torch.compile = "
+              f"{out['weft_budget_over_compiled_budget']:.3f}", flush=True)
+    if wb.get("ms"):
+        print(f"{name}: weft_budget peak {wb['peak_gib']:.3f} GiB against the budget "
+              f"{wb['budget_bytes'] / 2**30:.3f} GiB: "
+              f"{'under' if wb['peak_gib'] * 2**30 <= wb['budget_bytes'] else 'OVER'}", flush=True)
     c, w = (out["runs"].get(m, {}).get("ms") for m in ("compiled", "weft"))
     if c and w:
         out["weft_over_compiled"] = w / c
@@ -385,11 +503,20 @@ def main():
     parser.add_argument("--budget-fraction", type=float, default=0.6,
                         help="mode weft_budget: memory_budget = this fraction of "
                              "torch.compile's peak (run after mode compiled)")
+    parser.add_argument("--torch-budgets", default="0.0,0.1,0.3,0.6",
+                        help="mode compiled_budget: the activation_memory_budget values "
+                             "tried (ascending) to match weft_budget's budget")
+    parser.add_argument("--grad-check", action="store_true",
+                        help="first, step 0's gradients of eager bf16 and Weft against "
+                             "float64, parameter by parameter")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="linear learning-rate warmup over this many steps, every mode "
+                             "(0: the constant rate)")
     parser.add_argument("--json")
     args = parser.parse_args()
     device = torch.device("cuda")
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "precision": args.precision,
+              "precision": args.precision, "warmup": args.warmup,
               "date": time.strftime("%Y-%m-%d"), "models": {}}
     for name in args.models.split(","):
         report["models"][name] = run_model(name, args, device)

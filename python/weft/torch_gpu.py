@@ -346,8 +346,11 @@ class StepLayout:
                                  f"({argument.name}) is bound in place but has {buffer.size} "
                                  "bytes, not a multiple of 16")
         self.loss = by_result.get(0)
-        if self.loss is None or self.loss.shape != ():
-            raise LayoutError("the step's result 0 is not a 0-d loss buffer")
+        if self.loss is None:
+            raise LayoutError("the step has no result 0 (the loss)")
+        if self.loss.shape != ():
+            raise LayoutError(f"the step's result 0 (the loss, buffer {self.loss.name}) has "
+                              f"shape {self.loss.shape}, not the 0-d loss")
         self.grads = []
         for k, index in enumerate(params):
             buffer = by_result.get(k + 1)

@@ -132,10 +132,12 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
   // Function results without weft.alias are the step's outputs.
   Operation *terminator = liveness->getSchedule().back();
   llvm::DenseMap<unsigned, int64_t> outputs;
+  llvm::DenseMap<unsigned, Value> returned;
   for (auto [i, value] : llvm::enumerate(terminator->getOperands()))
     if (!func.getResultAttr(i, WeftDialect::kAliasAttr))
       if (std::optional<unsigned> buffer = liveness->lookupBuffer(value))
-        outputs.try_emplace(*buffer, int64_t(i));
+        if (outputs.try_emplace(*buffer, int64_t(i)).second)
+          returned.try_emplace(*buffer, value);
 
   builder.setInsertionPointToEnd(&step.getBodyBlock());
   llvm::DenseMap<unsigned, FlatSymbolRefAttr> symbols;
@@ -149,12 +151,19 @@ FailureOr<HostSchedule> weft::buildHostSchedule(func::FuncOp func,
     TypeAttr type;
     if (!buffer.values.empty()) {
       // The whole of a packed view's buffer (its concat, not dq).
+      // An output's buffer has the type the function returns (a loss
+      // summed as [1] and returned through a 0-d view is 0-d).
       Value whole = buffer.values.front();
-      for (Value value : buffer.values)
-        if (liveness->getValueLifetime(value)->size == buffer.size) {
-          whole = value;
-          break;
-        }
+      auto out = returned.find(unsigned(index));
+      if (out != returned.end() &&
+          liveness->getValueLifetime(out->second)->size == buffer.size)
+        whole = out->second;
+      else
+        for (Value value : buffer.values)
+          if (liveness->getValueLifetime(value)->size == buffer.size) {
+            whole = value;
+            break;
+          }
       type = TypeAttr::get(whole.getType());
       if (auto blockArg = dyn_cast<BlockArgument>(buffer.values.front())) {
         arg = builder.getI64IntegerAttr(blockArg.getArgNumber());
