@@ -138,7 +138,9 @@ class TorchBudget:
     default) before the next forward: a .grad still in the arena then is
     copied out (GpuTrainingStep._own_param_grads), another parameters'
     worth. The rest is the arena's budget, which weft-remat (remat=budget),
-    weft-chunk-loss (loss_chunks) and the planner meet."""
+    weft-chunk-loss (loss_chunks) and the planner meet. Not counted: torch's
+    own cuBLAS workspaces, which the caching allocator holds once torch has
+    run a GEMM in the process (Weft's GEMMs use the arena)."""
 
     CALL_BYTES = 1 << 20
 

@@ -217,10 +217,14 @@ def ChunkLossPass : Pass<"weft-chunk-loss", "mlir::func::FuncOp"> {
     `linear` becomes `chunks` linears and losses over row chunks of the
     linear's input and of the labels (`split` views), each loss its share of
     the mean over all the labels (`all_labels`), summed: the same loss, and
-    after weft-autodiff the same gradients. No op then holds the whole
-    `[rows, vocab]` logits or their gradient, only one chunk's; weft-remat
-    chooses per chunk whether the backward keeps or recomputes its logits
-    (Liger's fused linear cross-entropy, Apple's Cut Cross-Entropy).
+    after weft-autodiff the same gradients. The shares are summed as [1]
+    tensors (a 0-d add has no GPU kernel domain) and the sum reshaped back to
+    the loss's 0-d type. No op then holds the whole `[rows, vocab]` logits or
+    their gradient, only one chunk's; after weft-autodiff,
+    weft-sink-loss-logits moves each chunk's linear and loss next to its
+    gradient, so the backward computes one chunk's logits at a time instead
+    of saving them (Liger's fused linear cross-entropy, Apple's Cut
+    Cross-Entropy).
 
     `chunks=0` picks the count from `budget`: the fewest chunks (rows split
     in halves) whose logits take at most 1/16 of the budget, so that one
@@ -238,7 +242,8 @@ def ChunkLossPass : Pass<"weft-chunk-loss", "mlir::func::FuncOp"> {
     %y0, %y1 = weft.split %y {dim = 0 : i64, sizes = array<i64: 8, 8>} : ...
     %l0 = weft.linear %x0, %w : (tensor<8x8xbf16>, tensor<100x8xbf16>) -> tensor<8x100xbf16>
     %c0 = weft.cross_entropy %l0, %y0, %y : (tensor<8x100xbf16>, tensor<8xi64>, tensor<16xi64>) -> tensor<f32>
-    ... %c1 likewise, then %c = weft.add %c0, %c1
+    ... %c1 likewise; %c0, %c1 reshaped to tensor<1xf32>, added, and the sum
+    reshaped to the tensor<f32> %c
     ```
   }];
   let options = [
