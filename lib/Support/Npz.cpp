@@ -515,11 +515,6 @@ StringRef npyDescr(DType dtype) {
   return kDescr[static_cast<int>(dtype)];
 }
 
-uint64_t elementBytes(DType dtype) {
-  static constexpr uint64_t kBytes[] = {8, 4, 2, 2, 8, 1, 2};
-  return kBytes[static_cast<int>(dtype)];
-}
-
 /// The size encodeNpy will return, without encoding.
 uint64_t npyBytes(const Tensor &tensor) {
   return npyHeader(npyDescr(tensor.dtype), tensor.shape).size() +

@@ -1,4 +1,5 @@
-// Names of Weft's element types, as tools print and .npz metadata stores them.
+// Names and element sizes of Weft's element types, as tools print, .npz files
+// and the lowered code store them.
 #include "weft/Support/Tensor.h"
 
 namespace weft {
@@ -16,6 +17,12 @@ std::optional<DType> parseDType(const std::string &name) {
     if (name == dtypeName(dtype))
       return dtype;
   return std::nullopt;
+}
+
+uint64_t elementBytes(DType dtype) {
+  // In DType's order (Tensor.h).
+  static constexpr uint64_t kBytes[] = {8, 4, 2, 2, 8, 1, 2};
+  return kBytes[static_cast<unsigned>(dtype)];
 }
 
 } // namespace weft

@@ -16,6 +16,9 @@ enum class DType { F64, F32, F16, BF16, I64, I1, I16 };
 /// and the .npz `__weft_dtypes__` entry stores.
 const char *dtypeName(DType dtype);
 std::optional<DType> parseDType(const std::string &name);
+/// Bytes of one element as .npy files and the lowered code store it (bf16
+/// and f16 as 16-bit words, i1 as a byte).
+uint64_t elementBytes(DType dtype);
 
 struct Tensor {
   std::vector<int64_t> shape;

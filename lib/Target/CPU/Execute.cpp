@@ -30,24 +30,6 @@ std::string describe(ArrayRef<int64_t> shape, DType dtype) {
   return text + dtypeName(dtype) + ">";
 }
 
-/// Bytes of one element as the lowered code stores it (i1 takes a byte).
-size_t elementBytes(DType dtype) {
-  switch (dtype) {
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  case DType::F32:
-    return 4;
-  case DType::F16:
-  case DType::BF16:
-  case DType::I16:
-    return 2;
-  case DType::I1:
-    return 1;
-  }
-  llvm_unreachable("unknown dtype");
-}
-
 void writeElement(uint8_t *at, DType dtype, double value) {
   switch (dtype) {
   case DType::F64:
