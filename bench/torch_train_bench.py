@@ -380,10 +380,18 @@ def gradient_check(name, base, spec, args, device):
              / math.sqrt(sum(float(g.norm()) ** 2 for g in ref.values())) for m in (eager, "weft")}
     print(f"{name}: all gradients' relative error: {eager} {total[eager]:.3e}, "
           f"weft {total['weft']:.3e}", flush=True)
+    # The error's component along the float64 gradient, <g - g64, g64> /
+    # |g64|^2: a scale error of the whole gradient (a systematic one moves
+    # the next losses; a random one of the same norm mostly does not).
+    norm2 = sum(float((g * g).sum()) for g in ref.values())
+    along = {m: sum(float(((runs[m][1][k] - g) * g).sum()) for k, g in ref.items()) / norm2
+             for m in (eager, "weft")}
+    print(f"{name}: error along the float64 gradient: {eager} {along[eager]:+.3e}, "
+          f"weft {along['weft']:+.3e}", flush=True)
     for r in rows[:12]:
         print(f"  {r['param']:55s} {eager} {r['eager']:.3e}  weft {r['weft']:.3e}  "
               f"x{r['ratio']:.2f}", flush=True)
-    return {"eager_mode": eager, "total": total, "params": rows}
+    return {"eager_mode": eager, "total": total, "along_f64": along, "params": rows}
 
 
 def compiled_at_budget(base, spec, target, args, device):
