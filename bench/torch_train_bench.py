@@ -188,6 +188,10 @@ def summarize(steps, top=25):
     return out
 
 
+def has_dropout(model):
+    return any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
+
+
 def step_seeds(steps):
     """The dropout seed of each step: eager and float64 runs draw weft's
     masks with it (weft.eager_masks), Weft's runs take it as the seed
@@ -281,7 +285,7 @@ def train(model, mode, spec, steps, device, budget=None, autocast=True, profile=
     else:
         forward = model
     losses, times = [], []
-    uses_dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
+    uses_dropout = has_dropout(model)
     context, begin = seeded(mode, uses_dropout)
     seeds = step_seeds(steps)
     torch.cuda.synchronize()
@@ -340,7 +344,7 @@ def first_gradients(model, mode, spec, device, autocast=True):
     if mode == "weft":
         import weft
         forward = weft.compile(model, strict=True)
-    uses_dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
+    uses_dropout = has_dropout(model)
     context, begin = seeded(mode, uses_dropout)
     idx, targets = next(batches(batch, seq, labels, 1, device))
     begin(step_seeds(1)[0])
@@ -360,7 +364,7 @@ def gradient_check(name, base, spec, args, device):
     error ||g - g64|| / ||g64|| per parameter, and the parameters where
     Weft's error is the largest multiple of eager's (where a loss error
     comes from)."""
-    uses_dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in base.modules())
+    uses_dropout = has_dropout(base)
     eager = "eager_masked" if uses_dropout else "eager"
     runs = {mode: first_gradients(copy.deepcopy(base), mode, spec, device,
                                   args.precision == "autocast")
@@ -376,14 +380,14 @@ def gradient_check(name, base, spec, args, device):
     rows.sort(key=lambda r: -r["ratio"])
     print(f"{name}: step 0 loss float64 {ref_loss:.6f}, {eager} {runs[eager][0]:.6f}, "
           f"weft {runs['weft'][0]:.6f}", flush=True)
-    total = {m: math.sqrt(sum(float((runs[m][1][k] - g).norm()) ** 2 for k, g in ref.items()))
-             / math.sqrt(sum(float(g.norm()) ** 2 for g in ref.values())) for m in (eager, "weft")}
+    norm2 = sum(float((g * g).sum()) for g in ref.values())
+    total = {m: math.sqrt(sum(float((runs[m][1][k] - g).norm()) ** 2 for k, g in ref.items())
+                          / norm2) for m in (eager, "weft")}
     print(f"{name}: all gradients' relative error: {eager} {total[eager]:.3e}, "
           f"weft {total['weft']:.3e}", flush=True)
     # The error's component along the float64 gradient, <g - g64, g64> /
     # |g64|^2: a scale error of the whole gradient (a systematic one moves
     # the next losses; a random one of the same norm mostly does not).
-    norm2 = sum(float((g * g).sum()) for g in ref.values())
     along = {m: sum(float(((runs[m][1][k] - g) * g).sum()) for k, g in ref.items()) / norm2
              for m in (eager, "weft")}
     print(f"{name}: error along the float64 gradient: {eager} {along[eager]:+.3e}, "
@@ -428,7 +432,7 @@ def run_model(name, args, device):
     out = {"params_m": sum(p.numel() for p in base.parameters()) / 1e6,
            "batch": spec[1], "seq": spec[2], "runs": {}}
     modes = [m for m in args.modes.split(",") if m]
-    if any(isinstance(m, nn.Dropout) and m.p > 0 for m in base.modules()) and "eager" in modes:
+    if has_dropout(base) and "eager" in modes:
         modes.insert(modes.index("eager") + 1, "eager_masked")
     if args.grad_check:
         out["gradient_check"] = gradient_check(name, base, spec, args, device)
