@@ -395,7 +395,42 @@ def gradient_check(name, base, spec, args, device):
     for r in rows[:12]:
         print(f"  {r['param']:55s} {eager} {r['eager']:.3e}  weft {r['weft']:.3e}  "
               f"x{r['ratio']:.2f}", flush=True)
-    return {"eager_mode": eager, "total": total, "along_f64": along, "params": rows}
+    adam = adam_first_step(ref, {m: runs[m][1] for m in (eager, "weft")},
+                           LEARNING_RATES[spec[4]])
+    print(f"{name}: AdamW's first step, the loss change to first order -lr <g64, u(g)> "
+          f"against float64's: {eager} {adam['total'][eager]:+.3e}, weft "
+          f"{adam['total']['weft']:+.3e}; sign disagreements {eager} "
+          f"{adam['flips'][eager]:.4f}, weft {adam['flips']['weft']:.4f}", flush=True)
+    for r in adam["params"][:8]:
+        print(f"  {r['param']:55s} {eager} {r[eager]:+.3e} ({r['flips_' + eager]:.4f})  "
+              f"weft {r['weft']:+.3e} ({r['flips_weft']:.4f})", flush=True)
+    return {"eager_mode": eager, "total": total, "along_f64": along, "params": rows,
+            "adam_first_step": adam}
+
+
+def adam_first_step(ref, grads, lr, eps=1e-8):
+    """AdamW's first update is lr * g / (|g| + eps) per element (m and v
+    bias-corrected to g and g^2), blind to any gradient scale but not to
+    signs: the first-order change of the loss it makes, -lr <g64, u(g)>,
+    each mode's minus float64's, per parameter and in all (the step-1 loss
+    error a mode's gradients explain), and the fraction of elements whose
+    sign differs from float64's."""
+    def moved(g64, g):
+        return -lr * float((g64 * (g / (g.abs() + eps))).sum())
+    rows, total, flips, count = [], dict.fromkeys(grads, 0.0), dict.fromkeys(grads, 0), 0
+    for pname, g64 in ref.items():
+        base = moved(g64, g64)
+        row = {"param": pname}
+        for m, g in grads.items():
+            row[m] = moved(g64, g[pname]) - base
+            wrong = int(((g[pname] > 0) != (g64 > 0)).sum())
+            row["flips_" + m] = wrong / g64.numel()
+            total[m] += row[m]
+            flips[m] += wrong
+        count += g64.numel()
+        rows.append(row)
+    rows.sort(key=lambda r: -abs(r.get("weft", 0.0)))
+    return {"total": total, "flips": {m: f / count for m, f in flips.items()}, "params": rows}
 
 
 def compiled_at_budget(base, spec, target, args, device):

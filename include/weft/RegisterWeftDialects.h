@@ -42,6 +42,7 @@ inline void registerWeftPasses() {
   mlir::registerInlinerPass();
   registerFuseAttentionPass();
   registerFoldLossConvertPass();
+  registerNarrowPointwisePass();
   registerRecomputeWideningPass();
   registerAlignReshapesPass();
   registerChunkLossPass();

@@ -53,6 +53,8 @@ static LogicalResult addAutodiffAndPartition(
   }
   // The loss reads bf16 logits itself, so autodiff gives it a bf16 gradient.
   pm.addNestedPass<func::FuncOp>(createFoldLossConvertPass());
+  // A GELU computed in f32 between converts runs on the bf16 value itself.
+  pm.addNestedPass<func::FuncOp>(createNarrowPointwisePass());
   // On one GPU, the lm_head and its loss over row chunks: autodiff then
   // writes each chunk's gradient apart (a grid splits the vocabulary instead).
   if (options.lossChunks != 1 && options.grid.empty()) {

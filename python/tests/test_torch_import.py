@@ -272,7 +272,10 @@ class PointwiseAndLoss(nn.Module):
         self.b = nn.Parameter(torch.randn(6))
 
     def forward(self, x, labels, q):
-        y = torch.addmm(self.b, x.view(-1, 8), self.w).view(2, 5, 6)       # [2, 5, 6]
+        rows = x.view(-1, 8)
+        # A linear of w's transpose; with alpha != 1 a matmul, a scale and an add.
+        y = (torch.addmm(self.b, rows, self.w)
+             + torch.addmm(self.b, rows, self.w, alpha=0.5)).view(2, 5, 6)  # [2, 5, 6]
         with torch.no_grad():
             angle = torch.arange(6, dtype=x.dtype).view(1, 1, 6).expand(2, 5, 6)
         y = y * angle.cos() + y.sin() * y.cos()
@@ -297,7 +300,8 @@ def test_pointwise_ops_and_losses():
     labels[0, 0] = 2  # an ignored position for the nll_loss spelling
     q = torch.randn(1, 2, 5, 4, dtype=torch.float64)
     imported = import_module(module, (x, labels, q))
-    for op in ("div", "log", "sqrt", "pow", "sigmoid", "cos", "sin", "matmul", "concat"):
+    for op in ("div", "log", "sqrt", "pow", "sigmoid", "cos", "sin", "matmul", "linear",
+               "transpose", "scale", "concat"):
         assert f"weft.{op} " in imported.text, op
     assert "exponent = -1.5" in imported.text and "exponent = 3.0" in imported.text
     assert "ignore_index = -100 : i64" in imported.text and "ignore_index = 2 : i64" in imported.text

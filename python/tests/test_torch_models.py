@@ -226,7 +226,10 @@ def test_gpt2_lm_head_model(tmp_path):
     model = transformers.GPT2LMHeadModel(config).train()
     ids, labels = batch(3)
     text = check_training_step(model, lambda m: m(input_ids=ids, labels=labels).loss, tmp_path)
-    # Conv1D's addmm as matmul + bias, gelu_new raised to the tanh GELU.
-    for op in ("weft.matmul", "weft.layer_norm", "weft.attention", 'approximate = "tanh"'):
+    # Conv1D's addmm as a linear of the weight's transpose (bias in the
+    # GEMM's epilogue), gelu_new raised to the tanh GELU.
+    for op in ("weft.linear", "weft.transpose", "weft.layer_norm", "weft.attention",
+               'approximate = "tanh"'):
         assert op in text, op
+    assert "weft.matmul" not in text
     assert "weft.cross_entropy" in text

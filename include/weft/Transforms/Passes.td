@@ -311,6 +311,34 @@ def FoldLossConvertPass : Pass<"weft-fold-loss-convert", "mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def NarrowPointwisePass : Pass<"weft-narrow-pointwise", "mlir::func::FuncOp"> {
+  let summary = "Run a unary pointwise op between a widening and a narrowing convert on the narrow value";
+  let description = [{
+    Under autocast HF GPT-2 computes its GELU in f32: the bf16 output of a
+    linear is converted to f32, the GELU runs, and the result is converted
+    back to bf16 for the next GEMM (through views). Weft's pointwise ops
+    compute in f32 and round once to their result type, so
+    `convert(reshape*(op(reshape*(convert(x)))))` with `x` bf16 or f16, the
+    middle f32, `op` unary pointwise (`isUnaryPointwise`, not a convert) and
+    every value of the chain read once becomes `reshape(op(x))`: the same
+    values, no f32 tensor between the converts (nor, after weft-autodiff, in
+    the gradient), and `op` on its producer's shape, where
+    weft-fuse-gemm-epilogue can take a GELU into the linear's epilogue. The
+    training pipeline runs it before weft-autodiff.
+
+    ```mlir
+    %v = weft.reshape %u : (tensor<8192x3072xbf16>) -> tensor<8x1024x3072xbf16>
+    %w = weft.convert %v : (tensor<8x1024x3072xbf16>) -> tensor<8x1024x3072xf32>
+    %g = weft.gelu %w {approximate = "tanh"} : (tensor<8x1024x3072xf32>) -> tensor<8x1024x3072xf32>
+    %r = weft.reshape %g : (tensor<8x1024x3072xf32>) -> tensor<8192x3072xf32>
+    %b = weft.convert %r : (tensor<8192x3072xf32>) -> tensor<8192x3072xbf16>
+    // becomes
+    %b = weft.gelu %u {approximate = "tanh"} : (tensor<8192x3072xbf16>) -> tensor<8192x3072xbf16>
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def BindArgumentsPass : Pass<"weft-bind-arguments", "mlir::ModuleOp"> {
   let summary = "Mark step arguments whose bytes the caller binds outside the arena";
   let description = [{

@@ -185,13 +185,23 @@ def _linear(lw, node):
 
 
 def _addmm(lw, node):
-    """beta * input + alpha * (mat1 @ mat2): GPT-2's Conv1D (weight [in, out])."""
+    """beta * input + alpha * (mat1 @ mat2): GPT-2's Conv1D (weight [in, out]).
+    With a [out] bias and unit factors, a weft.linear of the weight's
+    transpose: the bias rides in the GEMM's epilogue, the bias gradient in
+    the weight-gradient GEMM's, a tanh GELU after it in the epilogue too
+    (weft-fuse-gemm-epilogue), where a matmul and an add are two launches
+    and a reduction more in the backward."""
     shape, dtype = result_type(node)
     beta, alpha = _arg(node, 3, "beta", 1), _arg(node, 4, "alpha", 1)
     a, b = lw.float_value(node.args[1], dtype), lw.float_value(node.args[2], dtype)
+    bias = lw.float_value(node.args[0], dtype)
+    if (alpha == 1 and beta == 1 and len(a.shape) == 2 and len(b.shape) == 2
+            and tuple(bias.shape) == (b.shape[1],)):
+        weight = lw.op("transpose", [b], (b.shape[1], b.shape[0]), dtype,
+                       {"perm": _i64_array([1, 0])})
+        return lw.op("linear", [a, weight, bias], shape, dtype)
     product = lw.scale(lw.op("matmul", [a, b], shape, dtype), alpha)
-    bias = lw.scale(lw.float_value(node.args[0], dtype), beta)
-    return lw.op("add", [product, bias], shape, dtype)
+    return lw.op("add", [product, lw.scale(bias, beta)], shape, dtype)
 
 
 def _matmul(lw, node):
