@@ -1,9 +1,12 @@
 // Philox4x32-10 (Salmon et al., SC'11) as arith ops: each round is two
 // 32x32->64 multiplications (arith.mului_extended gives the low and high
-// halves), xors with the counter and the key, and a key bump.
+// halves; for NVPTX, arith.muli and PTX's mul.hi.u32), xors with the counter
+// and the key, and a key bump.
 #include "weft/Codegen/PhiloxBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Matchers.h"
 
 #include <array>
 #include <cmath>
@@ -24,8 +27,27 @@ static Value constantI32(ImplicitLocOpBuilder &b, uint32_t value) {
       b, b.getI32Type(), b.getI32IntegerAttr(static_cast<int32_t>(value)));
 }
 
+/// The high and low 32 bits of multiplier * x (i32 each).
+static std::pair<Value, Value> multiplyWide(ImplicitLocOpBuilder &b, Value multiplier, Value x,
+                                            PhiloxMultiply multiply) {
+  if (multiply == PhiloxMultiply::Portable) {
+    auto product = arith::MulUIExtendedOp::create(b, multiplier, x);
+    return {product.getHigh(), product.getLow()};
+  }
+  // The first round's zero counter words: no instruction for them.
+  if (matchPattern(x, m_Zero()))
+    return {x, x};
+  Type i32 = b.getI32Type();
+  Value high = LLVM::InlineAsmOp::create(
+                   b, i32, ValueRange{multiplier, x}, b.getStringAttr("mul.hi.u32 $0, $1, $2;"),
+                   b.getStringAttr("=r,r,r"), UnitAttr(), UnitAttr(),
+                   LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr())
+                   .getResult(0);
+  return {high, arith::MulIOp::create(b, multiplier, x)};
+}
+
 std::array<Value, 4> buildPhiloxBlock(ImplicitLocOpBuilder &b, Value seed,
-                                      int64_t rngId, Value block) {
+                                      int64_t rngId, Value block, PhiloxMultiply multiply) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   Value blockHigh = b.createOrFold<arith::ShRUIOp>(
       block, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(32)));
@@ -43,25 +65,23 @@ std::array<Value, 4> buildPhiloxBlock(ImplicitLocOpBuilder &b, Value seed,
     Value key0 = b.createOrFold<arith::AddIOp>(
         seedLow, constantI32(b, round * kPhiloxW0));
     Value key1 = constantI32(b, rngLow + round * kPhiloxW1);
-    auto product0 =
-        arith::MulUIExtendedOp::create(b, multiplier0, counter[0]);
-    auto product1 =
-        arith::MulUIExtendedOp::create(b, multiplier1, counter[2]);
+    auto [high0, low0] = multiplyWide(b, multiplier0, counter[0], multiply);
+    auto [high1, low1] = multiplyWide(b, multiplier1, counter[2], multiply);
     Value lane0 = b.createOrFold<arith::XOrIOp>(
-        b.createOrFold<arith::XOrIOp>(product1.getHigh(), counter[1]), key0);
+        b.createOrFold<arith::XOrIOp>(high1, counter[1]), key0);
     Value lane2 = b.createOrFold<arith::XOrIOp>(
-        b.createOrFold<arith::XOrIOp>(product0.getHigh(), counter[3]), key1);
-    counter = {lane0, product1.getLow(), lane2, product0.getLow()};
+        b.createOrFold<arith::XOrIOp>(high0, counter[3]), key1);
+    counter = {lane0, low1, lane2, low0};
   }
   return counter;
 }
 
 Value buildPhiloxDraw(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
-                      Value index) {
+                      Value index, PhiloxMultiply multiply) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   Value block = b.createOrFold<arith::ShRUIOp>(
       index, arith::ConstantOp::create(b, i64, b.getI64IntegerAttr(2)));
-  std::array<Value, 4> words = buildPhiloxBlock(b, seed, rngId, block);
+  std::array<Value, 4> words = buildPhiloxBlock(b, seed, rngId, block, multiply);
   // Lane index % 4 of the block's four draws.
   Value lane = b.createOrFold<arith::TruncIOp>(
       i32, b.createOrFold<arith::AndIOp>(
@@ -86,8 +106,8 @@ Value buildDrawKept(ImplicitLocOpBuilder &b, Value draw, double p) {
 }
 
 Value buildDropoutKeep(ImplicitLocOpBuilder &b, Value seed, int64_t rngId,
-                       Value index, double p) {
-  return buildDrawKept(b, buildPhiloxDraw(b, seed, rngId, index), p);
+                       Value index, double p, PhiloxMultiply multiply) {
+  return buildDrawKept(b, buildPhiloxDraw(b, seed, rngId, index, multiply), p);
 }
 
 } // namespace weft::codegen

@@ -11,6 +11,8 @@ using namespace mlir;
 
 namespace weft::gpu {
 
+static constexpr codegen::PhiloxMultiply kMultiply = codegen::PhiloxMultiply::Nvptx;
+
 AttentionDropout::AttentionDropout(WarpEmitter &e, const AttentionKernelConfig &config,
                                    Value seedPointer, Value kLen)
     : p(config.dropoutP), rngId(config.rngId), seed(e.load(e.i64, seedPointer, 8)),
@@ -45,7 +47,7 @@ std::array<Value, 4> AttentionDropout::tileDraws(WarpEmitter &w, Value t,
     Value odd = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
                                       arith::AndIOp::create(b, t, w.i32c(1)), w.i32c(0));
     Value block = arith::ShRUIOp::create(b, w.select(odd, row1, row0), w.i64c(2));
-    std::array<Value, 4> words = codegen::buildPhiloxBlock(b, seed, rngId, block);
+    std::array<Value, 4> words = codegen::buildPhiloxBlock(b, seed, rngId, block, kMultiply);
     // The even lane needs row g + 8's words 0, 1; the odd lane row g's 2, 3.
     Value got0 = w.shuffleXor(w.select(odd, words[0], words[2]), 1);
     Value got1 = w.shuffleXor(w.select(odd, words[1], words[3]), 1);
@@ -149,7 +151,7 @@ std::array<Value, 4> AttentionDropout::quadDraws(WarpEmitter &w, Value m,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(branches.thenBlock());
     Value block = arith::ShRUIOp::create(b, pick(w, m, indices), w.i64c(2));
-    std::array<Value, 4> words = codegen::buildPhiloxBlock(b, seed, rngId, block);
+    std::array<Value, 4> words = codegen::buildPhiloxBlock(b, seed, rngId, block, kMultiply);
     // Round r: lane m sends word m ^ r of its block (element m's) and gets
     // word m of element (m ^ r)'s block from lane m ^ r.
     std::array<Value, 4> received;
@@ -164,7 +166,7 @@ std::array<Value, 4> AttentionDropout::quadDraws(WarpEmitter &w, Value m,
     b.setInsertionPointToStart(branches.elseBlock());
     SmallVector<Value> single;
     for (Value index : indices)
-      single.push_back(codegen::buildPhiloxDraw(b, seed, rngId, index));
+      single.push_back(codegen::buildPhiloxDraw(b, seed, rngId, index, kMultiply));
     scf::YieldOp::create(b, single);
   }
   return {branches.getResult(0), branches.getResult(1), branches.getResult(2),
@@ -174,7 +176,7 @@ std::array<Value, 4> AttentionDropout::quadDraws(WarpEmitter &w, Value m,
 std::array<Value, 2> AttentionDropout::pairDraws(WarpEmitter &w, Value index) const {
   ImplicitLocOpBuilder &b = w.b;
   Value block = arith::ShRUIOp::create(b, index, w.i64c(2));
-  std::array<Value, 4> words = codegen::buildPhiloxBlock(b, seed, rngId, block);
+  std::array<Value, 4> words = codegen::buildPhiloxBlock(b, seed, rngId, block, kMultiply);
   Value lane = arith::TruncIOp::create(b, w.i32, arith::AndIOp::create(b, index, w.i64c(3)));
   auto laneIs = [&](int which) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, w.i32c(which));
@@ -187,7 +189,7 @@ std::array<Value, 2> AttentionDropout::pairDraws(WarpEmitter &w, Value index) co
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(crosses.thenBlock());
     Value next = arith::AddIOp::create(b, block, w.i64c(1));
-    scf::YieldOp::create(b, codegen::buildPhiloxBlock(b, seed, rngId, next)[0]);
+    scf::YieldOp::create(b, codegen::buildPhiloxBlock(b, seed, rngId, next, kMultiply)[0]);
     b.setInsertionPointToStart(crosses.elseBlock());
     scf::YieldOp::create(b, w.select(laneIs(0), words[1],
                                      w.select(laneIs(1), words[2], words[3])));

@@ -84,11 +84,12 @@ Value ElementEvaluator::computeDropout(DropoutOp o) {
       Value block = m.b.createOrFold<arith::ShRUIOp>(vector->base, m.i64c(2));
       if (lane >= 4)
         block = m.i64Add(block, m.i64c(lane / 4));
-      words = codegen::buildPhiloxBlock(m.b, seed, rngId, block);
+      words = codegen::buildPhiloxBlock(m.b, seed, rngId, block,
+                                         codegen::PhiloxMultiply::Nvptx);
     }
     draw = words[lane % 4];
   } else {
-    draw = codegen::buildPhiloxDraw(m.b, seed, rngId, linear());
+    draw = codegen::buildPhiloxDraw(m.b, seed, rngId, linear(), codegen::PhiloxMultiply::Nvptx);
   }
   Value kept = codegen::buildDrawKept(m.b, draw, p);
   // x / (1 - p) as the reference (float64, then one rounding): the factor

@@ -1,6 +1,8 @@
 // weft.dropout with p > 0 in the elementwise kernels: the Philox4x32-10 draw
-// of the element's index (ten rounds, two arith.mului_extended each: the
-// multiply-high / multiply-low pairs), kept iff draw >= floor(p * 2^32)
+// of the element's index (ten rounds of two multiplications, each an
+// arith.muli for the low half and PTX's mul.hi.u32 for the high half; the
+// first round's second is by the zero counter word and left out: 19 mul.hi
+// a block), kept iff draw >= floor(p * 2^32)
 // (unsigned), the kept value x * hi + x * lo (1/(1-p) split into two f32s,
 // one fma). Vector lanes share one Philox block per 4 elements; the scalar
 // tail draws per element and picks word index % 4.
@@ -21,8 +23,8 @@
 // 0xD2511F53 and 0xCD9E8D57, Random123's multipliers.
 // CHECK: arith.constant -766435501 : i32
 // CHECK: arith.constant -845247145 : i32
-// CHECK-COUNT-20: arith.mului_extended
-// CHECK-NOT: arith.mului_extended
+// CHECK-COUNT-19: mul.hi.u32
+// CHECK-NOT: mul.hi.u32
 // Lanes 0..3 read the block's four words: no second Philox call among them.
 // CHECK: arith.cmpi uge, %{{.*}}, %c429496729_i32{{.*}} : i32
 // CHECK: %[[HI:.*]] = arith.constant 1.11111116 : f32
@@ -30,17 +32,17 @@
 // CHECK: %[[XLO:.*]] = arith.mulf %[[X:.*]], %[[LO]] : f32
 // CHECK: math.fma %[[X]], %[[HI]], %[[XLO]] : f32
 // CHECK: arith.select
-// CHECK-NOT: arith.mului_extended
+// CHECK-NOT: mul.hi.u32
 // CHECK: arith.cmpi uge
-// CHECK-NOT: arith.mului_extended
+// CHECK-NOT: mul.hi.u32
 // CHECK: arith.cmpi uge
-// CHECK-NOT: arith.mului_extended
+// CHECK-NOT: mul.hi.u32
 // CHECK: arith.cmpi uge
 // Lanes 4..7: the next block.
 // CHECK: %[[BLOCK1:.*]] = arith.shrui %[[BASE]], %c2_i64{{.*}} : i64
 // CHECK: arith.addi %[[BLOCK1]], %c1_i64{{.*}} : i64
-// CHECK-COUNT-20: arith.mului_extended
-// CHECK-NOT: arith.mului_extended
+// CHECK-COUNT-19: mul.hi.u32
+// CHECK-NOT: mul.hi.u32
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
 func.func @dropout_bf16(%x: tensor<4x64xbf16>, %seed: tensor<i64>) -> tensor<4x64xbf16> {
   %y = weft.dropout %x, %seed {p = 0.1 : f64, weft.rng_id = 3 : i64} : (tensor<4x64xbf16>, tensor<i64>) -> tensor<4x64xbf16>
@@ -52,8 +54,8 @@ func.func @dropout_bf16(%x: tensor<4x64xbf16>, %seed: tensor<i64>) -> tensor<4x6
 // 0.25 * 2^32 = 2^30, 1/0.75 = 1.33333337 - 3.9736431e-8.
 // CHECK-LABEL: gpu.func @dropout_tail_f32_0
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c3_i64
-// CHECK-COUNT-20: arith.mului_extended
-// CHECK-NOT: arith.mului_extended
+// CHECK-COUNT-19: mul.hi.u32
+// CHECK-NOT: mul.hi.u32
 // CHECK: arith.cmpi uge, %{{.*}}, %c1073741824_i32{{.*}} : i32
 // CHECK: arith.constant 1.33333337 : f32
 // CHECK: arith.constant -3.9736431E-8 : f32
@@ -62,14 +64,14 @@ func.func @dropout_bf16(%x: tensor<4x64xbf16>, %seed: tensor<i64>) -> tensor<4x6
 // CHECK: %[[I:.*]] = arith.addi %{{.*}} : i64
 // CHECK: %[[TBLOCK:.*]] = arith.shrui %[[I]], %c2_i64{{.*}} : i64
 // CHECK: arith.trunci %[[TBLOCK]] : i64 to i32
-// CHECK-COUNT-20: arith.mului_extended
+// CHECK-COUNT-19: mul.hi.u32
 // CHECK: %[[WORD:.*]] = arith.andi %[[I]], %c3_i64{{.*}} : i64
 // CHECK: %[[LANE:.*]] = arith.trunci %[[WORD]] : i64 to i32
 // CHECK: arith.cmpi eq, %[[LANE]], %c2_i32{{.*}} : i32
 // CHECK: arith.cmpi eq, %[[LANE]], %c1_i32{{.*}} : i32
 // CHECK: arith.cmpi eq, %[[LANE]], %c0_i32{{.*}} : i32
 // CHECK: arith.cmpi uge, %{{.*}}, %c1073741824_i32{{.*}} : i32
-// CHECK-NOT: arith.mului_extended
+// CHECK-NOT: mul.hi.u32
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
 func.func @dropout_tail_f32(%x: tensor<5x3xf32>, %seed: tensor<i64>) -> tensor<5x3xf32> {
   %y = weft.dropout %x, %seed {p = 0.25 : f64, weft.rng_id = 9 : i64} : (tensor<5x3xf32>, tensor<i64>) -> tensor<5x3xf32>
@@ -78,7 +80,7 @@ func.func @dropout_tail_f32(%x: tensor<5x3xf32>, %seed: tensor<i64>) -> tensor<5
 
 // p = 0 keeps every element unscaled: no Philox.
 // CHECK-LABEL: gpu.func @dropout_zero_0
-// CHECK-NOT: arith.mului_extended
+// CHECK-NOT: mul.hi.u32
 // CHECK: llvm.store
 func.func @dropout_zero(%x: tensor<4x64xbf16>, %seed: tensor<i64>) -> tensor<4x64xbf16> {
   %y = weft.dropout %x, %seed {p = 0.0 : f64, weft.rng_id = 3 : i64} : (tensor<4x64xbf16>, tensor<i64>) -> tensor<4x64xbf16>
@@ -87,11 +89,11 @@ func.func @dropout_zero(%x: tensor<4x64xbf16>, %seed: tensor<i64>) -> tensor<4x6
 
 // dropout + residual + LayerNorm, one CTA per row of 256 (8 x bf16 per
 // thread): the dropout feeds the mean pass, the variance pass and the
-// output pass, each drawing two blocks per vector: 3 x 2 x 20 = 120
-// multiplications, none elsewhere.
+// output pass, each drawing two blocks per vector: 3 x 2 x 19 = 114
+// high halves, none elsewhere.
 // CHECK-LABEL: gpu.func @dropout_add_layer_norm_0
-// CHECK-COUNT-120: arith.mului_extended
-// CHECK-NOT: arith.mului_extended
+// CHECK-COUNT-114: mul.hi.u32
+// CHECK-NOT: mul.hi.u32
 func.func @dropout_add_layer_norm(%x: tensor<2x64x256xbf16>, %seed: tensor<i64>, %res: tensor<2x64x256xbf16>, %g: tensor<256xbf16>, %b: tensor<256xbf16>) -> (tensor<2x64x256xbf16>, tensor<2x64x256xbf16>) {
   %s, %y = weft.fused %x, %seed, %res, %g, %b {kind = "dropout+add+layer_norm"} : (tensor<2x64x256xbf16>, tensor<i64>, tensor<2x64x256xbf16>, tensor<256xbf16>, tensor<256xbf16>) -> (tensor<2x64x256xbf16>, tensor<2x64x256xbf16>) {
   ^bb0(%a0: tensor<2x64x256xbf16>, %a1: tensor<i64>, %a2: tensor<2x64x256xbf16>, %a3: tensor<256xbf16>, %a4: tensor<256xbf16>):
@@ -106,12 +108,12 @@ func.func @dropout_add_layer_norm(%x: tensor<2x64x256xbf16>, %seed: tensor<i64>,
 // Its backward group as weft-autodiff + weft-fuse-elementwise make it: the
 // residual gradient dsum and dx = dropout(dsum) with the forward's rng_id.
 // Only the output pass of the rows kernel computes the dropout (the
-// statistics and column sums do not read it): 2 x 20.
+// statistics and column sums do not read it): 2 x 19.
 // CHECK-LABEL: gpu.func @layer_norm_grad_add_dropout_0(
-// CHECK-COUNT-40: arith.mului_extended
-// CHECK-NOT: arith.mului_extended
+// CHECK-COUNT-38: mul.hi.u32
+// CHECK-NOT: mul.hi.u32
 // CHECK-LABEL: gpu.func @layer_norm_grad_add_dropout_0_colsum(
-// CHECK-NOT: arith.mului_extended
+// CHECK-NOT: mul.hi.u32
 func.func @layer_norm_grad_add_dropout(%dy: tensor<2x64x256xbf16>, %x: tensor<2x64x256xbf16>, %g: tensor<256xbf16>, %dres: tensor<2x64x256xbf16>, %seed: tensor<i64>) -> (tensor<256xbf16>, tensor<256xbf16>, tensor<2x64x256xbf16>, tensor<2x64x256xbf16>) {
   %dg, %db, %ds, %dx = weft.fused %dy, %x, %g, %dres, %seed {kind = "layer_norm_grad+add+dropout"} : (tensor<2x64x256xbf16>, tensor<2x64x256xbf16>, tensor<256xbf16>, tensor<2x64x256xbf16>, tensor<i64>) -> (tensor<256xbf16>, tensor<256xbf16>, tensor<2x64x256xbf16>, tensor<2x64x256xbf16>) {
   ^bb0(%a0: tensor<2x64x256xbf16>, %a1: tensor<2x64x256xbf16>, %a2: tensor<256xbf16>, %a3: tensor<2x64x256xbf16>, %a4: tensor<i64>):

@@ -1,6 +1,7 @@
 // weft-compile --emit=kernels for an attention with dropout_p > 0: the
 // kernels draw the Philox mask themselves (the 10 rounds' multiplier
-// 0xD2511F53 = 3528531795 in the PTX, warp shuffles trading the draws), the
+// 0xD2511F53 = -766435501 as an i32 in the PTX, the products' high halves by
+// mul.hi.u32, warp shuffles trading the draws), the
 // Hopper (TMA + wgmma) kernels at the tiles asked for (as the tuning table's
 // q128 k128; the forward 2 stages, the backward 3: fitDropoutTiles), the
 // mma.sync kernels (--attention-mma=warp) at 64 x 64; ptxas finds no spill,
@@ -77,5 +78,6 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // WARP-BWD: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q64_k64_drop429496729_r7"
 // WARP-BWD: "name": "weft_attn_backward_dq_bf16_d64_causal_q64_k64_drop429496729_r7"
 
-// PTX-DAG: 3528531795
+// PTX-DAG: -766435501
+// PTX-DAG: mul.hi.u32
 // PTX-DAG: shfl.sync.bfly
