@@ -77,7 +77,8 @@ struct CompileOptions {
       cl::init(2), cl::cat(category)};
   cl::opt<std::string> attentionSchedule{
       "attention-schedule",
-      cl::desc("Schedule of the warpgroup attention forward (not with dropout): "
+      cl::desc("Schedule of the warpgroup attention forward (with dropout: serial, "
+               "or overlap at head_dim 64): "
                "serial, overlap (FlashAttention-3's softmax under the previous "
                "block's P V) or pingpong (overlap, the two consumer warpgroups "
                "taking turns; block_q 128); default: the tuning table's, else serial"),

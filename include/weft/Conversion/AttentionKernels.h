@@ -215,8 +215,10 @@ AttentionTensorMap attentionTensorMap(const AttentionKernelConfig &config,
 /// backward at least 3 stages (at 2 ptxas spilled 8 bytes of the causal
 /// head_dim 128 dK/dV consumer; at 3 no shipped configuration spills).
 /// The Hopper kernels keep their tiles; their backward streams 64 rows
-/// (dkdvInnerRows, dqInnerRows). The forward with dropout keeps the Serial
-/// schedule (the mask's Philox rounds beside two live S accumulators).
+/// (dkdvInnerRows, dqInnerRows). The forward with dropout runs the Overlap
+/// schedule at head_dim 64 (the mask's Philox rounds under the previous
+/// block's P V), else Serial (at 128 the rounds beside O and two S
+/// accumulators spill).
 void fitDropoutTiles(AttentionKernelConfig &config, bool backward);
 
 /// Checks a configuration for the forward kernel or the backward kernels;

@@ -43,7 +43,7 @@ struct KernelEmitOptions {
   std::optional<int64_t> fixedStages;
   /// The warpgroup forward's schedule fixed on the command line
   /// (--attention-schedule); unset: the table's, else serial. Forward units
-  /// only, and not with dropout (fitDropoutTiles).
+  /// only; with dropout serial, or overlap at head_dim 64 (fitDropoutTiles).
   std::optional<AttentionKernelConfig::ForwardSchedule> fixedSchedule;
   /// When set, only the ops of this function (e.g. the training step).
   std::string function;
