@@ -109,14 +109,53 @@ Value inverseRms(ElementMath &m, const KernelGroup &group, Value row,
   return m.rsqrt(m.fadd(m.fdiv(sumSq, m.f32c(double(group.cols))), m.f32c(eps)));
 }
 
-/// log(sum(exp(x))) over the row, max-shifted.
+/// The row's max of `x` and sum of exp(x - max), in one pass over the
+/// columns: each thread keeps a running max and a sum shifted by it; a
+/// vector's lanes are read first, so the running sum is rescaled once a
+/// vector (width + 1 exponentials for width elements). The CTA then takes
+/// the max of the threads' maxima and adds their sums rescaled to it. A row
+/// of -inf has max -inf and sum 0.
+std::pair<Value, Value> maxAndExpSum(ElementMath &m, const KernelGroup &group, Value row,
+                                     const RowStats &stats, Value x) {
+  Value minusInf = m.f32c(-std::numeric_limits<double>::infinity());
+  Value zero = m.f32c(0.0);
+  // exp(a - shift) with shift = max unless the max is -inf (nothing seen).
+  auto shifted = [&](Value a, Value max) {
+    Value shift = m.select(arith::CmpFOp::create(m.b, arith::CmpFPredicate::OEQ, max, minusInf),
+                           zero, max);
+    return m.exp(m.fsub(a, shift));
+  };
+  int64_t width = rowVectorWidth(group);
+  Value first = m.i64Mul(m.tid64(), m.i64c(width));
+  SmallVector<Value> partial = m.loop(
+      first, m.i64c(group.cols), m.i64c(m.threads * width), ValueRange{minusInf, zero},
+      [&](Value col0, ValueRange acc) -> SmallVector<Value> {
+        Value base = m.i64Add(m.i64Mul(row, m.i64c(group.cols)), col0);
+        VectorLanes lanes;
+        if (width > 1)
+          lanes = loadLeafLanes(m, group, base, row, width);
+        SmallVector<Value> values;
+        Value max = acc[0];
+        for (int64_t lane = 0; lane < width; ++lane) {
+          ElementEvaluator ev(m, group, stats, row, lane ? m.i64Add(col0, m.i64c(lane)) : col0);
+          ev.atLane(lanes, lane);
+          values.push_back(ev.value(x));
+          max = m.fmax(max, values.back());
+        }
+        Value sum = m.fmul(acc[1], shifted(acc[0], max));
+        for (Value v : values)
+          sum = m.fadd(sum, shifted(v, max));
+        return {max, sum};
+      });
+  Value max = m.blockReduce(partial[0], /*max=*/true);
+  Value sum = m.blockReduce(m.fmul(partial[1], shifted(partial[0], max)), /*max=*/false);
+  return {max, sum};
+}
+
+/// log(sum(exp(x))) over the row, max-shifted, in one pass.
 Value logSumExp(ElementMath &m, const KernelGroup &group, Value row,
                 const RowStats &stats, Value x) {
-  Value mx = rowReduce(m, group, row, stats, true,
-                       [&](ElementEvaluator &ev) { return ev.value(x); });
-  Value sum = rowReduce(m, group, row, stats, false, [&](ElementEvaluator &ev) {
-    return m.exp(m.fsub(ev.value(x), mx));
-  });
+  auto [mx, sum] = maxAndExpSum(m, group, row, stats, x);
   return m.fadd(mx, m.fmul(m.log2(sum), m.f32c(M_LN2)));
 }
 
@@ -137,11 +176,7 @@ void emitRowStats(ElementMath &m, const KernelGroup &group, Value row,
                                   o.getEps().convertToDouble())};
         })
         .Case([&](SoftmaxOp o) {
-          Value mx = rowReduce(m, group, row, stats, true,
-                               [&](ElementEvaluator &ev) { return ev.value(o.getX()); });
-          Value sum = rowReduce(m, group, row, stats, false, [&](ElementEvaluator &ev) {
-            return m.exp(m.fsub(ev.value(o.getX()), mx));
-          });
+          auto [mx, sum] = maxAndExpSum(m, group, row, stats, o.getX());
           stats[op] = {mx, m.fdiv(m.f32c(1.0), sum)};
         })
         .Case([&](SoftmaxGradOp o) {
