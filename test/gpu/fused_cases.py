@@ -287,6 +287,15 @@ def step_op_cases(small, pw, rw):
     bshd, bhsd = t([b, s, heads, hd], d), t([b, heads, s, hd], d)
     out.append(func("transpose_bf16", [("x", bshd)], [("y", bhsd)],
                     op(["y"], "transpose", ["x"], "perm = array<i64: 0, 2, 1, 3>", [bshd], [bhsd])))
+    # Matrix transposes (the last two dims swapped), tiled through shared
+    # memory: a GPT-2 Conv1D weight [in, out] as [out, in], and a batch of
+    # matrices whose sides are not multiples of the 32 x 32 tile.
+    w, wt = t([768, 2304], d), t([2304, 768], d)
+    out.append(func("transpose_weight_bf16", [("x", w)], [("y", wt)],
+                    op(["y"], "transpose", ["x"], "perm = array<i64: 1, 0>", [w], [wt])))
+    odd, oddt = t([3, 77, 45], "f32"), t([3, 45, 77], "f32")
+    out.append(func("transpose_batched_f32", [("x", odd)], [("y", oddt)],
+                    op(["y"], "transpose", ["x"], "perm = array<i64: 0, 2, 1>", [odd], [oddt])))
     vocab = 500 if small else 8192
     ids, table, act = t([b, s], "i64"), t([vocab, hid], d), t([b, s, hid], d)
     out.append(func("embedding_bf16", [("ids", ids), ("table", table)], [("y", act)],

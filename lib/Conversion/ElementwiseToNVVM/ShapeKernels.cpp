@@ -123,6 +123,80 @@ void emitLeadingReduce(ElementMath &m, Value x, Value y, int64_t rows,
       /*chunks=*/1);
 }
 
+/// Whether `perm` swaps the last two dims and keeps the others: a batch of
+/// matrix transposes (a weight's [in, out] as [out, in]), tiled below.
+bool swapsLastTwo(ArrayRef<int64_t> perm) {
+  int64_t rank = int64_t(perm.size());
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    if (perm[d] != d)
+      return false;
+  return true;
+}
+
+/// 32 x 32 element tiles of a matrix transpose, 256 threads (32 x 8).
+constexpr int64_t kTransposeTile = 32;
+
+int64_t transposeTiles(ArrayRef<int64_t> xShape) {
+  int64_t rows = xShape[xShape.size() - 2], cols = xShape.back();
+  int64_t batch = count(xShape.drop_back(2));
+  return batch * ((rows + kTransposeTile - 1) / kTransposeTile) *
+         ((cols + kTransposeTile - 1) / kTransposeTile);
+}
+
+/// y[b, c, r] = x[b, r, c] a 32 x 32 tile per CTA step (grid-stride): the
+/// tile's rows are read along c (coalesced) into shared memory, its columns
+/// written along r (coalesced); a row pitch of 33 elements keeps the column
+/// reads off one bank. The bits are copied. Element by element, a warp's
+/// writes were 32 rows apart: about 370 GB/s on GPT-2's weights.
+void emitTiledTranspose(ElementMath &m, TransposeOp transpose) {
+  ArrayRef<int64_t> shape = shapeOf(transpose.getX());
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  int64_t tilesR = (rows + kTransposeTile - 1) / kTransposeTile;
+  int64_t tilesC = (cols + kTransposeTile - 1) / kTransposeTile;
+  CopyUnit unit = copyUnit(m, elementOf(transpose.getX()), 1);
+  const int64_t pitch = kTransposeTile + 1, steps = kTransposeTile / (kThreads / 32);
+  Value tid = m.threadIdX();
+  Value tx = m.toI64(arith::RemUIOp::create(m.b, tid, m.i32c(32)));
+  Value ty = m.toI64(m.divu(tid, m.i32c(32)));
+  auto smemAt = [&](Value row, Value col) {
+    Value element = m.i64Add(m.i64Mul(row, m.i64c(pitch)), col);
+    return m.sharedAt(arith::TruncIOp::create(m.b, m.i32, m.i64Mul(element, m.i64c(unit.bytes))));
+  };
+  unsigned align = unsigned(unit.bytes);
+  m.loop(m.blockId64(), m.i64c(transposeTiles(shape)), m.gridDim64(), {},
+         [&](Value tile, ValueRange) -> SmallVector<Value> {
+           Value batch = m.i64Div(tile, m.i64c(tilesR * tilesC));
+           Value rest = m.i64Rem(tile, m.i64c(tilesR * tilesC));
+           Value r0 = m.i64Mul(m.i64Div(rest, m.i64c(tilesC)), m.i64c(kTransposeTile));
+           Value c0 = m.i64Mul(m.i64Rem(rest, m.i64c(tilesC)), m.i64c(kTransposeTile));
+           Value base = m.i64Mul(batch, m.i64c(rows * cols));
+           for (int64_t k = 0; k < steps; ++k) {
+             Value local = m.i64Add(ty, m.i64c(k * (kThreads / 32)));
+             Value r = m.i64Add(r0, local), c = m.i64Add(c0, tx);
+             m.ifThen(m.andi(m.i64Lt(r, m.i64c(rows)), m.i64Lt(c, m.i64c(cols))), [&] {
+               Value bits = loadBits(m, m.param(0), unit,
+                                     m.i64Add(base, m.i64Add(m.i64Mul(r, m.i64c(cols)), c)));
+               m.store(bits, smemAt(local, tx), align);
+             });
+           }
+           m.barrier();
+           for (int64_t k = 0; k < steps; ++k) {
+             Value local = m.i64Add(ty, m.i64c(k * (kThreads / 32)));
+             Value c = m.i64Add(c0, local), r = m.i64Add(r0, tx);
+             m.ifThen(m.andi(m.i64Lt(c, m.i64c(cols)), m.i64Lt(r, m.i64c(rows))), [&] {
+               Value bits = m.load(unit.storage, smemAt(tx, local), align);
+               storeBits(m, m.param(1), unit,
+                         m.i64Add(base, m.i64Add(m.i64Mul(c, m.i64c(rows)), r)), bits);
+             });
+           }
+           // The tile's shared memory is rewritten by the next step.
+           m.barrier();
+           return {};
+         });
+}
+
 /// Vocabulary rows one CTA of `threads` sums (embedding_grad): each row's
 /// f32 accumulators (ceil(hidden / threads) a thread) stay within about 48
 /// registers, and its token list (threads i32) within the kernels' shared
@@ -302,6 +376,10 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
     threads = kColumnThreads;
     return success();
   }
+  if (auto transpose = dyn_cast<TransposeOp>(op); transpose && swapsLastTwo(transpose.getPerm())) {
+    gridX = std::min<int64_t>(transposeTiles(shapeOf(transpose.getX())), kMaxBlocks);
+    return success();
+  }
   // Every copy kernel here moves up to 16 bytes per thread and step.
   int64_t elements = 0, narrowest = 16;
   for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
@@ -315,6 +393,8 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
 void emitShapeKernelBody(ElementMath &m, Operation *op) {
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     ArrayRef<int64_t> perm = transpose.getPerm();
+    if (swapsLastTwo(perm))
+      return emitTiledTranspose(m, transpose);
     Type element = elementOf(transpose.getX());
     // A transpose that keeps the last dim moves 16-byte vectors of it.
     int64_t rank = int64_t(perm.size());
