@@ -152,10 +152,21 @@ std::pair<Value, Value> maxAndExpSum(ElementMath &m, const KernelGroup &group, V
   return {max, sum};
 }
 
-/// log(sum(exp(x))) over the row, max-shifted, in one pass.
+/// log(sum(exp(x))) over the row, max-shifted: in one pass (the loss), or
+/// in two, the max and then the sum (the loss gradient's kernel, which reads
+/// the row a third time for dlogits: there the one-pass statistics measured
+/// slower, 998 against 1397 GB/s at bf16 on an H100, 60 registers against 47).
 Value logSumExp(ElementMath &m, const KernelGroup &group, Value row,
-                const RowStats &stats, Value x) {
-  auto [mx, sum] = maxAndExpSum(m, group, row, stats, x);
+                const RowStats &stats, Value x, bool onePass) {
+  if (onePass) {
+    auto [mx, sum] = maxAndExpSum(m, group, row, stats, x);
+    return m.fadd(mx, m.fmul(m.log2(sum), m.f32c(M_LN2)));
+  }
+  Value mx = rowReduce(m, group, row, stats, true,
+                       [&](ElementEvaluator &ev) { return ev.value(x); });
+  Value sum = rowReduce(m, group, row, stats, false, [&](ElementEvaluator &ev) {
+    return m.exp(m.fsub(ev.value(x), mx));
+  });
   return m.fadd(mx, m.fmul(m.log2(sum), m.f32c(M_LN2)));
 }
 
@@ -220,10 +231,10 @@ void emitRowStats(ElementMath &m, const KernelGroup &group, Value row,
           stats[op] = {rstd, m.fdiv(sums[1], n)};
         })
         .Case([&](CrossEntropyOp o) {
-          stats[op] = {logSumExp(m, group, row, stats, o.getLogits())};
+          stats[op] = {logSumExp(m, group, row, stats, o.getLogits(), /*onePass=*/true)};
         })
         .Case([&](CrossEntropyGradOp o) {
-          stats[op] = {logSumExp(m, group, row, stats, o.getLogits())};
+          stats[op] = {logSumExp(m, group, row, stats, o.getLogits(), /*onePass=*/false)};
         });
   }
 }
