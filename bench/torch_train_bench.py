@@ -570,6 +570,10 @@ def main():
                              "(0: the constant rate)")
     parser.add_argument("--json")
     args = parser.parse_args()
+    # weft_budget trains --check steps and times steps 3..12 of them.
+    if "weft_budget" in args.modes.split(",") and args.check < 13:
+        parser.error(f"mode weft_budget trains --check steps and times steps 3..12: "
+                     f"--check must be at least 13, got {args.check}")
     device = torch.device("cuda")
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "precision": args.precision, "warmup": args.warmup,
