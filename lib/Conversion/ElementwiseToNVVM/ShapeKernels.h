@@ -6,6 +6,8 @@
 
 #include "KernelEmitter.h"
 
+#include "weft/Dialect/WeftDialect.h"
+
 namespace weft::gpu {
 
 /// Whether `op` is one of these ops; if so `launch` gets its grid and block
@@ -15,6 +17,11 @@ mlir::LogicalResult planShapeKernel(mlir::Operation *op, int64_t &gridX,
                                     int64_t &threads, std::string &message);
 /// Emits the body of the op's single kernel.
 void emitShapeKernelBody(ElementMath &m, mlir::Operation *op);
+
+/// embedding_grad (EmbeddingGradKernel.cpp): the vocabulary rows one CTA of
+/// `threads` sums, and the kernel's body.
+int64_t embeddingGradRows(int64_t hidden, int64_t threads);
+void emitEmbeddingGrad(ElementMath &m, EmbeddingGradOp grad);
 
 } // namespace weft::gpu
 
