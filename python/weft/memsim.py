@@ -117,8 +117,17 @@ def workspace_bytes(op, gemm_cap):
     """The workspace of `op` (the MemoryOpInterface rules, restated here);
     0 when it has none."""
     if op.name == "weft.attention_grad":
+        # weft/Dialect/AttentionWorkspace.h: delta, and with dropout the
+        # tiled keep mask after it at a 256-byte boundary.
         _, q_dims = tensor_elements(op.operand_types[1])
-        return 4 * q_dims[0] * q_dims[1] * q_dims[2]
+        _, k_dims = tensor_elements(op.operand_types[2])
+        seq, heads = (1, 2) if is_seq_major_attention(op) else (2, 1)
+        planes, q_len, k_len = q_dims[0] * q_dims[heads], q_dims[seq], k_dims[seq]
+        delta = 4 * planes * q_len
+        dropout = re.search(r"dropout_p = ([-+0-9.eE]+)", op.attrs)
+        if dropout is None or float(dropout.group(1)) <= 0.0:
+            return delta
+        return (delta + 255) // 256 * 256 + planes * -(-q_len // 8) * -(-k_len // 16) * 16
     if op.name in GEMM_OPS:
         return gemm_workspace_bytes(op.result_types[0], gemm_cap)
     if op.name != "weft.fused":

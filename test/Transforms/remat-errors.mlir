@@ -129,8 +129,9 @@ func.func @forward(
 
 //--- over-budget.mlir
 // Fused attention leaves selective nothing to recompute: the peak stays at
-// 5376 bytes.
-// expected-error@+1 {{weft-remat: policy 'selective' gives @forward_step a planned peak of 5376 bytes (5.25 KiB), over the budget of 5000 bytes (4.88 KiB); policy=budget chooses what to recompute to fit}}
+// 5632 bytes (the attention_grad's workspace is 272 of them: 16 bytes of
+// delta, then at byte 256 the 16-byte keep mask of its dropout).
+// expected-error@+1 {{weft-remat: policy 'selective' gives @forward_step a planned peak of 5632 bytes (5.50 KiB), over the budget of 5000 bytes (4.88 KiB); policy=budget chooses what to recompute to fit}}
 func.func @forward(%g: tensor<8xf32> {weft.param}, %bt: tensor<8xf32> {weft.param},
                    %wq: tensor<8x8xf32> {weft.param}, %wk: tensor<8x8xf32> {weft.param},
                    %wv: tensor<8x8xf32> {weft.param}, %wout: tensor<8x8xf32> {weft.param},

@@ -137,8 +137,9 @@ def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, 
         grads = {name: bufs[name].tensor for name in ("dq", "dk", "dv")}
         views.update({name: view(bufs[name].tensor) for name in ("dq", "dk", "dv")})
     for name, _ in backward.unit.workspaces:
-        bufs[name] = Poisoned((b, hq, s), torch.float32, device, guarded)
-        views[name] = bufs[name].tensor
+        floats = ku.grad_workspace_floats(backward.unit, b, hq, s, s)
+        bufs[name] = Poisoned((floats,), torch.float32, device, guarded)
+        views[name] = bufs[name].tensor[:b * hq * s].view(b, hq, s)
     values.update(grads, dout=inputs["dout"])
     values.update({name: bufs[name].tensor for name, _ in backward.unit.workspaces})
     launched += backward.launch(rt, values, point.shapes, stream)
@@ -201,7 +202,7 @@ def compare_weft(bufs, views, ref, sdpa_err, dout, lse_tol, ratio_bound):
     if "delta" in bufs:
         # Reported, not judged: a wrong delta already shows in dq and dk.
         delta_ref = (dout.to(torch.float64) * views["out"].to(torch.float64)).sum(-1)
-        delta_err = ar.error_of(bufs["delta"].tensor, delta_ref)[0]
+        delta_err = ar.error_of(views["delta"], delta_ref)[0]
     return {"weft_err": weft_err, "weft_rel": weft_rel, "lse_err": lse_err, "ratios": ratios,
             "nonfinite": nonfinite, "guard_violations": guards, "delta_err": delta_err,
             "passed": passed, "reasons": reasons}

@@ -1,6 +1,7 @@
 // CostOpInterface and MemoryOpInterface of the weft ops: FLOPs per execution
 // (a multiply-add counts 2, a transcendental 1), attention's and the GEMMs'
 // workspaces.
+#include "weft/Dialect/AttentionWorkspace.h"
 #include "weft/Dialect/WeftDialect.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -83,16 +84,25 @@ int64_t AttentionGradOp::getFlops() {
 }
 
 int64_t AttentionGradOp::getWorkspaceBytes() {
-  // Only the row statistic delta = rowsum(dO * O) in f32, one per query row:
-  // 4 * batch * q_heads * q_len bytes. The deterministic backward (dK, dV per
-  // key block, then dQ per query block; AttentionToNVVM's BackwardKernels)
-  // accumulates dQ in registers per query block and writes it once, so no
-  // f32 dQ accumulator is reserved. An unverified op may lack q (attribute
-  // verifiers ask before the op's verifier ran): no workspace then.
+  // The row statistic delta = rowsum(dO * O) in f32, one per query row, and
+  // with dropout the keep mask the dK/dV kernel hands the dQ kernel
+  // (weft/Dialect/AttentionWorkspace.h). The deterministic backward (dK, dV
+  // per key block, then dQ per query block; AttentionToNVVM's
+  // BackwardKernels) accumulates dQ in registers per query block and writes
+  // it once, so no f32 dQ accumulator is reserved. An unverified op may lack
+  // q (attribute verifiers ask before the op's verifier ran): no workspace
+  // then.
   if ((*this)->getNumOperands() < 6 || (*this)->getNumOperands() > 7)
     return 0;
-  double rows = double(dim(getQ(), 0)) * dim(getQ(), 1) * dim(getQ(), 2);
-  return clampToInt64(4.0 * rows);
+  int seqDim = getSeqMajor() ? 1 : 2, headDim = getSeqMajor() ? 2 : 1;
+  int64_t planes = dim(getQ(), 0) * dim(getQ(), headDim);
+  int64_t qLen = dim(getQ(), seqDim), kLen = dim(getK(), seqDim);
+  bool dropout = getDropoutP().convertToDouble() > 0.0;
+  // Sizes past int64 (an absurd but valid shape) clamp instead of wrapping.
+  double estimate = 4.0 * planes * qLen + (dropout ? 2.0 * planes * qLen * kLen / 8.0 : 0.0);
+  if (estimate > 1e18)
+    return clampToInt64(estimate);
+  return attentionGradWorkspaceBytes(planes, qLen, kLen, dropout);
 }
 
 /// The cuBLASLt workspace of a GEMM (linear, matmul) writing `result`, in a

@@ -135,7 +135,8 @@ struct KernelParam {
 struct KernelSpec {
   /// The gpu.func's symbol, which is also the PTX entry name.
   std::string name;
-  /// "forward", "backward_preprocess", "backward_dkdv" or "backward_dq", in
+  /// "forward", "backward_preprocess", "backward_keep_mask" (Hopper, with
+  /// dropout), "backward_dkdv" or "backward_dq", in
   /// the order a backward runs them; a decode forward is "decode_split" then
   /// "decode_combine" (grids in decodeKernelSpecs' comment).
   std::string role;
@@ -162,7 +163,13 @@ struct KernelSpec {
 /// Scalar tail of every kernel, in order: batch, q_heads, kv_heads, q_len,
 /// k_len (i32), scale (f32); with dropout the forward, dK/dV and dQ kernels
 /// then take `seed`, a pointer to the 0-d i64 seed. The backward is deterministic: dK/dV per key
-/// block and dQ per query block, no atomics.
+/// block and dQ per query block, no atomics, launched in that order. With
+/// dropout, delta is the head of the workspace of
+/// weft/Dialect/AttentionWorkspace.h: a Hopper (wgmma) backward is {preprocess,
+/// keep_mask, dkdv, dq}, keep_mask drawing the mask into the workspace after
+/// delta (grid as the rule below, kKeepMaskRows query rows a CTA) and the
+/// dK/dV and dQ kernels reading it; the mma.sync kernels draw the mask in
+/// their loops.
 llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &config,
                                                    bool backward);
 

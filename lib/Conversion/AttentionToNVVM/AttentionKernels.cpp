@@ -64,7 +64,8 @@ KernelSpec spec(const AttentionKernelConfig &config, llvm::StringRef role,
   appendScalars(result.params);
   // The kernels that draw the mask (not the delta preprocess) read the seed
   // last, so the tensor and scalar indices stay those of the dropout-free
-  // kernels.
+  // kernels. (The Hopper dK/dV and dQ kernels read the keep mask instead,
+  // but keep the parameter: one signature per role.)
   if (config.dropoutP > 0.0 && role != "backward_preprocess")
     result.params.push_back(pointer("seed"));
   return result;
@@ -401,7 +402,13 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
         param.headsName = query ? "q_heads" : "kv_heads";
         param.boxRows = query ? queryRows : keyRows;
       }
-    return {preprocess, dkdv, dq};
+    if (config.dropoutP <= 0.0)
+      return {preprocess, dkdv, dq};
+    // The keep mask, drawn once into the workspace after delta.
+    KernelSpec keepMask = spec(config, "backward_keep_mask", {"delta"});
+    keepMask.threads = kKeepMaskThreads;
+    keepMask.rowsPerBlock = kKeepMaskRows;
+    return {preprocess, keepMask, dkdv, dq};
   }
   dkdv.threads = config.blockK / 16 * 32;
   dkdv.dynamicSmemBytes = 2 * smem(config.blockK) + 2 * smem(inner) + 2 * inner * 4;
@@ -460,7 +467,8 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
     // byval, so lowerToPtx re-adds it from this list.
     if (!tensorMaps.empty())
       func->setAttr(kGridConstantArgsAttrName, b.getDenseI32ArrayAttr(tensorMaps));
-    if (config.warpgroupMma && kernel.role != "backward_preprocess")
+    if (config.warpgroupMma && kernel.role != "backward_preprocess" &&
+        kernel.role != "backward_keep_mask")
       func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
     func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernel.threads), 1, 1}));
@@ -472,6 +480,8 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
       emitDecodeCombineBody(func, config);
     else if (kernel.role == "backward_preprocess")
       emitPreprocessBody(func, config);
+    else if (kernel.role == "backward_keep_mask")
+      emitKeepMaskBody(func, config);
     else if (kernel.role == "backward_dkdv")
       config.warpgroupMma ? emitWarpgroupDkDvBody(func, config) : emitDkDvBody(func, config);
     else

@@ -7,9 +7,11 @@
 // register fragments as A. dQ per query block: Q and dO stay, K and V
 // stream; S = Q K^T, dP = dO V^T, dQ += dS K. Accumulators live in
 // registers across the whole loop; no atomics. With dropout (factors F, 0
-// or 1 / (1 - p), redrawn by the forward's rule tile by tile): dV += (P F)^T
-// dO and dS = P (dP F - delta).
+// or 1 / (1 - p)): dV += (P F)^T dO and dS = P (dP F - delta), F read
+// from the keep mask the keep-mask kernel drew into the workspace
+// (KeepMask.h) by the forward's rule.
 #include "AttentionDropout.h"
+#include "KeepMask.h"
 #include "TmaPipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -154,11 +156,13 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
   Value zeroF = e.f32c(0.0);
   Value colBase = e.mul(ids.t, e.i32c(2));
+  // With dropout the decisions come from the keep mask (the factors from
+  // `dropout`).
   std::optional<AttentionDropout> dropout;
-  Value keyInQuad;
+  std::optional<KeepMask> keepMask;
   if (config.dropoutP > 0.0) {
     dropout.emplace(e, config, func.getArguments().back(), s.kLen);
-    keyInQuad = e.andi(ids.g, e.i32c(3));
+    keepMask.emplace(delta, s);
   }
 
   SmallVector<Value> init(d, zeroF); // dK (d / 2 values), then dV
@@ -166,20 +170,13 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
       e, ring, iterations, init,
       [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
         Value tileQ = tiles[0], tileDout = tiles[1];
-        // The keep bits of P^T (64 keys x inner queries), drawn before
-        // S^T and dP^T take their registers. Lanes g = 4a .. 4a + 3 (same
-        // t) hold keys 4a' .. 4a' + 3 of each query, one Philox block.
+        // The keep bits of P^T (64 keys x inner queries), loaded before
+        // S^T and dP^T take their registers.
         SmallVector<Value> keep;
-        if (dropout) {
+        if (keepMask) {
           auto [first, qHead] = queryTile(w, it);
-          Value queryRow0 = w.add(w.mul(w.add(w.mul(batch, s.qHeads), qHead), s.qLen),
-                                  w.add(first, colBase));
-          keep = dropout->packTiles(w, inner / 8, [&](int64_t nt) {
-            std::array<Value, 2> queryIndex;
-            for (int j = 0; j < 2; ++j)
-              queryIndex[j] = dropout->rowIndex(w, w.add(queryRow0, w.i32c(nt * 8 + j)));
-            return dropout->transposedTileKeepBits(w, keyInQuad, queryIndex, keys);
-          });
+          keep = keepMask->loadTransposed(w, inner / 8, w.add(w.mul(batch, s.qHeads), qHead),
+                                          first, w.add(k0, localRow0), ids);
         }
         auto [scores, dpT] = twoScoreMatmuls(w, {kTile, vTile}, residentSlab,
                                              {tileQ, tileDout}, streamSlab, inner, d, zeroF);
@@ -285,11 +282,15 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   }
   Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
   Value zeroF = e.f32c(0.0);
+  // With dropout the decisions come from the keep mask (the factors from
+  // `dropout`).
   std::optional<AttentionDropout> dropout;
-  Value rowIndex;
+  std::optional<KeepMask> keepMask;
+  Value plane;
   if (config.dropoutP > 0.0) {
     dropout.emplace(e, config, func.getArguments().back(), s.kLen);
-    rowIndex = dropout->rowIndex(e, e.add(block.statsRow0, e.add(localRow0, ids.g)));
+    keepMask.emplace(delta, s);
+    plane = e.add(e.mul(block.batch, s.qHeads), block.head);
   }
 
   SmallVector<Value> init(d / 2, zeroF);
@@ -297,15 +298,12 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
       e, ring, iterations, init,
       [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
         Value tileK = tiles[0], tileV = tiles[1];
-        // The keep bits of P (64 rows x block_k keys), drawn before S and
+        // The keep bits of P (64 rows x block_k keys), loaded before S and
         // dP take their registers.
         SmallVector<Value> keep;
-        if (dropout) {
-          Value key = w.add(w.mul(it, w.i32c(blockK)), w.mul(ids.t, w.i32c(2)));
-          keep = dropout->packTiles(w, blockK / 8, [&](int64_t nt) {
-            return dropout->tileKeepBits(w, ids.t, rowIndex, w.add(key, w.i32c(nt * 8)));
-          });
-        }
+        if (keepMask)
+          keep = keepMask->loadRows(w, blockK / 8, plane, w.add(block.q0, localRow0),
+                                    w.mul(it, w.i32c(blockK)), ids);
         auto [scores, ds] = twoScoreMatmuls(w, {qTile, doutTile}, residentSlab, {tileK, tileV},
                                             streamSlab, blockK, d, zeroF);
         // P = exp2(S scale - lse), zero for keys at or past k_len and (causal)

@@ -15,6 +15,9 @@ namespace weft::gpu {
 /// elements of padding so ldmatrix's eight row addresses hit distinct banks.
 /// Rows (one per thread) of the backward's delta kernel per CTA.
 inline constexpr int64_t kPreprocessRows = 128;
+/// The keep-mask kernel (KeepMask.h): query rows per CTA and threads.
+inline constexpr int64_t kKeepMaskRows = 64;
+inline constexpr int64_t kKeepMaskThreads = 128;
 
 inline int64_t tilePitch(int64_t headDim) { return (headDim + 8) * 2; }
 
@@ -49,6 +52,8 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
 void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+/// The dropout keep mask of a Hopper backward (KeepMask.h).
+void emitKeepMaskBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);

@@ -3,6 +3,7 @@
 // and the run's kernels.json. The C never exits: every path returns CUresult.
 #include "AotUnit.h"
 
+#include "weft/Dialect/AttentionWorkspace.h"
 #include "weft/Target/GPU/AotKernels.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -65,8 +66,9 @@ int64_t decodeRows(const AotUnit &unit) {
 int64_t workspaceBytes(const AotUnit &unit) {
   if (unit.config.decodeRows)
     return unit.decode.numSplits * decodeRows(unit) * (unit.shapes.headDim + 1) * 4;
-  return unit.backward ? unit.shapes.batch * unit.shapes.qHeads *
-                             unit.shapes.qLen * 4
+  const AttentionShapes &s = unit.shapes;
+  return unit.backward ? attentionGradWorkspaceBytes(s.batch * s.qHeads, s.qLen, s.kLen,
+                                                     unit.config.dropoutP > 0.0)
                        : 0;
 }
 
@@ -292,6 +294,12 @@ std::string writeUnitJson(const AotUnit &unit) {
           json.value(s.qHeads);
           json.value(s.qLen);
         });
+        // With dropout the keep mask follows delta
+        // (weft/Dialect/AttentionWorkspace.h): the buffer is larger.
+        json.attribute("bytes", workspaceBytes(unit));
+        if (unit.config.dropoutP > 0.0)
+          json.attribute("keep_mask_offset",
+                         attentionKeepMaskOffset(s.batch * s.qHeads * s.qLen));
       });
     });
   });
@@ -311,7 +319,11 @@ std::string writeUnitHeader(const AotUnit &unit) {
      << " --emit=kernels; do not edit.\n"
      << layoutComment(unit) << " * lse"
      << (unit.backward ? " and the delta workspace are" : " is")
-     << " [batch, q_heads, q_len] f32.\n";
+     << " [batch, q_heads, q_len] f32";
+  if (unit.backward && unit.config.dropoutP > 0.0)
+    os << "; with dropout the workspace\n * (" << n
+       << "_workspace_bytes() bytes) holds the keep mask after delta";
+  os << ".\n";
   if (unit.config.dropoutP > 0.0)
     os << " * Dropout p = " << probabilityText(unit.config.dropoutP) << " on the probabilities, "
        << "rng_id " << unit.config.rngId << ": the launcher's last argument,\n"

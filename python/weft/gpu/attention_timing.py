@@ -175,8 +175,9 @@ class WeftAttention:
                       seed=torch.tensor([DROPOUT_SEED], dtype=torch.int64, device="cuda"))
         workspaces = bwd_unit.workspaces if bwd_unit is not None else []
         for name, _ in workspaces:
-            values[name] = torch.empty(shape.batch, shape.heads, shape.seq, device="cuda",
-                                       dtype=torch.float32)
+            floats = ku.grad_workspace_floats(bwd_unit, shape.batch, shape.heads, shape.seq,
+                                           shape.seq)
+            values[name] = torch.empty(floats, device="cuda", dtype=torch.float32)
         self.workspaces = [values[name] for name, _ in workspaces]
         self.stream = torch.cuda.current_stream().cuda_stream
         self.fwd_launches = self._prepare(cache.get(fwd_unit), values, shapes)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 FORMAT_VERSION = 1
 DIRECTIONS = ("forward", "backward")
-ROLES = ("forward", "backward_preprocess", "backward_dkdv", "backward_dq")
+ROLES = ("forward", "backward_preprocess", "backward_keep_mask", "backward_dkdv", "backward_dq")
 # A unit's MMA kind (its JSON config "mma"; absent in older units = warp).
 MMA_KINDS = ("warp", "warpgroup")
 # A warpgroup forward's schedule (its JSON config "schedule"; absent = serial):
@@ -55,6 +55,22 @@ class Kernel:
     spill_load_bytes: int = 0
     # {param name: (len scalar, heads scalar, box rows)} of tensormap params.
     tensor_maps: dict = field(default_factory=dict)
+
+
+def grad_workspace_bytes(batch, q_heads, q_len, k_len, dropout):
+    """The backward's workspace (weft/Dialect/AttentionWorkspace.h's
+    attentionGradWorkspaceBytes): delta [batch, q_heads, q_len] f32, and with
+    dropout the tiled keep mask after it at a 256-byte boundary."""
+    planes = batch * q_heads
+    delta = 4 * planes * q_len
+    if not dropout:
+        return delta
+    return (delta + 255) // 256 * 256 + planes * -(-q_len // 8) * -(-k_len // 16) * 16
+
+
+def grad_workspace_floats(unit, batch, q_heads, q_len, k_len):
+    """The backward unit's workspace for a run's shapes, in f32 elements."""
+    return grad_workspace_bytes(batch, q_heads, q_len, k_len, unit.dropout_p > 0.0) // 4
 
 
 @dataclass
@@ -214,32 +230,36 @@ def parse_unit(obj, directory, where):
     layout = config.get("layout", "head_major")
     if layout not in LAYOUTS:
         raise UnitError(f"{where}: config layout {layout!r} is not one of {', '.join(LAYOUTS)}")
-    kernels = [_parse_kernel(k, where) for k in _field(obj, "kernels", list, where)]
-    expected = ["forward"] if direction == "forward" else list(ROLES[1:])
-    roles = [k.role for k in kernels]
-    if sorted(roles) != sorted(expected):
-        raise UnitError(f"{where}: a {direction} unit needs kernels with roles "
-                        f"{expected}, it lists {roles}")
-    workspaces = []
-    for ws in obj.get("workspaces", []):
-        wname = _field(ws, "name", str, f"{where} workspace")
-        wdtype = _field(ws, "dtype", str, f"{where} workspace {wname}")
-        if wdtype != "f32":
-            raise UnitError(f"{where}: workspace {wname} has dtype {wdtype!r}, expected f32")
-        # The harness sizes workspaces from the run's shapes, which it can only
-        # do for the contract's [batch, q_heads, q_len].
-        shapes = obj.get("shapes", {})
-        expected_shape = [shapes.get("batch"), shapes.get("q_heads"), shapes.get("q_len")]
-        if ws.get("shape") != expected_shape:
-            raise UnitError(f"{where}: workspace {wname} has shape {ws.get('shape')}, expected "
-                            f"[batch, q_heads, q_len] = {expected_shape}")
-        workspaces.append((wname, wdtype))
     dropout = config.get("dropout", {})
     if not isinstance(dropout, dict):
         raise UnitError(f"{where}: config dropout {dropout!r} is not an object")
     dropout_p = float(dropout.get("p", 0.0))
     if not 0.0 <= dropout_p < 1.0:
         raise UnitError(f"{where}: config dropout p {dropout_p!r} is not in [0, 1)")
+    kernels = [_parse_kernel(k, where) for k in _field(obj, "kernels", list, where)]
+    # A Hopper backward with dropout draws the keep mask in its own kernel.
+    expected = (["forward"] if direction == "forward" else
+                [r for r in ROLES[1:]
+                 if r != "backward_keep_mask" or (dropout_p > 0.0 and mma == "warpgroup")])
+    roles = [k.role for k in kernels]
+    if roles != expected:
+        raise UnitError(f"{where}: a {direction} unit needs kernels with roles "
+                        f"{expected} in that order, it lists {roles}")
+    workspaces = []
+    for ws in obj.get("workspaces", []):
+        wname = _field(ws, "name", str, f"{where} workspace")
+        wdtype = _field(ws, "dtype", str, f"{where} workspace {wname}")
+        if wdtype != "f32":
+            raise UnitError(f"{where}: workspace {wname} has dtype {wdtype!r}, expected f32")
+        # "shape" is delta's, [batch, q_heads, q_len]; the harnesses size the
+        # whole buffer (with dropout the keep mask follows delta) from a run's
+        # shapes by grad_workspace_bytes.
+        shapes = obj.get("shapes", {})
+        expected_shape = [shapes.get("batch"), shapes.get("q_heads"), shapes.get("q_len")]
+        if ws.get("shape") != expected_shape:
+            raise UnitError(f"{where}: workspace {wname} has shape {ws.get('shape')}, expected "
+                            f"[batch, q_heads, q_len] = {expected_shape}")
+        workspaces.append((wname, wdtype))
     cubin = os.path.join(directory, _field(obj, "cubin", str, where))
     if not os.path.isfile(cubin):
         raise UnitError(f"{where}: its cubin {cubin} does not exist")

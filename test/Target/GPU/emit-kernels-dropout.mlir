@@ -5,7 +5,9 @@
 // Hopper (TMA + wgmma) kernels at the tiles asked for (as the tuning table's
 // q128 k128; the forward 2 stages, the backward 3: fitDropoutTiles), the
 // mma.sync kernels (--attention-mma=warp) at 64 x 64; ptxas finds no spill,
-// and the launchers take the seed's device address last.
+// and the launchers take the seed's device address last. The Hopper
+// backward draws its mask once, in its keep-mask kernel, into the workspace
+// after delta; its dK/dV and dQ kernels read it and run no Philox round.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && weft-compile %s --emit=kernels -o %t --attention-mma=warpgroup --block-q=128 --block-k=128
 // RUN: FileCheck %s --check-prefix=FWD-JSON < %t/layer_attention_0.json
@@ -14,7 +16,7 @@
 // RUN: FileCheck %s --check-prefix=BWD-H < %t/layer_attention_grad_0.h
 // RUN: FileCheck %s --check-prefix=SRC < %t/layer_attention_0.c
 // RUN: FileCheck %s --check-prefix=PTX < %t/layer_attention_0.ptx
-// RUN: FileCheck %s --check-prefix=PTX < %t/layer_attention_grad_0.ptx
+// RUN: FileCheck %s --check-prefix=GRAD-PTX < %t/layer_attention_grad_0.ptx
 // No kernel of either unit spills.
 // RUN: not grep -E '"(spill_store|spill_load|stack)_bytes": [1-9]' %t/layer_attention_0.json %t/layer_attention_grad_0.json
 // --attention-mma=warp gives dropout the mma.sync kernels at 64 x 64.
@@ -49,13 +51,17 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // FWD-JSON-NEXT: }
 // FWD-JSON-NEXT: ],
 
-// The delta preprocess draws nothing: no seed; dK/dV and dQ take it last.
+// The delta preprocess draws nothing: no seed; the keep mask, dK/dV and dQ
+// take it last.
 // BWD-JSON: "stages": 3,
 // BWD-JSON: "name": "weft_attn_backward_preprocess_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
 // BWD-JSON: "name": "scale",
 // BWD-JSON-NEXT: "kind": "f32"
 // BWD-JSON-NEXT: }
 // BWD-JSON-NEXT: ],
+// BWD-JSON: "name": "weft_attn_backward_keep_mask_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
+// BWD-JSON: "role": "backward_keep_mask",
+// BWD-JSON: "name": "seed",
 // BWD-JSON: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
 // BWD-JSON: "name": "seed",
 // BWD-JSON: "name": "weft_attn_backward_dq_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
@@ -81,3 +87,18 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // PTX-DAG: -766435501
 // PTX-DAG: mul.hi.u32
 // PTX-DAG: shfl.sync.bfly
+
+// The workspace: delta (2 x 4 x 256 f32, 8192 bytes), then the keep mask's
+// 2 x 4 planes x 32 row groups x 16 key chunks x 16 bytes.
+// BWD-JSON: "workspaces": [
+// BWD-JSON: "name": "delta",
+// BWD-JSON: "bytes": 73728,
+// BWD-JSON-NEXT: "keep_mask_offset": 8192
+
+// GRAD-PTX: .entry weft_attn_backward_keep_mask_
+// GRAD-PTX: -766435501
+// GRAD-PTX: mul.hi.u32
+// GRAD-PTX: .entry weft_attn_backward_dkdv_
+// GRAD-PTX-NOT: -766435501
+// GRAD-PTX: .entry weft_attn_backward_dq_
+// GRAD-PTX-NOT: -766435501

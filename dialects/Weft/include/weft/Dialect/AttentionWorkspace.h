@@ -1,0 +1,44 @@
+// The workspace of weft.attention_grad, one formula for the op's
+// MemoryOpInterface, the GPU kernels that use it and the AOT units' metadata.
+//
+// Bytes [0, 4 rows) hold delta = rowsum(dO * O) in f32, one per query row
+// (rows = batch * q_heads * q_len). With dropout, the keep mask of the
+// probabilities follows at keepMaskOffset(rows) (256-byte aligned): the
+// dK/dV kernel writes the decisions it draws, and the dQ kernel reads them
+// instead of drawing the Philox rounds again. The mask is tiled: tile (r, c)
+// of flat query-row group r (8 rows of one (batch, head), rows 8r .. 8r + 7)
+// and key chunk c (keys 16c .. 16c + 15) is 16 bytes at
+// ((plane * ceil(q_len / 8) + r) * ceil(k_len / 16) + c) * 16, 128 bits
+// (four little-endian i32 words): element (q, k) is bit
+// 4 (4 (k % 8) + (q % 8) / 2) + (q % 2) + 2 ((k % 16) / 8), so lane 4 g + t
+// of the dK/dV kernels' transposed S^T fragment (keys g, g + 8 and queries
+// 2 t, 2 t + 1 of the tile) finds its four elements in one nibble.
+#ifndef WEFT_DIALECT_ATTENTIONWORKSPACE_H
+#define WEFT_DIALECT_ATTENTIONWORKSPACE_H
+
+#include <cstdint>
+
+namespace weft {
+
+inline int64_t attentionDeltaBytes(int64_t rows) { return 4 * rows; }
+
+inline int64_t attentionKeepMaskOffset(int64_t rows) {
+  return (attentionDeltaBytes(rows) + 255) / 256 * 256;
+}
+
+/// planes = batch * q_heads.
+inline int64_t attentionKeepMaskBytes(int64_t planes, int64_t qLen, int64_t kLen) {
+  return planes * ((qLen + 7) / 8) * ((kLen + 15) / 16) * 16;
+}
+
+inline int64_t attentionGradWorkspaceBytes(int64_t planes, int64_t qLen, int64_t kLen,
+                                           bool dropout) {
+  int64_t rows = planes * qLen;
+  if (!dropout)
+    return attentionDeltaBytes(rows);
+  return attentionKeepMaskOffset(rows) + attentionKeepMaskBytes(planes, qLen, kLen);
+}
+
+} // namespace weft
+
+#endif // WEFT_DIALECT_ATTENTIONWORKSPACE_H
