@@ -116,18 +116,22 @@ def group_gemm_result(op):
 def workspace_bytes(op, gemm_cap):
     """The workspace of `op` (the MemoryOpInterface rules, restated here);
     0 when it has none."""
-    if op.name == "weft.attention_grad":
-        # weft/Dialect/AttentionWorkspace.h: delta, and with dropout the
-        # tiled keep mask after it at a 256-byte boundary.
-        _, q_dims = tensor_elements(op.operand_types[1])
-        _, k_dims = tensor_elements(op.operand_types[2])
+    if op.name in ("weft.attention", "weft.attention_grad"):
+        # weft/Dialect/AttentionWorkspace.h: the forward's keep mask with
+        # dropout; the backward's delta, and with dropout the keep mask
+        # after it at a 256-byte boundary.
+        grad = op.name == "weft.attention_grad"
+        _, q_dims = tensor_elements(op.operand_types[1 if grad else 0])
+        _, k_dims = tensor_elements(op.operand_types[2 if grad else 1])
         seq, heads = (1, 2) if is_seq_major_attention(op) else (2, 1)
         planes, q_len, k_len = q_dims[0] * q_dims[heads], q_dims[seq], k_dims[seq]
-        delta = 4 * planes * q_len
+        mask = planes * -(-q_len // 8) * -(-k_len // 16) * 16
         dropout = re.search(r"dropout_p = ([-+0-9.eE]+)", op.attrs)
-        if dropout is None or float(dropout.group(1)) <= 0.0:
-            return delta
-        return (delta + 255) // 256 * 256 + planes * -(-q_len // 8) * -(-k_len // 16) * 16
+        dropout = dropout is not None and float(dropout.group(1)) > 0.0
+        if not grad:
+            return mask if dropout else 0
+        delta = 4 * planes * q_len
+        return (delta + 255) // 256 * 256 + mask if dropout else delta
     if op.name in GEMM_OPS:
         return gemm_workspace_bytes(op.result_types[0], gemm_cap)
     if op.name != "weft.fused":

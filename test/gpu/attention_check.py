@@ -137,7 +137,7 @@ def run_weft(rt, forward, backward, point, q, k, v, dout, device, guarded=True, 
         grads = {name: bufs[name].tensor for name in ("dq", "dk", "dv")}
         views.update({name: view(bufs[name].tensor) for name in ("dq", "dk", "dv")})
     for name, _ in backward.unit.workspaces:
-        floats = ku.grad_workspace_floats(backward.unit, b, hq, s, s)
+        floats = ku.workspace_floats(backward.unit, b, hq, s, s)
         bufs[name] = Poisoned((floats,), torch.float32, device, guarded)
         views[name] = bufs[name].tensor[:b * hq * s].view(b, hq, s)
     values.update(grads, dout=inputs["dout"])

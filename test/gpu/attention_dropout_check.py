@@ -140,12 +140,16 @@ def gpu_point(rt, fwd, bwd, dtype_name, d, causal, s, device, stream, opts):
     # (a) identity windows.
     probs, _ = dropped_probs_f64(q, k, scale, causal, keep, p)
     mismatches, worst_rel = 0, 0.0
+    # The Hopper forward's keep mask (bits; not graded).
+    masks = {name: torch.empty(ku.workspace_floats(fwd.unit, BATCH, Q_HEADS, s, s),
+                               dtype=torch.float32, device=device)
+             for name, _ in fwd.unit.workspaces}
     for window in range(math.ceil(s / d)):
         vw = identity_window_v(BATCH, KV_HEADS, s, d, window, dtype, device)
         out = Poisoned((BATCH, Q_HEADS, s, d), dtype, device)
         lse = Poisoned((BATCH, Q_HEADS, s), torch.float32, device)
         run_unit(rt, fwd, dict(shapes, scale=scale, q=q, k=k, v=vw, out=out.tensor,
-                               lse=lse.tensor, seed=seed_t), shapes, stream)
+                               lse=lse.tensor, seed=seed_t, **masks), shapes, stream)
         if out.guard_violations() or lse.guard_violations():
             record["reasons"].append(f"window {window}: a write outside out / lse")
         block, lo, hi = decode_window(out.tensor, window, s, d)
@@ -177,11 +181,11 @@ def gpu_point(rt, fwd, bwd, dtype_name, d, causal, s, device, stream, opts):
             "dq": Poisoned((BATCH, Q_HEADS, s, d), dtype, device),
             "dk": Poisoned((BATCH, KV_HEADS, s, d), dtype, device),
             "dv": Poisoned((BATCH, KV_HEADS, s, d), dtype, device)}
-    values = dict(shapes, scale=scale, q=q, k=k, v=v, dout=dout, seed=seed_t,
+    values = dict(shapes, scale=scale, q=q, k=k, v=v, dout=dout, seed=seed_t, **masks,
                   **{name: buf.tensor for name, buf in bufs.items()})
     workspaces = [name for name, _ in bwd.unit.workspaces]
     for name in workspaces:
-        floats = ku.grad_workspace_floats(bwd.unit, BATCH, Q_HEADS, s, s)
+        floats = ku.workspace_floats(bwd.unit, BATCH, Q_HEADS, s, s)
         bufs[name] = Poisoned((floats,), torch.float32, device)
         values[name] = bufs[name].tensor
     run_unit(rt, fwd, values, shapes, stream)

@@ -83,6 +83,21 @@ int64_t AttentionGradOp::getFlops() {
   return clampToInt64(entries * (2.0 * (3.0 * d + 2.0 * dv) + 8.0));
 }
 
+int64_t AttentionOp::getWorkspaceBytes() {
+  // With dropout, the keep mask the Hopper forward's keep-mask kernel draws
+  // and its forward kernel reads (weft/Dialect/AttentionWorkspace.h). An
+  // unverified op may lack q: no workspace then.
+  if ((*this)->getNumOperands() < 3 || getDropoutP().convertToDouble() <= 0.0)
+    return 0;
+  int seqDim = getSeqMajor() ? 1 : 2, headDim = getSeqMajor() ? 2 : 1;
+  int64_t planes = dim(getQ(), 0) * dim(getQ(), headDim);
+  int64_t qLen = dim(getQ(), seqDim), kLen = dim(getK(), seqDim);
+  double estimate = 2.0 * planes * qLen * kLen / 8.0;
+  if (estimate > 1e18)
+    return clampToInt64(estimate);
+  return attentionKeepMaskBytes(planes, qLen, kLen);
+}
+
 int64_t AttentionGradOp::getWorkspaceBytes() {
   // The row statistic delta = rowsum(dO * O) in f32, one per query row, and
   // with dropout the keep mask the dK/dV kernel hands the dQ kernel

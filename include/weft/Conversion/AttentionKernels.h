@@ -135,7 +135,7 @@ struct KernelParam {
 struct KernelSpec {
   /// The gpu.func's symbol, which is also the PTX entry name.
   std::string name;
-  /// "forward", "backward_preprocess", "backward_keep_mask" (Hopper, with
+  /// "forward", "backward_preprocess", "keep_mask" (Hopper, with
   /// dropout), "backward_dkdv" or "backward_dq", in
   /// the order a backward runs them; a decode forward is "decode_split" then
   /// "decode_combine" (grids in decodeKernelSpecs' comment).

@@ -96,28 +96,6 @@ AttentionDropout::transposedTileFactors(WarpEmitter &w, Value m,
   return factorsOf(w, transposedTileDraws(w, m, queryIndex, keys));
 }
 
-Value AttentionDropout::tileKeepBits(WarpEmitter &w, Value t,
-                                     Value rowIndex, Value key) const {
-  return keepBitsOf(w, tileDraws(w, t, rowIndex, key));
-}
-
-Value AttentionDropout::transposedTileKeepBits(WarpEmitter &w, Value m,
-                                               const std::array<Value, 2> &queryIndex,
-                                               const std::array<Value, 2> &keys) const {
-  return keepBitsOf(w, transposedTileDraws(w, m, queryIndex, keys));
-}
-
-SmallVector<Value> AttentionDropout::packTiles(WarpEmitter &w, int64_t tiles,
-                                               function_ref<Value(int64_t)> tileBits) const {
-  SmallVector<Value> words((tiles + 7) / 8, w.i32c(0));
-  for (int64_t nt = 0; nt < tiles; ++nt)
-    words[nt / 8] = arith::OrIOp::create(
-        w.b, words[nt / 8], arith::ShLIOp::create(w.b, tileBits(nt), w.i32c(4 * (nt % 8))));
-  for (Value &word : words)
-    word = w.opaqueCopy(word);
-  return words;
-}
-
 Value AttentionDropout::factorAt(WarpEmitter &w, ArrayRef<Value> words, int64_t nt,
                                  int j) const {
   Value bit = w.andi(words[nt / 8], w.i32c(static_cast<int32_t>(uint32_t(1) << (4 * (nt % 8) + j))));
@@ -131,15 +109,6 @@ std::array<Value, 4> AttentionDropout::factorsOf(WarpEmitter &w,
   for (int i = 0; i < 4; ++i)
     factors[i] = factorOf(w, draws[i]);
   return factors;
-}
-
-Value AttentionDropout::keepBitsOf(WarpEmitter &w, const std::array<Value, 4> &draws) const {
-  Value bits = w.i32c(0);
-  for (int i = 0; i < 4; ++i) {
-    Value kept = arith::ExtUIOp::create(w.b, w.i32, codegen::buildDrawKept(w.b, draws[i], p));
-    bits = arith::OrIOp::create(w.b, bits, arith::ShLIOp::create(w.b, kept, w.i32c(i)));
-  }
-  return bits;
 }
 
 std::array<Value, 4> AttentionDropout::quadDraws(WarpEmitter &w, Value m,

@@ -47,22 +47,9 @@ public:
                                                    const std::array<mlir::Value, 2> &queryIndex,
                                                    const std::array<mlir::Value, 2> &keys) const;
 
-  /// The same elements' keep decisions as bits 0..3 of an i32 (bit j:
-  /// element j kept), for kernels that draw a whole tile's mask ahead of
-  /// the matmuls whose accumulators would otherwise share the registers
-  /// with the Philox rounds: a 64 x 128 tile's mask is two registers a
-  /// thread.
-  mlir::Value tileKeepBits(WarpEmitter &w, mlir::Value t,
-                           mlir::Value rowIndex, mlir::Value key) const;
-  mlir::Value transposedTileKeepBits(WarpEmitter &w, mlir::Value m,
-                                     const std::array<mlir::Value, 2> &queryIndex,
-                                     const std::array<mlir::Value, 2> &keys) const;
-  /// The keep bits of `tiles` tiles packed eight tiles to an i32: tile
-  /// nt's four (`tileBits(nt)`) at bit 4 (nt % 8) of word nt / 8.
-  llvm::SmallVector<mlir::Value>
-  packTiles(WarpEmitter &w, int64_t tiles,
-            llvm::function_ref<mlir::Value(int64_t)> tileBits) const;
-  /// The factor (0 or 1 / (1 - p)) of element j of tile nt of a packed mask.
+  /// The factor (0 or 1 / (1 - p)) of element j of tile nt of a mask packed
+  /// eight tiles to an i32, tile nt's four decisions at bit 4 (nt % 8) of
+  /// word nt / 8 (KeepMask's loads).
   mlir::Value factorAt(WarpEmitter &w, llvm::ArrayRef<mlir::Value> words, int64_t nt,
                        int j) const;
 
@@ -83,7 +70,6 @@ private:
   mlir::Value factorOf(WarpEmitter &w, mlir::Value draw) const;
   std::array<mlir::Value, 4> factorsOf(WarpEmitter &w,
                                        const std::array<mlir::Value, 4> &draws) const;
-  mlir::Value keepBitsOf(WarpEmitter &w, const std::array<mlir::Value, 4> &draws) const;
   /// The draws (i32) of elements `index` and `index + 1` (i64 global
   /// indices): one Philox block serves both unless `index` is its last lane
   /// (index % 4 == 3, only when k_len is not a multiple of 4).

@@ -70,6 +70,14 @@ KernelSpec spec(const AttentionKernelConfig &config, llvm::StringRef role,
     result.params.push_back(pointer("seed"));
   return result;
 }
+/// The Hopper kernels' keep-mask kernel (KeepMask.h), writing the workspace
+/// behind `workspace` ("mask": the forward's, "delta": the backward's).
+KernelSpec keepMaskSpec(const AttentionKernelConfig &config, llvm::StringRef workspace) {
+  KernelSpec keepMask = spec(config, "keep_mask", {workspace});
+  keepMask.threads = kKeepMaskThreads;
+  keepMask.rowsPerBlock = kKeepMaskRows;
+  return keepMask;
+}
 } // namespace
 
 std::string AttentionKernelConfig::scheduleSuffix() const {
@@ -370,7 +378,12 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
       param.headsName = isQ ? "q_heads" : "kv_heads";
       param.boxRows = isQ ? config.blockQ : config.blockK;
     }
-    return {forward};
+    if (config.dropoutP <= 0.0)
+      return {forward};
+    // With dropout the keep mask is drawn first, into the op's workspace,
+    // and the forward reads it (its last parameter, after the seed).
+    forward.params.push_back(pointer("mask"));
+    return {keepMaskSpec(config, "mask"), forward};
   }
   KernelSpec preprocess = spec(config, "backward_preprocess", {"out", "dout", "delta"});
   preprocess.threads = kPreprocessRows;
@@ -405,10 +418,7 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
     if (config.dropoutP <= 0.0)
       return {preprocess, dkdv, dq};
     // The keep mask, drawn once into the workspace after delta.
-    KernelSpec keepMask = spec(config, "backward_keep_mask", {"delta"});
-    keepMask.threads = kKeepMaskThreads;
-    keepMask.rowsPerBlock = kKeepMaskRows;
-    return {preprocess, keepMask, dkdv, dq};
+    return {preprocess, keepMaskSpec(config, "delta"), dkdv, dq};
   }
   dkdv.threads = config.blockK / 16 * 32;
   dkdv.dynamicSmemBytes = 2 * smem(config.blockK) + 2 * smem(inner) + 2 * inner * 4;
@@ -468,7 +478,7 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
     if (!tensorMaps.empty())
       func->setAttr(kGridConstantArgsAttrName, b.getDenseI32ArrayAttr(tensorMaps));
     if (config.warpgroupMma && kernel.role != "backward_preprocess" &&
-        kernel.role != "backward_keep_mask")
+        kernel.role != "keep_mask")
       func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
     func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernel.threads), 1, 1}));
@@ -480,8 +490,8 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
       emitDecodeCombineBody(func, config);
     else if (kernel.role == "backward_preprocess")
       emitPreprocessBody(func, config);
-    else if (kernel.role == "backward_keep_mask")
-      emitKeepMaskBody(func, config);
+    else if (kernel.role == "keep_mask")
+      emitKeepMaskBody(func, config, /*afterDelta=*/backward);
     else if (kernel.role == "backward_dkdv")
       config.warpgroupMma ? emitWarpgroupDkDvBody(func, config) : emitDkDvBody(func, config);
     else

@@ -162,7 +162,7 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   std::optional<KeepMask> keepMask;
   if (config.dropoutP > 0.0) {
     dropout.emplace(e, config, func.getArguments().back(), s.kLen);
-    keepMask.emplace(delta, s);
+    keepMask.emplace(delta, s, /*afterDelta=*/true);
   }
 
   SmallVector<Value> init(d, zeroF); // dK (d / 2 values), then dV
@@ -289,7 +289,7 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   Value plane;
   if (config.dropoutP > 0.0) {
     dropout.emplace(e, config, func.getArguments().back(), s.kLen);
-    keepMask.emplace(delta, s);
+    keepMask.emplace(delta, s, /*afterDelta=*/true);
     plane = e.add(e.mul(block.batch, s.qHeads), block.head);
   }
 

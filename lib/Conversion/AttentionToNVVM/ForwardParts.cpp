@@ -22,6 +22,11 @@ void ForwardRows::initSoftmaxConstants(WarpEmitter &e) {
     dropout.emplace(e, *config, seedPointer, s.kLen);
     // Row `rows[0]` of this (batch, head) is flat row statsRow0 + rows[0] - q0.
     rowIndex = dropout->rowIndex(e, e.add(block.statsRow0, e.sub(rows[0], block.q0)));
+    if (maskPointer) {
+      keepMask.emplace(maskPointer, s, /*afterDelta=*/false);
+      plane = e.add(e.mul(block.batch, s.qHeads), block.head);
+      warpRow0 = e.sub(rows[0], ids.g);
+    }
   }
 }
 
@@ -100,7 +105,12 @@ std::array<Value, 2> onlineSoftmaxStep(WarpEmitter &w, const ForwardRows &r,
     next[h] = mNew;
     next[2 + h] = w.fadd(w.fmul(mAndL[2 + h], alpha[h]), rowSum);
   }
-  if (r.dropout) {
+  if (r.keepMask) {
+    SmallVector<Value> keep = r.keepMask->loadRows(w, keyTiles, r.plane, r.warpRow0, k0, r.ids);
+    for (int64_t nt = 0; nt < keyTiles; ++nt)
+      for (int j = 0; j < 4; ++j)
+        scores[nt][j] = w.fmul(scores[nt][j], r.dropout->factorAt(w, keep, nt, j));
+  } else if (r.dropout) {
     Value key = w.add(k0, w.mul(r.ids.t, w.i32c(2)));
     for (int64_t nt = 0; nt < keyTiles; ++nt) {
       std::array<Value, 4> factors =

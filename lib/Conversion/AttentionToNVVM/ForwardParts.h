@@ -5,6 +5,7 @@
 #define WEFT_LIB_CONVERSION_ATTENTIONTONVVM_FORWARDPARTS_H
 
 #include "AttentionDropout.h"
+#include "KeepMask.h"
 #include "KernelBodies.h"
 #include "WarpEmitter.h"
 
@@ -28,6 +29,12 @@ struct ForwardRows {
   mlir::Value seedPointer;
   std::optional<AttentionDropout> dropout;
   mlir::Value rowIndex;
+  /// The Hopper forward's keep mask (its `mask` parameter, set before
+  /// initSoftmaxConstants), read instead of drawing; the plane (batch *
+  /// q_heads + head) and the first row of this lane's warp.
+  mlir::Value maskPointer;
+  std::optional<KeepMask> keepMask;
+  mlir::Value plane, warpRow0;
 
   /// Fills scaleLog2, minusInf, zeroF and rows, and the dropout state (the
   /// ops go where `e` inserts).

@@ -198,8 +198,12 @@ void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelCo
   const ForwardRing ring(config);
 
   ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, ring.blockQ), {}, {}, {}, {}};
-  if (config.dropoutP > 0.0)
-    r.seedPointer = func.getArguments().back();
+  if (config.dropoutP > 0.0) {
+    // ..., seed, mask: the keep mask the keep-mask kernel drew.
+    unsigned count = func.getNumArguments();
+    r.seedPointer = func.getArgument(count - 2);
+    r.maskPointer = func.getArgument(count - 1);
+  }
   Value warpgroup = e.divu(r.ids.warp, e.i32c(4));
   Value kEnd = config.causal ? e.minsi(s.kLen, e.add(r.block.q0, e.i32c(ring.blockQ))) : s.kLen;
   Value keyBlocks = e.ceilDiv(kEnd, ring.blockK);

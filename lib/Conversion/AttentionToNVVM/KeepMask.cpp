@@ -15,7 +15,8 @@ using namespace mlir;
 
 namespace weft::gpu {
 
-KeepMask::KeepMask(Value delta, const KernelScalars &s) : delta(delta), s(s) {}
+KeepMask::KeepMask(Value workspace, const KernelScalars &s, bool afterDelta)
+    : workspace(workspace), s(s), afterDelta(afterDelta) {}
 
 KeepMask::Shape KeepMask::shape(WarpEmitter &w) const {
   // Derived from an opaque zero at each use, so that nothing is hoisted out
@@ -25,14 +26,17 @@ KeepMask::Shape KeepMask::shape(WarpEmitter &w) const {
   Shape shape;
   shape.qLen = w.add(s.qLen, zero);
   shape.kLen = w.add(s.kLen, zero);
-  // The same offset as attentionKeepMaskOffset, from the run's shapes.
-  Value rows = w.toI64(w.mul(w.mul(s.batch, s.qHeads), shape.qLen));
-  Value deltaBytes = arith::MulIOp::create(w.b, rows, w.i64c(attentionDeltaBytes(1)));
-  Value offset = arith::MulIOp::create(
-      w.b, arith::DivUIOp::create(w.b, arith::AddIOp::create(w.b, deltaBytes, w.i64c(255)),
-                                  w.i64c(256)),
-      w.i64c(256));
-  shape.base = w.globalAt(delta, offset);
+  shape.base = workspace;
+  if (afterDelta) {
+    // The same offset as attentionKeepMaskOffset, from the run's shapes.
+    Value rows = w.toI64(w.mul(w.mul(s.batch, s.qHeads), shape.qLen));
+    Value deltaBytes = arith::MulIOp::create(w.b, rows, w.i64c(attentionDeltaBytes(1)));
+    Value offset = arith::MulIOp::create(
+        w.b, arith::DivUIOp::create(w.b, arith::AddIOp::create(w.b, deltaBytes, w.i64c(255)),
+                                    w.i64c(256)),
+        w.i64c(256));
+    shape.base = w.globalAt(workspace, offset);
+  }
   shape.rowGroups = w.ceilDiv(shape.qLen, 8);
   shape.chunks = w.ceilDiv(shape.kLen, 16);
   return shape;
@@ -113,12 +117,13 @@ SmallVector<Value> KeepMask::loadRows(WarpEmitter &w, int64_t tiles, Value plane
   return packed;
 }
 
-void emitKeepMaskBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
+void emitKeepMaskBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config,
+                      bool afterDelta) {
   ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
   b.setInsertionPointToEnd(&func.getBody().front());
   WarpEmitter e(b, config.bf16);
   KernelScalars s = KernelScalars::of(func, 1);
-  KeepMask mask(func.getArgument(0), s);
+  KeepMask mask(func.getArgument(0), s, afterDelta);
   Value seed = e.load(e.i64, func.getArguments().back(), 8);
   const int64_t groups = kKeepMaskRows / 8;
   Value plane = e.add(e.mul(e.blockId(2), s.qHeads), e.blockId(1));

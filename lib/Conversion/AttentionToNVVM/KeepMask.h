@@ -14,8 +14,9 @@ namespace weft::gpu {
 
 class KeepMask {
 public:
-  /// The mask after delta in the workspace behind `delta`.
-  KeepMask(mlir::Value delta, const KernelScalars &s);
+  /// The mask in the workspace behind `workspace`: after delta in a
+  /// backward's (`afterDelta`), at its start in a forward's.
+  KeepMask(mlir::Value workspace, const KernelScalars &s, bool afterDelta);
 
   /// Loads a warp's decisions of a transposed (key x query) fragment:
   /// `tiles` 8-query tiles, tile nt's queries firstQuery + 8 nt .. + 7 of
@@ -47,8 +48,9 @@ public:
 
 private:
 
-  mlir::Value delta;
+  mlir::Value workspace;
   KernelScalars s;
+  bool afterDelta;
 };
 
 } // namespace weft::gpu

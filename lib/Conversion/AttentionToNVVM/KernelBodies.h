@@ -52,8 +52,10 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
 void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
-/// The dropout keep mask of a Hopper backward (KeepMask.h).
-void emitKeepMaskBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+/// The dropout keep mask of a Hopper forward or backward (KeepMask.h); the
+/// backward's follows delta in its workspace.
+void emitKeepMaskBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config,
+                      bool afterDelta);
 void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);

@@ -306,9 +306,10 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
 } // namespace
 
 struct ScheduleBuilder::AttentionCall {
-  /// Operands by the kernels' parameter names; delta is the op's workspace.
+  /// Operands by the kernels' parameter names; delta (attention_grad) and
+  /// mask (attention with dropout) are the op's workspace.
   llvm::StringMap<Value> tensors;
-  FlatSymbolRefAttr delta;
+  FlatSymbolRefAttr workspace;
   gpu::AttentionKernelConfig config;
   std::string dtype;
   double scale;
@@ -320,8 +321,13 @@ ScheduleBuilder::attentionArg(Operation *op, const gpu::KernelSpec &spec,
                           const gpu::KernelParam &param, const AttentionCall &call) {
   switch (param.kind) {
   case gpu::KernelParam::Kind::Pointer: {
-    if (param.name == "delta")
-      return std::pair<StringRef, Attribute>{"ptr", call.delta};
+    if (param.name == "delta" || param.name == "mask") {
+      if (!call.workspace)
+        return op->emitError("cannot plan ")
+               << op->getName() << ": kernel " << spec.name << " takes the op's workspace ('"
+               << param.name << "') but none is planned";
+      return std::pair<StringRef, Attribute>{"ptr", call.workspace};
+    }
     Value tensor = call.tensors.lookup(param.name);
     if (!tensor)
       return op->emitError("cannot plan ")
@@ -397,14 +403,13 @@ LogicalResult ScheduleBuilder::addAttention(Operation *op, int64_t index) {
                   {"out", o.out}, {"lse", o.lse},   {"dout", o.dout},
                   {"dq", o.dq},   {"dk", o.dk},     {"dv", o.dv},
                   {"seed", o.seed}};
-  if (o.backward) {
-    std::optional<unsigned> workspace = liveness.lookupWorkspace(op);
-    auto it = workspace ? bufferSymbols.find(*workspace) : bufferSymbols.end();
-    if (it == bufferSymbols.end())
-      return op->emitError("cannot plan weft.attention_grad: no planned "
-                           "workspace for delta");
-    call.delta = it->second;
-  }
+  std::optional<unsigned> workspace = liveness.lookupWorkspace(op);
+  auto it = workspace ? bufferSymbols.find(*workspace) : bufferSymbols.end();
+  if (it != bufferSymbols.end())
+    call.workspace = it->second;
+  else if (o.backward)
+    return op->emitError("cannot plan weft.attention_grad: no planned "
+                         "workspace for delta");
   // [b, h, s, d], or [b, s, h, d] for a seq-major op.
   ArrayRef<int64_t> qShape = cast<ShapedType>(o.q.getType()).getShape();
   ArrayRef<int64_t> kShape = cast<ShapedType>(o.k.getType()).getShape();

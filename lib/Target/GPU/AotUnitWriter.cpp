@@ -67,9 +67,13 @@ int64_t workspaceBytes(const AotUnit &unit) {
   if (unit.config.decodeRows)
     return unit.decode.numSplits * decodeRows(unit) * (unit.shapes.headDim + 1) * 4;
   const AttentionShapes &s = unit.shapes;
-  return unit.backward ? attentionGradWorkspaceBytes(s.batch * s.qHeads, s.qLen, s.kLen,
-                                                     unit.config.dropoutP > 0.0)
-                       : 0;
+  bool dropout = unit.config.dropoutP > 0.0;
+  if (unit.backward)
+    return attentionGradWorkspaceBytes(s.batch * s.qHeads, s.qLen, s.kLen, dropout);
+  // A Hopper forward with dropout draws its keep mask into the workspace.
+  return dropout && unit.config.warpgroupMma
+             ? attentionKeepMaskBytes(s.batch * s.qHeads, s.qLen, s.kLen)
+             : 0;
 }
 
 /// The scale as C writes it back with "%.9e": ten significant digits
@@ -125,6 +129,8 @@ llvm::SmallVector<std::string> launcherPointers(const AotUnit &unit) {
                   : llvm::SmallVector<std::string>{"q", "k", "v"};
   if (!unit.backward) {
     inputs.append({"out", "lse"});
+    if (c.dropoutP > 0.0 && c.warpgroupMma)
+      inputs.push_back("mask_workspace");
   } else {
     inputs.append({"out", "dout", "lse", "delta_workspace"});
     if (c.packedGrads)
@@ -142,6 +148,8 @@ llvm::SmallVector<std::string> launcherPointers(const AotUnit &unit) {
 std::string launcherTensor(const AttentionKernelConfig &config, llvm::StringRef name) {
   if (name == "delta")
     return "delta_workspace";
+  if (name == "mask")
+    return "mask_workspace";
   if (name == "o_partial")
     return "split_workspace";
   if (config.packedQkv && (name == "q" || name == "k" || name == "v"))
@@ -284,8 +292,16 @@ std::string writeUnitJson(const AotUnit &unit) {
         });
         return;
       }
-      if (!unit.backward)
+      if (!unit.backward) {
+        if (workspaceBytes(unit) > 0)
+          json.object([&] {
+            // The keep mask's bits (weft/Dialect/AttentionWorkspace.h).
+            json.attribute("name", "mask");
+            json.attribute("dtype", "bits");
+            json.attribute("bytes", workspaceBytes(unit));
+          });
         return;
+      }
       json.object([&] {
         json.attribute("name", "delta");
         json.attribute("dtype", "f32");
@@ -373,7 +389,15 @@ std::string writeUnitHeader(const AotUnit &unit) {
   os << "/* Bytes of the f32 workspace the launcher takes ("
      << (unit.config.decodeRows
              ? "split_workspace: num_splits * batch * q_heads * q_len * (head_dim + 1) * 4"
-             : unit.backward ? "batch * q_heads * q_len * 4" : "none: 0")
+             : unit.backward
+                 ? (unit.config.dropoutP > 0.0
+                        ? "delta_workspace: batch * q_heads * q_len * 4, then at a 256-byte "
+                          "boundary the keep mask"
+                        : "batch * q_heads * q_len * 4")
+                 : workspaceBytes(unit) > 0
+                       ? "mask_workspace: the keep mask, batch * q_heads * ceil(q_len / 8) * "
+                         "ceil(k_len / 16) * 16"
+                       : "none: 0")
      << "). */\n";
   os << "size_t " << n << "_workspace_bytes(void);\n\n";
   os << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";

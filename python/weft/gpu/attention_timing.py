@@ -173,12 +173,13 @@ class WeftAttention:
                       k=k.detach(), v=v.detach(), dout=dout, out=self.out, lse=self.lse,
                       dq=self.dq, dk=self.dk, dv=self.dv,
                       seed=torch.tensor([DROPOUT_SEED], dtype=torch.int64, device="cuda"))
-        workspaces = bwd_unit.workspaces if bwd_unit is not None else []
-        for name, _ in workspaces:
-            floats = ku.grad_workspace_floats(bwd_unit, shape.batch, shape.heads, shape.seq,
-                                           shape.seq)
+        # The units' workspaces (the backward's delta, the keep masks).
+        workspaces = [(unit, name) for unit in (fwd_unit, bwd_unit) if unit is not None
+                      for name, _ in unit.workspaces]
+        for unit, name in workspaces:
+            floats = ku.workspace_floats(unit, shape.batch, shape.heads, shape.seq, shape.seq)
             values[name] = torch.empty(floats, device="cuda", dtype=torch.float32)
-        self.workspaces = [values[name] for name, _ in workspaces]
+        self.workspaces = [values[name] for _, name in workspaces]
         self.stream = torch.cuda.current_stream().cuda_stream
         self.fwd_launches = self._prepare(cache.get(fwd_unit), values, shapes)
         self.bwd_launches = ([] if bwd_unit is None else

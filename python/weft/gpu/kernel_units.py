@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 FORMAT_VERSION = 1
 DIRECTIONS = ("forward", "backward")
-ROLES = ("forward", "backward_preprocess", "backward_keep_mask", "backward_dkdv", "backward_dq")
+ROLES = ("forward", "backward_preprocess", "keep_mask", "backward_dkdv", "backward_dq")
 # A unit's MMA kind (its JSON config "mma"; absent in older units = warp).
 MMA_KINDS = ("warp", "warpgroup")
 # A warpgroup forward's schedule (its JSON config "schedule"; absent = serial):
@@ -65,11 +65,22 @@ def grad_workspace_bytes(batch, q_heads, q_len, k_len, dropout):
     delta = 4 * planes * q_len
     if not dropout:
         return delta
-    return (delta + 255) // 256 * 256 + planes * -(-q_len // 8) * -(-k_len // 16) * 16
+    return (delta + 255) // 256 * 256 + keep_mask_bytes(batch, q_heads, q_len, k_len)
 
 
-def grad_workspace_floats(unit, batch, q_heads, q_len, k_len):
-    """The backward unit's workspace for a run's shapes, in f32 elements."""
+def keep_mask_bytes(batch, q_heads, q_len, k_len):
+    """The tiled keep mask (weft/Dialect/AttentionWorkspace.h): 16 bytes per
+    8 query rows x 16 keys of each (batch, head)."""
+    return batch * q_heads * -(-q_len // 8) * -(-k_len // 16) * 16
+
+
+def workspace_floats(unit, batch, q_heads, q_len, k_len):
+    """A unit's workspace for a run's shapes, in f32 elements (4 bytes): the
+    backward's delta (and keep mask), a Hopper forward's keep mask with
+    dropout, else 0."""
+    if unit.direction == "forward":
+        hopper_mask = unit.dropout_p > 0.0 and unit.mma == "warpgroup"
+        return keep_mask_bytes(batch, q_heads, q_len, k_len) // 4 if hopper_mask else 0
     return grad_workspace_bytes(batch, q_heads, q_len, k_len, unit.dropout_p > 0.0) // 4
 
 
@@ -237,10 +248,11 @@ def parse_unit(obj, directory, where):
     if not 0.0 <= dropout_p < 1.0:
         raise UnitError(f"{where}: config dropout p {dropout_p!r} is not in [0, 1)")
     kernels = [_parse_kernel(k, where) for k in _field(obj, "kernels", list, where)]
-    # A Hopper backward with dropout draws the keep mask in its own kernel.
-    expected = (["forward"] if direction == "forward" else
-                [r for r in ROLES[1:]
-                 if r != "backward_keep_mask" or (dropout_p > 0.0 and mma == "warpgroup")])
+    # A Hopper unit with dropout draws the keep mask in its own kernel first
+    # (the backward's after the delta preprocess).
+    keep_mask = dropout_p > 0.0 and mma == "warpgroup"
+    expected = ((["keep_mask"] if keep_mask else []) + ["forward"] if direction == "forward"
+                else [r for r in ROLES[1:] if r != "keep_mask" or keep_mask])
     roles = [k.role for k in kernels]
     if roles != expected:
         raise UnitError(f"{where}: a {direction} unit needs kernels with roles "
@@ -249,6 +261,13 @@ def parse_unit(obj, directory, where):
     for ws in obj.get("workspaces", []):
         wname = _field(ws, "name", str, f"{where} workspace")
         wdtype = _field(ws, "dtype", str, f"{where} workspace {wname}")
+        if direction == "forward":
+            # The forward's keep mask: bits, sized by workspace_floats.
+            if (wname, wdtype) != ("mask", "bits") or not keep_mask:
+                raise UnitError(f"{where}: forward workspace {wname} ({wdtype}) is not the "
+                                "keep mask of a Hopper unit with dropout")
+            workspaces.append((wname, wdtype))
+            continue
         if wdtype != "f32":
             raise UnitError(f"{where}: workspace {wname} has dtype {wdtype!r}, expected f32")
         # "shape" is delta's, [batch, q_heads, q_len]; the harnesses size the

@@ -5,9 +5,10 @@
 // Hopper (TMA + wgmma) kernels at the tiles asked for (as the tuning table's
 // q128 k128; the forward 2 stages, the backward 3: fitDropoutTiles), the
 // mma.sync kernels (--attention-mma=warp) at 64 x 64; ptxas finds no spill,
-// and the launchers take the seed's device address last. The Hopper
-// backward draws its mask once, in its keep-mask kernel, into the workspace
-// after delta; its dK/dV and dQ kernels read it and run no Philox round.
+// and the launchers take the seed's device address last. The Hopper units
+// draw their mask once, in a keep-mask kernel, into their workspace (the
+// backward's after delta); the forward, dK/dV and dQ kernels read it and run
+// no Philox round.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && weft-compile %s --emit=kernels -o %t --attention-mma=warpgroup --block-q=128 --block-k=128
 // RUN: FileCheck %s --check-prefix=FWD-JSON < %t/layer_attention_0.json
@@ -15,7 +16,7 @@
 // RUN: FileCheck %s --check-prefix=FWD-H < %t/layer_attention_0.h
 // RUN: FileCheck %s --check-prefix=BWD-H < %t/layer_attention_grad_0.h
 // RUN: FileCheck %s --check-prefix=SRC < %t/layer_attention_0.c
-// RUN: FileCheck %s --check-prefix=PTX < %t/layer_attention_0.ptx
+// RUN: FileCheck %s --check-prefix=FWD-PTX < %t/layer_attention_0.ptx
 // RUN: FileCheck %s --check-prefix=GRAD-PTX < %t/layer_attention_grad_0.ptx
 // No kernel of either unit spills.
 // RUN: not grep -E '"(spill_store|spill_load|stack)_bytes": [1-9]' %t/layer_attention_0.json %t/layer_attention_grad_0.json
@@ -48,8 +49,19 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // FWD-JSON-NEXT: {
 // FWD-JSON-NEXT: "name": "seed",
 // FWD-JSON-NEXT: "kind": "pointer"
+// FWD-JSON-NEXT: },
+// FWD-JSON-NEXT: {
+// FWD-JSON-NEXT: "name": "mask",
+// FWD-JSON-NEXT: "kind": "pointer"
 // FWD-JSON-NEXT: }
 // FWD-JSON-NEXT: ],
+// The forward's workspace is its keep mask: 2 x 4 planes x 32 row groups x
+// 16 key chunks x 16 bytes.
+// FWD-JSON: "workspaces": [
+// FWD-JSON-NEXT: {
+// FWD-JSON-NEXT: "name": "mask",
+// FWD-JSON-NEXT: "dtype": "bits",
+// FWD-JSON-NEXT: "bytes": 65536
 
 // The delta preprocess draws nothing: no seed; the keep mask, dK/dV and dQ
 // take it last.
@@ -59,8 +71,8 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // BWD-JSON-NEXT: "kind": "f32"
 // BWD-JSON-NEXT: }
 // BWD-JSON-NEXT: ],
-// BWD-JSON: "name": "weft_attn_backward_keep_mask_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
-// BWD-JSON: "role": "backward_keep_mask",
+// BWD-JSON: "name": "weft_attn_keep_mask_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
+// BWD-JSON: "role": "keep_mask",
 // BWD-JSON: "name": "seed",
 // BWD-JSON: "name": "weft_attn_backward_dkdv_bf16_d64_causal_q128_k128_wgmma_s3_drop429496729_r7"
 // BWD-JSON: "name": "seed",
@@ -71,11 +83,12 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // FWD-H-NEXT: *   seed, is the device address of one int64
 // FWD-H: #define layer_attention_0_DROPOUT_P 0.1
 // FWD-H: #define layer_attention_0_RNG_ID 7
-// FWD-H: CUresult layer_attention_0_launch(layer_attention_0_module *module, CUstream stream, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr out, CUdeviceptr lse, CUdeviceptr seed);
+// FWD-H: CUresult layer_attention_0_launch(layer_attention_0_module *module, CUstream stream, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr out, CUdeviceptr lse, CUdeviceptr mask_workspace, CUdeviceptr seed);
 // BWD-H: CUresult layer_attention_grad_0_launch({{.*}}, CUdeviceptr dq, CUdeviceptr dk, CUdeviceptr dv, CUdeviceptr seed);
 
 // SRC: if (!seed)
-// SRC: void *args[] = {&q_map, &k_map, &v_map, &out, &lse, &batch, &q_heads, &kv_heads, &q_len, &k_len, &scale, &seed};
+// SRC: void *args[] = {&mask_workspace, &batch, &q_heads, &kv_heads, &q_len, &k_len, &scale, &seed};
+// SRC: void *args[] = {&q_map, &k_map, &v_map, &out, &lse, &batch, &q_heads, &kv_heads, &q_len, &k_len, &scale, &seed, &mask_workspace};
 
 // WARP-JSON: "block_q": 64,
 // WARP-JSON-NEXT: "block_k": 64,
@@ -95,10 +108,16 @@ func.func @layer(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x2x256x64xbf16>,
 // BWD-JSON: "bytes": 73728,
 // BWD-JSON-NEXT: "keep_mask_offset": 8192
 
-// GRAD-PTX: .entry weft_attn_backward_keep_mask_
+// GRAD-PTX: .entry weft_attn_keep_mask_
 // GRAD-PTX: -766435501
 // GRAD-PTX: mul.hi.u32
 // GRAD-PTX: .entry weft_attn_backward_dkdv_
 // GRAD-PTX-NOT: -766435501
 // GRAD-PTX: .entry weft_attn_backward_dq_
 // GRAD-PTX-NOT: -766435501
+
+// FWD-PTX: .entry weft_attn_keep_mask_
+// FWD-PTX: -766435501
+// FWD-PTX: mul.hi.u32
+// FWD-PTX: .entry weft_attn_forward_
+// FWD-PTX-NOT: -766435501

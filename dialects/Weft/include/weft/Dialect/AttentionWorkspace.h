@@ -1,11 +1,16 @@
-// The workspace of weft.attention_grad, one formula for the op's
-// MemoryOpInterface, the GPU kernels that use it and the AOT units' metadata.
+// The workspaces of weft.attention and weft.attention_grad, one formula for
+// the ops' MemoryOpInterface, the GPU kernels that use them and the AOT
+// units' metadata.
 //
-// Bytes [0, 4 rows) hold delta = rowsum(dO * O) in f32, one per query row
+// weft.attention with dropout: the keep mask alone (offset 0), drawn by the
+// Hopper forward's keep-mask kernel and read by its forward kernel.
+// weft.attention_grad: bytes [0, 4 rows) hold delta = rowsum(dO * O) in f32, one per query row
 // (rows = batch * q_heads * q_len). With dropout, the keep mask of the
 // probabilities follows at keepMaskOffset(rows) (256-byte aligned): the
-// dK/dV kernel writes the decisions it draws, and the dQ kernel reads them
-// instead of drawing the Philox rounds again. The mask is tiled: tile (r, c)
+// Hopper backward's keep-mask kernel draws it, its dK/dV and dQ kernels read
+// it instead of running the Philox rounds in their loops (the mma.sync
+// kernels draw in their loops and leave both masks unused). The mask is
+// tiled: tile (r, c)
 // of flat query-row group r (8 rows of one (batch, head), rows 8r .. 8r + 7)
 // and key chunk c (keys 16c .. 16c + 15) is 16 bytes at
 // ((plane * ceil(q_len / 8) + r) * ceil(k_len / 16) + c) * 16, 128 bits

@@ -67,7 +67,7 @@ def Weft_MatmulOp : Weft_Op<"matmul",
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Weft_AttentionOp : Weft_Op<"attention"> {
+def Weft_AttentionOp : Weft_Op<"attention", [], ["getWorkspaceBytes"]> {
   let summary = "scaled dot-product attention (SDPA), GQA/MQA, causal, dropout";
   let description = [{
     `q` is `[b, hq, sq, d]`, `k` is `[b, hkv, sk, d]`, `v` is `[b, hkv, sk, dv]`
