@@ -1,10 +1,10 @@
-"""Whole language models through torch.compile(backend="weft") on CPU in
-float32, with the loss computed inside the compiled graph: nanoGPT's GPT
-(written as Karpathy's model.py writes it), and transformers'
-LlamaForCausalLM and GPT2LMHeadModel at small random configs. Under
+"""Whole language models through torch.compile(backend="weft") on CPU,
+with the loss computed inside the compiled graph: nanoGPT's GPT (written as
+Karpathy's model.py writes it), and transformers' LlamaForCausalLM and
+GPT2LMHeadModel at small random configs, in float32 and in float64. Under
 WEFT_STRICT=1 an unsupported op is an error, so a passing test means every
 graph ran on weft (no eager fallback); the loss and every parameter's
-gradient match eager PyTorch."""
+gradient match eager PyTorch (float64: within 1e-10)."""
 import copy
 import math
 import warnings
@@ -22,6 +22,9 @@ from harness import require_weft_run
 # the exact value; 1e-4 (relative to the tensor's largest entry) leaves room
 # for the reduction orders of 2-layer models.
 RTOL = 1e-4
+# float64 end to end: the interpreter and eager PyTorch differ only in
+# reduction order.
+RTOL_F64 = 1e-10
 VOCAB, SEQ, BATCH = 128, 32, 2
 
 
@@ -38,9 +41,11 @@ def rel(a, b):
     return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
 
-def check_training_step(model, call, tmp_path):
+def check_training_step(model, call, tmp_path, dtype=torch.float32, rtol=RTOL):
     """One forward and backward of `call(model)` (it returns the loss)
-    compiled with weft against eager on a copy; returns the dumped IR."""
+    compiled with weft against eager on a copy, the model in `dtype`;
+    returns the dumped IR."""
+    model = model.to(dtype)
     reference = copy.deepcopy(model)
     compiled = weft.compile(model, dump_dir=str(tmp_path))
     with warnings.catch_warnings(record=True) as caught:
@@ -51,12 +56,13 @@ def check_training_step(model, call, tmp_path):
     assert not fallbacks, fallbacks
     ref_loss = call(reference)
     ref_loss.backward()
-    assert loss.dtype == torch.float32
-    assert abs(loss.item() - ref_loss.item()) <= RTOL * abs(ref_loss.item())
+    assert loss.dtype == dtype
+    assert abs(loss.item() - ref_loss.item()) <= rtol * abs(ref_loss.item())
     for (name, p), q in zip(model.named_parameters(), reference.parameters()):
         assert q.grad is not None, name
         assert p.grad is not None, name
-        assert rel(p.grad, q.grad) <= RTOL, (name, rel(p.grad, q.grad))
+        assert p.grad.dtype == dtype, name
+        assert rel(p.grad, q.grad) <= rtol, (name, rel(p.grad, q.grad))
     forwards = sorted(tmp_path.glob("*_forward.mlir"))
     assert forwards, "no graph ran on weft"
     return "\n".join(path.read_text() for path in forwards)
@@ -233,3 +239,74 @@ def test_gpt2_lm_head_model(tmp_path):
         assert op in text, op
     assert "weft.matmul" not in text
     assert "weft.cross_entropy" in text
+
+
+# -- float64 ------------------------------------------------------------------------
+
+def shifted_loss(model, ids, labels):
+    """The causal LM loss from the logits, in the model's dtype (transformers'
+    own loss upcasts the logits to float32); outside the compiled module,
+    so eager computes it on both sides and the logits' gradient flows back
+    through weft's step."""
+    logits = model(input_ids=ids).logits
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), labels[:, 1:].reshape(-1))
+
+
+@pytest.fixture
+def llama_in_model_dtype(monkeypatch):
+    """transformers' Llama computes RMSNorm and the rotary tables in float32
+    whatever the model's dtype (for bf16 training), so its float64 model is
+    not float64 there; the float64 check computes them in the model's dtype,
+    the same formulas, on both sides."""
+    transformers_or_skip()
+    from transformers.models.llama import modeling_llama
+
+    def rms_norm(self, hidden_states):
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
+
+    def rotary(self, x, position_ids):
+        freqs = position_ids[..., None].to(x.dtype) * self.inv_freq.to(x.device, x.dtype)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+
+    monkeypatch.setattr(modeling_llama.LlamaRMSNorm, "forward", rms_norm)
+    monkeypatch.setattr(modeling_llama.LlamaRotaryEmbedding, "forward", rotary)
+
+
+def test_nanogpt_float64(tmp_path):
+    torch.manual_seed(0)
+    model = GPT().train()
+    ids, targets = batch(1)
+    targets[0, :5] = -1
+    text = check_training_step(model, lambda m: m(ids, targets)[1], tmp_path,
+                               torch.float64, RTOL_F64)
+    assert "weft.attention" in text and "f64" in text
+
+
+def test_llama_for_causal_lm_float64(tmp_path, llama_in_model_dtype):
+    transformers = transformers_or_skip()
+    config = transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).train()
+    ids, labels = batch(2)
+    text = check_training_step(model, lambda m: shifted_loss(m, ids, labels), tmp_path,
+                               torch.float64, RTOL_F64)
+    for op in ("weft.rms_norm", "weft.rope", "weft.attention"):
+        assert op in text, op
+
+
+def test_gpt2_lm_head_model_float64(tmp_path):
+    transformers = transformers_or_skip()
+    config = transformers.GPT2Config(
+        n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).train()
+    ids, labels = batch(3)
+    text = check_training_step(model, lambda m: shifted_loss(m, ids, labels), tmp_path,
+                               torch.float64, RTOL_F64)
+    for op in ("weft.linear", "weft.layer_norm", "weft.attention", 'approximate = "tanh"'):
+        assert op in text, op
