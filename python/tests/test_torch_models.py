@@ -310,3 +310,34 @@ def test_gpt2_lm_head_model_float64(tmp_path):
                                torch.float64, RTOL_F64)
     for op in ("weft.linear", "weft.layer_norm", "weft.attention", 'approximate = "tanh"'):
         assert op in text, op
+
+
+# -- graph breaks ---------------------------------------------------------------------
+
+def dynamo_breaks(fn, *args):
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(fn)(*args)
+    return explained.graph_count, [str(b.reason) for b in explained.break_reasons]
+
+
+def test_no_graph_break_in_the_models():
+    """Dynamo captures each model's forward and loss as one graph (what
+    bench/torch_train_bench.py trains on the H100): no break in the
+    transformer blocks. GPT2LMHeadModel gets loss_type set as the bench sets
+    it: without it transformers warns about the missing loss type, which
+    breaks the graph after the blocks, before the loss."""
+    transformers = transformers_or_skip()
+    torch.manual_seed(0)
+    gpt = GPT().train()
+    ids, targets = batch(1)
+    assert dynamo_breaks(lambda i, t: gpt(i, t)[1], ids, targets) == (1, [])
+    llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=64)).train()
+    ids, labels = batch(2)
+    assert dynamo_breaks(lambda i, l: llama(input_ids=i, labels=l).loss, ids, labels) == (1, [])
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64)).train()
+    gpt2.loss_type = "ForCausalLM"
+    ids, labels = batch(3)
+    assert dynamo_breaks(lambda i, l: gpt2(input_ids=i, labels=l).loss, ids, labels) == (1, [])
