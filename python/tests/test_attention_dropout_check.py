@@ -38,9 +38,13 @@ def simulated(rng_offset):
 
 def point(monkeypatch, rng_offset, causal):
     monkeypatch.setattr(check, "run_unit", simulated(rng_offset))
-    unit = dict(dropout_p=0.1, rng_id=7, causal=causal, workspaces=[("delta", "f32")])
-    fwd = types.SimpleNamespace(unit=types.SimpleNamespace(direction="forward", **unit))
-    bwd = types.SimpleNamespace(unit=types.SimpleNamespace(direction="backward", **unit))
+    # Hopper units: the forward's workspace is its keep mask, the backward's
+    # delta and then its keep mask.
+    unit = dict(dropout_p=0.1, rng_id=7, causal=causal, mma="warpgroup")
+    fwd = types.SimpleNamespace(unit=types.SimpleNamespace(
+        direction="forward", workspaces=[("mask", "bits")], **unit))
+    bwd = types.SimpleNamespace(unit=types.SimpleNamespace(
+        direction="backward", workspaces=[("delta", "f32")], **unit))
     opts = types.SimpleNamespace(seed=check.SEED, ratio_bound=2.0)
     return check.gpu_point(None, fwd, bwd, "bf16", 16, causal, 37, "cpu", 0, opts)
 
