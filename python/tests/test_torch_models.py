@@ -207,13 +207,27 @@ def transformers_or_skip():
                                "(scripts/setup installs it into the weft venv)")
 
 
-def test_llama_for_causal_lm(tmp_path):
-    transformers = transformers_or_skip()
+def small_llama(transformers):
+    """LlamaForCausalLM at the tests' small config (seeded, train mode)."""
     config = transformers.LlamaConfig(
         hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=64)
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).train()
+    return transformers.LlamaForCausalLM(config).train()
+
+
+def small_gpt2(transformers, **dropouts):
+    """GPT2LMHeadModel at the tests' small config (seeded, train mode);
+    `dropouts` override GPT-2's default 0.1s."""
+    config = transformers.GPT2Config(
+        n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64, **dropouts)
+    torch.manual_seed(0)
+    return transformers.GPT2LMHeadModel(config).train()
+
+
+def test_llama_for_causal_lm(tmp_path):
+    transformers = transformers_or_skip()
+    model = small_llama(transformers)
     ids, labels = batch(2)
     text = check_training_step(model, lambda m: m(input_ids=ids, labels=labels).loss, tmp_path)
     # RMSNorm, rotary embeddings and GQA attention raised; the loss is
@@ -225,11 +239,7 @@ def test_llama_for_causal_lm(tmp_path):
 
 def test_gpt2_lm_head_model(tmp_path):
     transformers = transformers_or_skip()
-    config = transformers.GPT2Config(
-        n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(config).train()
+    model = small_gpt2(transformers, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     ids, labels = batch(3)
     text = check_training_step(model, lambda m: m(input_ids=ids, labels=labels).loss, tmp_path)
     # Conv1D's addmm as a linear of the weight's transpose (bias in the
@@ -286,11 +296,7 @@ def test_nanogpt_float64(tmp_path):
 
 def test_llama_for_causal_lm_float64(tmp_path, llama_in_model_dtype):
     transformers = transformers_or_skip()
-    config = transformers.LlamaConfig(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=64)
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).train()
+    model = small_llama(transformers)
     ids, labels = batch(2)
     text = check_training_step(model, lambda m: shifted_loss(m, ids, labels), tmp_path,
                                torch.float64, RTOL_F64)
@@ -300,11 +306,7 @@ def test_llama_for_causal_lm_float64(tmp_path, llama_in_model_dtype):
 
 def test_gpt2_lm_head_model_float64(tmp_path):
     transformers = transformers_or_skip()
-    config = transformers.GPT2Config(
-        n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(config).train()
+    model = small_gpt2(transformers, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     ids, labels = batch(3)
     text = check_training_step(model, lambda m: shifted_loss(m, ids, labels), tmp_path,
                                torch.float64, RTOL_F64)
@@ -331,13 +333,10 @@ def test_no_graph_break_in_the_models():
     gpt = GPT().train()
     ids, targets = batch(1)
     assert dynamo_breaks(lambda i, t: gpt(i, t)[1], ids, targets) == (1, [])
-    llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=64)).train()
+    llama = small_llama(transformers)
     ids, labels = batch(2)
     assert dynamo_breaks(lambda i, l: llama(input_ids=i, labels=l).loss, ids, labels) == (1, [])
-    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64)).train()
+    gpt2 = small_gpt2(transformers)
     gpt2.loss_type = "ForCausalLM"
     ids, labels = batch(3)
     assert dynamo_breaks(lambda i, l: gpt2(input_ids=i, labels=l).loss, ids, labels) == (1, [])
