@@ -2,7 +2,7 @@
 tp_sp_bench.py (one GPU, tp = T, tp = T + SP) timed entry by entry and as
 whole steps under NCCL settings, in one call on max(T) GPUs.
 
-  tp_sp_profile.py DIR --out OUT [--tp 2,4] [--ctas 0,8,16] [--runs 3]
+  tp_sp_profile.py DIR --out OUT [--tp 2,4] [--ctas 0,8,16] [--runs 3] [--trace]
 
 For each package, `weft-run --time-segments RUNS` times every schedule entry
 with the streams joined after each one (so nothing overlaps there: the sum per
@@ -10,7 +10,10 @@ category is what each category costs alone), grouped as GEMMs, attention,
 other kernels and collectives; then the whole step (median of 20 graph
 replays after 5, max over ranks, overlap on) for each NCCL_MAX_CTAS of
 --ctas (0: NCCL's default). The overlap a step gets is the entry sum minus
-its step time. Writes OUT/tp_sp_profile.json and prints a table.
+its step time. With --trace the same weft-run also writes `--trace-json`
+(the streams overlapping, step_trace.py): compute busy and idle, the
+collectives' exposed time, each category beside its time alone, and the
+longest idle gaps, per rank. Writes OUT/tp_sp_profile.json and prints a table.
 """
 import argparse
 import glob
@@ -24,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tarfile  # noqa: E402
 
+import step_trace  # noqa: E402
 import tp_sp_phases as ph  # noqa: E402
 from tp_sp_bench import ANCHOR  # noqa: E402
 from weft.gpu.device import unpack_weft_run  # noqa: E402
@@ -31,33 +35,34 @@ from weft.gpu.device import unpack_weft_run  # noqa: E402
 WARMUP, STEPS = 5, 20
 
 
-def category(entry):
-    if entry["kind"] == "collective":
-        return "collective"
-    if entry["kind"] == "gemm":
-        return "gemm"
-    if entry["kind"] == "launch":
-        return "attention" if entry["name"].startswith("weft_attn") else "other"
-    return "event"
-
-
-def profile(sh, name, ranks, runs, out):
+def profile(sh, name, ranks, runs, out, trace=False):
     data = ph.data_file(sh.dir, ANCHOR, 1, "anchor_x.npz")
     json_path = sh.path(f"timing_{name}.json")
+    trace_path = sh.path(f"trace_{name}.json")
     sh.weft(f"anchor_{name}.weftpkg", "--steps", 1, "--init-state", 0, "--data", data,
-            "--time-segments", runs, "--timing-json", json_path, ranks=ranks,
+            "--time-segments", runs, "--timing-json", json_path,
+            *(["--trace-json", trace_path] if trace else []), ranks=ranks,
             log=f"profile_{name}")
-    files = [json_path] if ranks == 1 else sorted(glob.glob(json_path + ".rank*"))
-    per_rank = []
-    for path in files:
+
+    def rank_files(path):
+        return [path] if ranks == 1 else [f"{path}.rank{r}" for r in range(ranks)]
+    per_rank, traces = [], []
+    for rank, path in enumerate(rank_files(json_path)):
         shutil.copy(path, out)
         timing = json.load(open(path))
         sums = {}
         for entry in timing["entries"]:
-            sums[category(entry)] = sums.get(category(entry), 0.0) + entry["ms"]
+            sums[step_trace.category(entry)] = sums.get(step_trace.category(entry), 0.0) + entry["ms"]
         sums["total"] = timing["total_ms"]
         per_rank.append(sums)
-    return {k: max(r.get(k, 0.0) for r in per_rank) for k in per_rank[0]}
+        if trace:
+            traced = rank_files(trace_path)[rank]
+            shutil.copy(traced, out)
+            summary = step_trace.summarize(json.load(open(traced)), timing)
+            step_trace.print_summary(f"{name} rank {rank}", summary)
+            traces.append(summary)
+    sums = {k: max(r.get(k, 0.0) for r in per_rank) for k in per_rank[0]}
+    return (sums, traces) if trace else sums
 
 
 def step_ms(sh, name, ranks, ctas):
@@ -82,6 +87,7 @@ def main():
     parser.add_argument("--ctas", default="0")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--budget", type=float, default=400)
+    parser.add_argument("--trace", action="store_true")
     args = parser.parse_args()
     directory = os.path.abspath(args.dir)
     with tarfile.open(os.path.join(directory, "packages.tar.xz"), "r:xz") as tar:
@@ -91,10 +97,13 @@ def main():
     tps = [int(t) for t in args.tp.split(",")]
     ctas = [int(c) for c in args.ctas.split(",")]
     names = [("one", 1)] + [(n, t) for t in tps for n in (f"tp{t}", f"tp{t}sp")]
-    results = {"profile": {}, "step_ms": {}}
+    results = {"profile": {}, "step_ms": {}, "trace": {}}
     os.makedirs(args.out, exist_ok=True)
     for name, ranks in names:
-        results["profile"][name] = profile(sh, name, ranks, args.runs, args.out)
+        got = profile(sh, name, ranks, args.runs, args.out, args.trace)
+        if args.trace:
+            got, results["trace"][name] = got
+        results["profile"][name] = got
         print(name, json.dumps({k: round(v, 2) for k, v in results["profile"][name].items()}),
               flush=True)
     for name, ranks in names:

@@ -770,6 +770,16 @@ int runPackage(const RunPackageOptions &options) {
                                 options.timeSegments, json, loaded.comm.get()))
       return code;
   }
+  if (!options.traceJson.empty()) {
+    if (!loaded.loss)
+      return error(kExitUsage, "--trace-json needs a training step: the package has no "
+                               "scalar loss result to divide forward from backward");
+    std::string json = loaded.env ? options.traceJson + ".rank" + std::to_string(loaded.env->rank)
+                                  : options.traceJson;
+    if (int code = traceStep(loaded.step.get(), loaded.loss->info.first, 5, json,
+                             loaded.comm.get()))
+      return code;
+  }
   if (!options.outputs.empty())
     if (int code = writeOutputs(options.outputs, loaded, transfer))
       return code;

@@ -187,6 +187,70 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
   return file.good() ? kExitOk : error("--timing-json: writing '" + jsonPath + "' failed");
 }
 
+int traceStep(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath,
+              weft_comm *comm) {
+  auto error = [](const llvm::Twine &message) {
+    printToolError("weft-run", message);
+    return kExitFailed;
+  };
+  size_t n = weft_step_entry_count(step);
+  std::vector<weft_step_entry> entries(n);
+  std::vector<std::string> names(n);
+  std::vector<unsigned> indices(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (weft_step_entry_info(step, i, &entries[i]))
+      return error(llvm::Twine("--trace-json: ") + weft_last_error());
+    names[i] = entries[i].name;
+    indices[i] = entries[i].index;
+  }
+  std::vector<Segment> segments = classifySegments(names, indices, lossIndex);
+  // The run whose step time is the median of `runs`.
+  std::vector<std::vector<float>> ends(runs, std::vector<float>(n));
+  std::vector<double> totals(runs);
+  for (int64_t r = 0; r < runs; ++r) {
+    float total = 0;
+    if (comm && weft_comm_barrier(comm))
+      return error("--trace-json run " + llvm::Twine(r + 1) + ": " + weft_last_error());
+    if (weft_step_run_traced(step, ends[r].data(), n, &total))
+      return error("--trace-json run " + llvm::Twine(r + 1) + ": " + weft_last_error());
+    totals[r] = total;
+  }
+  std::vector<size_t> order(runs);
+  for (int64_t r = 0; r < runs; ++r)
+    order[r] = r;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return totals[a] < totals[b]; });
+  size_t chosen = order[runs / 2];
+  llvm::outs() << llvm::format("trace: step %.3f ms (the median of %lld traced runs, streams "
+                               "overlapping)\n",
+                               totals[chosen], (long long)runs);
+  std::ofstream file(jsonPath);
+  if (!file)
+    return error("--trace-json: cannot write '" + jsonPath + "'");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("{\"runs\": %lld, \"loss_index\": %u, \"total_ms\": %.6f,\n \"entries\": [",
+                     (long long)runs, lossIndex, totals[chosen]);
+  static const char *kinds[] = {"launch", "gemm", "event", "collective"};
+  std::vector<float> streamEnd;
+  for (size_t i = 0; i < n; ++i) {
+    const weft_step_entry &e = entries[i];
+    if (e.stream >= streamEnd.size())
+      streamEnd.resize(e.stream + 1, 0.0f);
+    float start = streamEnd[e.stream], end = std::max(start, ends[chosen][i]);
+    streamEnd[e.stream] = end;
+    os << (i ? ",\n  " : "\n  ") << "{\"kind\": \"" << kinds[int(e.kind) % 4]
+       << "\", \"name\": " << jsonString(names[i]) << ", \"index\": " << e.index
+       << ", \"stream\": " << e.stream << ", \"segment\": \"" << segmentName(segments[i]) << "\"";
+    if (e.kind == WEFT_ENTRY_GEMM)
+      os << ", \"m\": " << e.m << ", \"n\": " << e.n << ", \"k\": " << e.k
+         << ", \"batch\": " << e.batch;
+    os << llvm::format(", \"start_ms\": %.6f, \"end_ms\": %.6f}", start, end);
+  }
+  os << "]}\n";
+  file << os.str();
+  return file.good() ? kExitOk : error("--trace-json: writing '" + jsonPath + "' failed");
+}
+
 /// --print-memory: the planned arena beside what cuMemGetInfo saw.
 int printStepMemory(weft_step *step, bool debugBuffers, const std::string &prefix,
                     std::optional<std::pair<size_t, size_t>> commMemory) {

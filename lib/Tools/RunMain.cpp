@@ -185,6 +185,12 @@ cl::opt<std::string> timingJson(
     cl::desc("With --time-segments: write per-entry and per-segment medians"),
     cl::value_desc("FILE.json"), cl::cat(packageCategory));
 
+cl::opt<std::string> traceJson(
+    "trace-json",
+    cl::desc("After the steps, 5 runs with an event on each entry's own stream (overlap "
+             "kept): write the median run's entries with their streams, starts and ends"),
+    cl::value_desc("FILE.json"), cl::cat(packageCategory));
+
 int fail(ExitCode code, const llvm::Twine &message) {
   weft::printToolError("weft-run", message);
   return code;
@@ -353,6 +359,7 @@ int runPackageFile() {
   options.initState = initState;
   options.timeSegments = timeSegmentRuns;
   options.timingJson = timingJson;
+  options.traceJson = traceJson;
   return weft::runPackage(options);
 }
 

@@ -435,6 +435,13 @@ WEFT_API weft_status weft_step_entry_info(const weft_step *step, size_t entry,
  * *total_ms (may be NULL) the time from the first event to the last. */
 WEFT_API weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_t count,
                                          float *total_ms);
+/* Runs the schedule once (never as a graph) with an event recorded on each
+ * entry's own stream after it, so the streams overlap as in a plain run, and
+ * waits for it. end_ms[i] receives the time from the step's start to the
+ * point where entry i's stream finished it (an entry starts where the one
+ * before it on its stream ended); *total_ms (may be NULL) the whole step. */
+WEFT_API weft_status weft_step_run_traced(weft_step *step, float *end_ms, size_t count,
+                                          float *total_ms);
 /* A text listing of the resolved step (arena, buffers, launches with their
  * resolved arguments, GEMMs, events), for tests and --dry-run; valid until
  * the next call on `step`. */

@@ -1,4 +1,4 @@
-// StepTiming.cpp: weft_step_entry_* and weft_step_run_timed.
+// StepTiming.cpp: weft_step_entry_*, weft_step_run_timed and weft_step_run_traced.
 #include "Driver.h"
 #include "PreparedStep.h"
 #include "Status.h"
@@ -67,72 +67,119 @@ weft_status weft_step_entry_info(const weft_step *step, size_t entry, weft_step_
   });
 }
 
+namespace {
+
+// The stream an entry is issued on.
+unsigned entryStream(const weft_step &step, const ScheduleStep &e) {
+  const PreparedStep &prepared = step.prepared;
+  if (prepared.options.debug_buffers)
+    return 0;
+  switch (e.kind) {
+  case pkg::EntryKind::Launch:
+    return prepared.launches[e.item].stream;
+  case pkg::EntryKind::Gemm:
+    return prepared.gemms[e.item].stream;
+  case pkg::EntryKind::Event:
+    return prepared.package.events[e.item].stream;
+  case pkg::EntryKind::Collective:
+    return prepared.package.collectives[e.item].stream;
+  }
+  return 0;
+}
+
+// weft_step_run_timed (`joined`: every stream joins stream 0 at each event,
+// ms[i] the time between the events around entry i) and weft_step_run_traced
+// (each event on its entry's own stream, ms[i] the time from the step's start
+// to entry i's end).
+weft_status runWithEvents(weft_step *step, float *ms, size_t count, float *total_ms, bool joined,
+                          const char *caller) {
+  if (!step || !ms)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("%s: %s is NULL", caller, !step ? "step" : "the times"));
+  size_t entries = step->prepared.schedule.size();
+  if (count != entries)
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("%s: count %zu, but the schedule has %zu entries", caller, count, entries));
+  if (weft_status status = makeCurrent(*step, caller))
+    return status;
+  if (weft_status status = requireBound(*step, caller))
+    return status;
+  const DriverApi &api = *step->api;
+  if (!api.cuEventSynchronize || !api.cuEventElapsedTime_v2)
+    return fail(WEFT_ERROR_DRIVER_MISSING,
+                format("%s: the driver lacks cuEventElapsedTime_v2 (CUDA 12.8+)", caller));
+  // One event before the first entry, one after each, and the end of all.
+  if (step->timing.size() != entries + 2) {
+    for (CUevent event : step->timing)
+      if (event)
+        api.cuEventDestroy_v2(event);
+    step->timing.assign(entries + 2, nullptr);
+    for (CUevent &event : step->timing)
+      if (CUresult result = api.cuEventCreate(&event, CU_EVENT_DEFAULT))
+        return failCuda(result, "cuEventCreate (timing)");
+  }
+  CUstream main = step->streams[0];
+  // Stream 0 waits for the others, so its event marks the end of all work
+  // issued so far.
+  auto join = [&](CUevent event) -> weft_status {
+    for (size_t s = 1; s < step->streams.size(); ++s) {
+      if (CUresult result = api.cuEventRecord(step->joins[s], step->streams[s]))
+        return failCuda(result, "cuEventRecord (timing join)");
+      if (CUresult result = api.cuStreamWaitEvent(main, step->joins[s], 0))
+        return failCuda(result, "cuStreamWaitEvent (timing join)");
+    }
+    if (CUresult result = api.cuEventRecord(event, main))
+      return failCuda(result, "cuEventRecord (timing)");
+    return WEFT_OK;
+  };
+  auto after = [&](size_t position) -> weft_status {
+    if (joined)
+      return join(step->timing[position + 1]);
+    CUstream stream = step->streams[entryStream(*step, step->prepared.schedule[position])];
+    if (CUresult result = api.cuEventRecord(step->timing[position + 1], stream))
+      return failCuda(result, "cuEventRecord (trace)");
+    return WEFT_OK;
+  };
+  if (weft_status status = followCaller(*step))
+    return status;
+  if (weft_status status = join(step->timing[0]))
+    return status;
+  if (weft_status status = issue(*step, after))
+    return status;
+  if (weft_status status = join(step->timing[entries + 1]))
+    return status;
+  ++step->runs;
+  if (weft_status status = rejoinCaller(*step))
+    return status;
+  if (weft_status status = waitForStep(*step, step->timing[entries + 1], caller))
+    return status;
+  for (size_t i = 0; i < entries; ++i)
+    if (CUresult result = api.cuEventElapsedTime_v2(
+            &ms[i], step->timing[joined ? i : 0], step->timing[i + 1]))
+      return failCuda(result, format("cuEventElapsedTime (entry %zu)", i));
+  if (total_ms)
+    if (CUresult result =
+            api.cuEventElapsedTime_v2(total_ms, step->timing[0], step->timing[entries + 1]))
+      return failCuda(result, "cuEventElapsedTime (whole step)");
+  if (CUresult result = api.cuStreamSynchronize(main))
+    return failCuda(result, format("cuStreamSynchronize after %s", caller));
+  size_t used = 0;
+  return readMemory(*step, used);
+}
+
+} // namespace
+
 weft_status weft_step_run_timed(weft_step *step, float *entry_ms, size_t count,
                                 float *total_ms) {
   return apiCall("weft_step_run_timed", [&]() -> weft_status {
-    if (!step || !entry_ms)
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("weft_step_run_timed: %s is NULL", !step ? "step" : "entry_ms"));
-    size_t entries = step->prepared.schedule.size();
-    if (count != entries)
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("weft_step_run_timed: count %zu, but the schedule has %zu entries",
-                         count, entries));
-    if (weft_status status = makeCurrent(*step, "weft_step_run_timed"))
-      return status;
-    if (weft_status status = requireBound(*step, "weft_step_run_timed"))
-      return status;
-    const DriverApi &api = *step->api;
-    if (!api.cuEventSynchronize || !api.cuEventElapsedTime_v2)
-      return fail(WEFT_ERROR_DRIVER_MISSING,
-                  "weft_step_run_timed: the driver lacks cuEventElapsedTime_v2 (CUDA 12.8+)");
-    if (step->timing.size() != entries + 1) {
-      for (CUevent event : step->timing)
-        if (event)
-          api.cuEventDestroy_v2(event);
-      step->timing.assign(entries + 1, nullptr);
-      for (CUevent &event : step->timing)
-        if (CUresult result = api.cuEventCreate(&event, CU_EVENT_DEFAULT))
-          return failCuda(result, "cuEventCreate (timing)");
-    }
-    CUstream main = step->streams[0];
-    // Stream 0 waits for the others, so its event marks the end of all work
-    // issued so far.
-    auto mark = [&](size_t at) -> weft_status {
-      for (size_t s = 1; s < step->streams.size(); ++s) {
-        if (CUresult result = api.cuEventRecord(step->joins[s], step->streams[s]))
-          return failCuda(result, "cuEventRecord (timing join)");
-        if (CUresult result = api.cuStreamWaitEvent(main, step->joins[s], 0))
-          return failCuda(result, "cuStreamWaitEvent (timing join)");
-      }
-      if (CUresult result = api.cuEventRecord(step->timing[at], main))
-        return failCuda(result, "cuEventRecord (timing)");
-      return WEFT_OK;
-    };
-    if (weft_status status = followCaller(*step))
-      return status;
-    if (weft_status status = mark(0))
-      return status;
-    if (weft_status status =
-            issue(*step, [&](size_t position) { return mark(position + 1); }))
-      return status;
-    ++step->runs;
-    if (weft_status status = rejoinCaller(*step))
-      return status;
-    if (weft_status status = waitForStep(*step, step->timing[entries], "the timed step"))
-      return status;
-    for (size_t i = 0; i < entries; ++i)
-      if (CUresult result =
-              api.cuEventElapsedTime_v2(&entry_ms[i], step->timing[i], step->timing[i + 1]))
-        return failCuda(result, format("cuEventElapsedTime (entry %zu)", i));
-    if (total_ms)
-      if (CUresult result =
-              api.cuEventElapsedTime_v2(total_ms, step->timing[0], step->timing[entries]))
-        return failCuda(result, "cuEventElapsedTime (whole step)");
-    if (CUresult result = api.cuStreamSynchronize(main))
-      return failCuda(result, "cuStreamSynchronize after the timed step");
-    size_t used = 0;
-    return readMemory(*step, used);
+    return runWithEvents(step, entry_ms, count, total_ms, true, "weft_step_run_timed");
+  });
+}
+
+weft_status weft_step_run_traced(weft_step *step, float *end_ms, size_t count,
+                                 float *total_ms) {
+  return apiCall("weft_step_run_traced", [&]() -> weft_status {
+    return runWithEvents(step, end_ms, count, total_ms, false, "weft_step_run_traced");
   });
 }
 

@@ -39,6 +39,7 @@ struct RunPackageOptions {
   /// entry: forward / backward / optimizer medians (StepTiming.h).
   int64_t timeSegments = 0;
   std::string timingJson; // per-entry medians of --time-segments
+  std::string traceJson;  // --trace-json: one overlapped run's entry times
 };
 
 /// True when `path` starts with the package magic (so weft-run treats it as

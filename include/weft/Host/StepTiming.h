@@ -55,6 +55,13 @@ int printStepMemory(weft_step *step, bool debugBuffers, const std::string &prefi
 int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath,
                  weft_comm *comm = nullptr);
 
+/// --trace-json: `runs` runs with weft_step_run_traced (the streams overlap as
+/// in a plain run); writes the entries of the run with the median step time,
+/// each with its stream and its start and end (ms from the step's start; an
+/// entry starts where the one before it on its stream ended).
+int traceStep(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath,
+              weft_comm *comm = nullptr);
+
 } // namespace weft
 
 #endif // WEFT_HOST_STEPTIMING_H
