@@ -353,12 +353,18 @@ def run(args):
         results["phases"].append(entry)
         save()
 
+    variants = getattr(args, "variants", None)
+    wanted = set(variants.split(",")) if variants else None
+
+    def chosen(tp, phase):
+        return [(v, g) for v, g in ph.variants(tp, phase) if wanted is None or v in wanted]
+
     def gradient(names, tp):
         def fn():
             found = results.setdefault("gradient_checks", {})
             for name in names:
                 model = config["configs"][name]
-                for variant in (["one"] if tp == 0 else [v for v, _ in ph.variants(tp, "grad")]):
+                for variant in (["one"] if tp == 0 else [v for v, _ in chosen(tp, "grad")]):
                     r = grad.check(name, model, f"{name}_{variant}.weftpkg", 1 if tp == 0 else tp)
                     if r:
                         found[f"{name}_{variant}"] = r
@@ -415,16 +421,17 @@ def run(args):
                 if grad_names(tp, phase):
                     unit(phase, tp, gradient(grad_names(tp, phase), tp))
         elif phase == "time":
-            unit(phase, 0, weft_unit("weft", ph.timing, "one", 1, "TIME"))
+            if wanted is None or "one" in wanted:
+                unit(phase, 0, weft_unit("weft", ph.timing, "one", 1, "TIME"))
             for tp in tps:
                 unit(phase, tp, lambda tp=tp: [weft_unit("weft", ph.timing, v, tp, "TIME")()
-                                               for v, _ in ph.variants(tp, phase)])
+                                               for v, _ in chosen(tp, phase)])
         elif phase == "adam":
             for model in ["anchor"] + (["llama"] if 2 in tps and not args.dry_run else []):
                 unit(phase, 0, adam_unit(model, "one", 1))
                 for tp in tps if model == "anchor" else [2]:
                     unit(phase, tp, lambda m=model, tp=tp: [
-                        adam_unit(m, v, tp)() for v, _ in ph.variants(tp, phase)])
+                        adam_unit(m, v, tp)() for v, _ in chosen(tp, phase)])
         elif phase == "torch1":
             unit(phase, 0, lambda: results.setdefault("torch", {}).update(
                 {"1": ph.torch_anchor(sh, 1, ANCHOR["seq"])}))
@@ -497,6 +504,10 @@ def options(parser):
     parser.add_argument("--budget", type=float, default=540,
                         help="run: seconds for everything (phases beyond it are skipped)")
     parser.add_argument("--out", help="run: copy results.json and logs/ here after each phase")
+    parser.add_argument("--variants", help="run: only these packages' variants in the grad, "
+                        "time and adam phases, comma-separated (e.g. tp2sp,tp2splf); the "
+                        "one-GPU time only when 'one' is among them, the other phases' "
+                        "one-GPU parts as always")
     parser.add_argument("--dry-run", action="store_true",
                         help="run: print the commands, run nothing")
 

@@ -106,15 +106,19 @@ class Shell:
 def variants(tp, phase=None):
     """The packages of tp: TP only and TP+SP (collective matmul as the cost
     model chooses: none at the anchor's size); the gradient checks add TP+SP
-    with collective matmul forced to 2 chunks, the timing TP+SP without
+    with collective matmul forced to 2 chunks and with every all-gather
+    before a GEMM local-first, the timing TP+SP without
     weft-fill-collective-waits (the same step with the weight gradients left
-    where autodiff put them)."""
+    where autodiff put them) and without local-first gathers (nolf; the
+    default takes them where the cost model gains)."""
     out = [(f"tp{tp}", [f"--grid=tp={tp}"]),
            (f"tp{tp}sp", [f"--grid=tp={tp}", "--sequence-parallel"])]
     if phase == "grad":
         out.append((f"tp{tp}spc2", out[1][1] + ["--collective-chunks=2"]))
+        out.append((f"tp{tp}splf", out[1][1] + ["--collective-local-first=on"]))
     if phase == "time":
         out.append((f"tp{tp}spnf", out[1][1] + ["--fill-collective-waits=false"]))
+        out.append((f"tp{tp}spnolf", out[1][1] + ["--collective-local-first=off"]))
     return out
 
 

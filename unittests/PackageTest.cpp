@@ -407,6 +407,58 @@ TEST(Package, OperandOffsetsRoundTripAndChecks) {
       << all;
 }
 
+// A local-first gather's partial GEMMs: offsets relative to the rank's
+// position in its group (RANK_OFFSETS), checked for the farthest rank.
+TEST(Package, RankOffsetsRoundTripAndChecks) {
+  Package p = makePackage();
+  p.grid = {2};
+  std::string plain = writePackage(p);
+  p.buffers[0].offset = 1024;
+  p.buffers[0].size = 512;
+  p.gemms[0].rankAxes = 1;
+  p.gemms[0].rankShift = 1;
+  p.gemms[0].rankStrides[0] = 128; // rank r's block: 256 bytes x ((r + 1) mod 2)
+  std::string bytes = writePackage(p), error;
+  EXPECT_GT(bytes.size(), plain.size());
+  Package q;
+  ASSERT_TRUE(readPackage(bytes.data(), bytes.size(), q, error)) << error;
+  EXPECT_EQ(q.gemms[0].rankAxes, 1u);
+  EXPECT_EQ(q.gemms[0].rankShift, 1);
+  EXPECT_EQ(q.gemms[0].rankStrides[0], 128);
+  EXPECT_EQ(q.gemms[0].rankStrides[3], 0);
+  EXPECT_EQ(writePackage(q), bytes);
+  EXPECT_EQ(messages(checkPackage(q)), "");
+
+  Package past = p;
+  past.gemms[0].rankStrides[0] = 256;
+  std::string all = messages(checkPackage(past));
+  EXPECT_NE(all.find("buffer 'a' has 512 bytes, the GEMM reads or writes 128 from byte 512 on "
+                     "rank 1 of its group"),
+            std::string::npos)
+      << all;
+
+  Package misaligned = p;
+  misaligned.gemms[0].rankStrides[0] = 8;
+  all = messages(checkPackage(misaligned));
+  EXPECT_NE(all.find("operand a's rank stride: offset 8 elements is not a multiple of 256"),
+            std::string::npos)
+      << all;
+
+  Package noGrid = p;
+  noGrid.grid.clear();
+  std::string noGridBytes = writePackage(noGrid);
+  EXPECT_FALSE(readPackage(noGridBytes.data(), noGridBytes.size(), q, error));
+  EXPECT_NE(error.find("section RANK_OFFSETS needs a GRID section"), std::string::npos) << error;
+
+  Package axis = p;
+  axis.gemms[0].rankAxes = 2; // grid axis 1 of a one-axis grid
+  std::string axisBytes = writePackage(axis);
+  EXPECT_FALSE(readPackage(axisBytes.data(), axisBytes.size(), q, error));
+  EXPECT_NE(error.find("grid axes mask 2 is empty or names an axis the 1-axis grid lacks"),
+            std::string::npos)
+      << error;
+}
+
 // The COLLECTIVES section's all_to_all and send_recv records on a 2 x 4 grid
 // (axis 1: 4 ranks): both buffers hold the whole count; send_recv's shift
 // and rotate travel in the reduction slot (PackageFormat.h), a negative

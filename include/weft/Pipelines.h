@@ -156,6 +156,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("With grid: which collectives weft-collective-matmul "
                      "chunks: both, gather or scatter"),
       llvm::cl::init("both")};
+  Option<std::string> collectiveLocalFirst{
+      *this, "collective-local-first",
+      llvm::cl::desc("With grid: all-gathers before GEMMs run beside the "
+                     "GEMM's own rank block (weft-collective-matmul "
+                     "local-first): off, auto or on"),
+      llvm::cl::init("auto")};
   Option<std::string> collectiveEngine{
       *this, "collective-engine",
       llvm::cl::desc("With grid: what will run the all-gathers (weft-run "

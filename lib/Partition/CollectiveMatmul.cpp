@@ -71,10 +71,27 @@ bool contiguousAlong(RankedTensorType type, int64_t axis) {
                       [](int64_t size) { return size == 1; });
 }
 
-std::optional<CollectiveMatmul> matchGather(shard::AllGatherOp gather,
-                                            SymbolTableCollection &symbols) {
-  SmallVector<Operation *> views;
-  Operation *reader = soleReader(gather.getResult(), views);
+/// The first op in block order reading `value` through views, or null.
+Operation *firstReader(Value value) {
+  Operation *first = nullptr;
+  SmallVector<Value> values{value};
+  while (!values.empty()) {
+    Value current = values.pop_back_val();
+    for (Operation *user : current.getUsers()) {
+      if (isBufferView(user) && user->getNumOperands() == 1 && user->getNumResults() == 1) {
+        values.push_back(user->getResult(0));
+        continue;
+      }
+      if (!first || (user->getBlock() == first->getBlock() && user->isBeforeInBlock(first)))
+        first = user;
+    }
+  }
+  return first;
+}
+
+/// An all-gather whose result `reader` reads as a GEMM's rows.
+std::optional<CollectiveMatmul> matchGatherReader(shard::AllGatherOp gather, Operation *reader,
+                                                  SymbolTableCollection &symbols) {
   auto rows = dyn_cast_or_null<GemmRowsOpInterface>(reader);
   if (!rows || !rows.getGemmRowOperand())
     return std::nullopt;
@@ -95,6 +112,22 @@ std::optional<CollectiveMatmul> matchGather(shard::AllGatherOp gather,
   match.rows = perRank / match.k;
   match.elementBytes = gather.getResult().getType().getElementTypeBitWidth() / 8;
   return match;
+}
+
+/// A chunked gather's GEMM is its only reader: the chunk-by-chunk layout is
+/// for it alone.
+std::optional<CollectiveMatmul> matchGather(shard::AllGatherOp gather,
+                                            SymbolTableCollection &symbols) {
+  SmallVector<Operation *> views;
+  return matchGatherReader(gather, soleReader(gather.getResult(), views), symbols);
+}
+
+/// A local-first gather keeps the tensor's own row order, so later readers
+/// (a data gradient's GEMM first, then the weight gradient's) see the whole
+/// gather: its GEMM need only be the first reader.
+std::optional<CollectiveMatmul> matchLocalFirst(shard::AllGatherOp gather,
+                                                SymbolTableCollection &symbols) {
+  return matchGatherReader(gather, firstReader(gather.getResult()), symbols);
 }
 
 std::optional<CollectiveMatmul> matchScatter(shard::ReduceScatterOp scatter,
@@ -168,6 +201,14 @@ double pipelineSeconds(const CollectiveMatmul &match, int64_t chunks, double lin
          double(chunks * match.ranks) * kPartialGemmSeconds + double(chunks) * chunkSeconds;
 }
 
+/// What a local-first gather saves against the whole gather then the GEMM:
+/// the gather hides behind the own block's GEMM (compute / ranks), and pays
+/// a partial GEMM per block and one chunk's cost of NCCL kernels beside it.
+double localFirstGain(const CollectiveMatmul &match, double link, double compute) {
+  return std::min(link, compute / double(match.ranks)) -
+         double(match.ranks) * kPartialGemmSeconds - kChunkSeconds;
+}
+
 struct CollectiveMatmulPass
     : public weft::impl::CollectiveMatmulPassBase<CollectiveMatmulPass> {
   using CollectiveMatmulPassBase::CollectiveMatmulPassBase;
@@ -199,6 +240,11 @@ struct CollectiveMatmulPass
           << sides << "' is not both, gather or scatter";
       return signalPassFailure();
     }
+    if (localFirst != "off" && localFirst != "auto" && localFirst != "on") {
+      func.emitError("weft-collective-matmul: local-first '")
+          << localFirst << "' is not off, auto or on";
+      return signalPassFailure();
+    }
     if (engine != "nccl" && engine != "copy-engine") {
       func.emitError("weft-collective-matmul: engine '")
           << engine << "' is not nccl or copy-engine";
@@ -207,23 +253,42 @@ struct CollectiveMatmulPass
     if (!func->hasAttr(WeftDialect::kGridAttr) || func.getBody().empty() || chunks == 0)
       return;
     SymbolTableCollection symbols;
-    SmallVector<CollectiveMatmul> matches;
+    SmallVector<CollectiveMatmul> matches, localFirstOnly;
     func.walk([&](Operation *op) {
       std::optional<CollectiveMatmul> match;
       auto gather = dyn_cast<shard::AllGatherOp>(op);
       auto scatter = dyn_cast<shard::ReduceScatterOp>(op);
-      if (gather && sides != "scatter")
+      if (gather && sides != "scatter") {
         match = matchGather(gather, symbols);
+        if (!match && localFirst != "off")
+          if (std::optional<CollectiveMatmul> first = matchLocalFirst(gather, symbols))
+            if (first->ranks > 1)
+              localFirstOnly.push_back(*first);
+      }
       else if (scatter && sides != "gather")
         match = matchScatter(scatter, symbols);
       if (match && match->ranks > 1)
         matches.push_back(*match);
     });
     Builder builder(func.getContext());
+    auto markLocalFirst = [&](const CollectiveMatmul &match) {
+      if (localFirst == "off" || !match.gather ||
+          !fits(match, 1, localFirst == "on" ? 1 : kMinRows))
+        return;
+      LinkModel link;
+      if (localFirst == "on" ||
+          localFirstGain(match, getCollectiveSeconds(match.collective, symbols, link),
+                         getComputeSeconds(match.gemm)) > 0)
+        match.collective->setAttr(WeftDialect::kLocalFirstAttr, builder.getUnitAttr());
+    };
+    for (const CollectiveMatmul &match : localFirstOnly)
+      markLocalFirst(match);
     for (const CollectiveMatmul &match : matches) {
       int64_t count = chooseChunks(match, symbols);
-      if (count <= 1)
+      if (count <= 1) {
+        markLocalFirst(match);
         continue;
+      }
       match.collective->setAttr(WeftDialect::kChunksAttr, builder.getI64IntegerAttr(count));
       if (match.gather)
         continue;

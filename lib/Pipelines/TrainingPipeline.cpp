@@ -201,6 +201,7 @@ LogicalResult weft::buildTrainingPipeline(
     CollectiveMatmulPassOptions matmul;
     matmul.chunks = options.collectiveChunks;
     matmul.sides = options.collectiveMatmulSides;
+    matmul.localFirst = options.collectiveLocalFirst;
     matmul.engine = options.collectiveEngine;
     pm.addNestedPass<func::FuncOp>(createCollectiveMatmulPass(matmul));
     if (options.fillCollectiveWaits) {

@@ -212,6 +212,13 @@ struct CompileOptions {
                "gather (the all-gathers before GEMMs) or scatter (the "
                "reduce-scatters after them)"),
       cl::init("both"), cl::cat(category)};
+  cl::opt<std::string> collectiveLocalFirst{
+      "collective-local-first",
+      cl::desc("With --grid: an all-gather before a GEMM that collective matmul "
+               "leaves whole runs beside the GEMM's own rank block, computed from "
+               "the local shard: off, auto (where the cost model gains by it) or "
+               "on (wherever the rows allow); default auto"),
+      cl::init("auto"), cl::cat(category)};
   cl::opt<std::string> collectiveEngine{
       "collective-engine",
       cl::desc("With --grid: what will run the all-gathers (weft-run "

@@ -123,6 +123,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
   options.fillCollectiveWaits = cli.fillCollectiveWaits.getValue();
   options.collectiveChunks = cli.collectiveChunks.getValue();
   options.collectiveMatmulSides = cli.collectiveMatmulSides.getValue();
+  options.collectiveLocalFirst = cli.collectiveLocalFirst.getValue();
   options.collectiveEngine = cli.collectiveEngine.getValue();
   options.inference = cli.inference.getValue();
   if (failed(weft::setWeightCopies(options, cli.weightCopies, autoCopies))) {

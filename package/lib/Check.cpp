@@ -404,11 +404,12 @@ private:
       uint32_t buffer;
       long double bytes;
       int64_t offset = 0; // elements (a, b, c, d, aux only)
+      int64_t rankStride = 0;
     } operands[] = {
-        {"a", g.a, need(0, g.m, g.k), g.offsets[0]},
-        {"b", g.b, need(1, g.k, g.n), g.offsets[1]},
-        {"c", g.c, need(2, g.m, g.n), g.offsets[2]},
-        {"d", g.d, need(3, g.m, g.n), g.offsets[3]},
+        {"a", g.a, need(0, g.m, g.k), g.offsets[0], g.rankStrides[0]},
+        {"b", g.b, need(1, g.k, g.n), g.offsets[1], g.rankStrides[1]},
+        {"c", g.c, need(2, g.m, g.n), g.offsets[2], g.rankStrides[2]},
+        {"d", g.d, need(3, g.m, g.n), g.offsets[3], g.rankStrides[3]},
         {"bias", g.bias,
          (long double)epilogueBiasElements(g.epilogue, g.m, g.n) * esize},
         {"workspace", g.workspace, 0},
@@ -416,8 +417,14 @@ private:
         {"aux", g.aux,
          ((long double)(g.m - 1) * std::max<int64_t>(g.auxLd, 0) + (long double)g.n) *
              esize,
-         g.offsets[4]},
+         g.offsets[4], g.rankStrides[4]},
     };
+    // Rank-relative row blocks: every rank of the group along the axes
+    // reads and writes within the buffers (the farthest at ranks - 1).
+    int64_t ranks = 1;
+    for (size_t axis = 0; axis < package.grid.size(); ++axis)
+      if (g.rankAxes >> axis & 1)
+        ranks *= package.grid[axis];
     if (g.batch > 1)
       for (int s = 0; s < 4; ++s)
         if (g.strides[s] < 0)
@@ -425,7 +432,7 @@ private:
                                        " is negative (" +
                                        std::to_string(g.strides[s]) + ")");
     for (const Operand &op : operands) {
-      int64_t offset = op.offset;
+      int64_t offset = op.offset + (ranks - 1) * op.rankStride;
       if (op.buffer == kNone) {
         if (offset != 0)
           report(Subject::Gemm, i,
@@ -436,7 +443,9 @@ private:
       if (!checkOperand(Subject::Gemm, i, g.index, op.buffer,
                         std::string("operand ") + op.name))
         continue;
-      if (!checkOffset(Subject::Gemm, i, where + " operand " + op.name, offset, g.dtype))
+      if (!checkOffset(Subject::Gemm, i, where + " operand " + op.name + "'s rank stride",
+                       op.rankStride, g.dtype) ||
+          !checkOffset(Subject::Gemm, i, where + " operand " + op.name, offset, g.dtype))
         continue;
       const Buffer &b = package.buffers[op.buffer];
       long double start = (long double)offset * esize;
@@ -444,7 +453,8 @@ private:
         report(Subject::Gemm, i,
                where + " operand " + op.name + ": buffer '" + b.name + "' has " +
                    str(b.size) + " bytes, the GEMM reads or writes " +
-                   bytesText(op.bytes) + (offset ? " from byte " + bytesText(start) : ""));
+                   bytesText(op.bytes) + (offset ? " from byte " + bytesText(start) : "") +
+                   (op.rankStride ? " on rank " + str(uint64_t(ranks - 1)) + " of its group" : ""));
     }
   }
 

@@ -81,8 +81,14 @@ enum SectionKind : uint32_t {
                      //   arena, offset 0). Absent when none is, so packages
                      //   without bound arguments keep their bytes; a reader
                      //   that predates it refuses the unknown kind.
+  kRankOffsets = 21, // optional, at most once, needs kGrid; 56: u32 gemm,
+                     //   u32 grid axes (bit per axis); i64 shift, i64
+                     //   element strides[5] (a, b, c, d, aux): the GEMM's
+                     //   offsets grow by ((position + shift) mod ranks) x
+                     //   stride on the rank at `position` of its group
+                     //   along the axes (a local-first collective matmul)
 };
-inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kBound;
+inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kRankOffsets;
 inline constexpr uint32_t kLastRequiredKind = kImages;
 
 inline constexpr size_t kStepBytes = 32;
@@ -98,6 +104,7 @@ inline constexpr size_t kTensorMapBytes = 112;
 inline constexpr size_t kCollectiveBytes = 40;
 inline constexpr size_t kOffsetsBytes = 48;
 inline constexpr size_t kBoundBytes = 4;
+inline constexpr size_t kRankOffsetsBytes = 56;
 
 const char *sectionName(uint32_t kind);
 

@@ -203,6 +203,51 @@ bool PackageReader::readOffsets(Package &package) {
   return true;
 }
 
+/// RANK_OFFSETS (kind 21): rank-relative row blocks of existing GEMMs, each
+/// GEMM at most once, over grid axes the grid has, strides not negative.
+bool PackageReader::readRankOffsets(Package &package) {
+  const SectionRef *found;
+  if (!optionalSection(kRankOffsets, found))
+    return false;
+  if (!found)
+    return true;
+  if (package.grid.empty())
+    return fail("section RANK_OFFSETS needs a GRID section: only a partitioned step has ranks");
+  if (found->length % kRankOffsetsBytes != 0)
+    return fail("section RANK_OFFSETS has " + str(found->length) +
+                " bytes, not a multiple of its " + str(kRankOffsetsBytes) + "-byte records");
+  std::vector<bool> seen(package.gemms.size());
+  for (uint64_t i = 0; i < found->length / kRankOffsetsBytes; ++i) {
+    Cursor c(found->data + i * kRankOffsetsBytes, kRankOffsetsBytes);
+    uint32_t item = c.u32(), axes = c.u32();
+    int64_t shift = int64_t(c.u64());
+    int64_t strides[5];
+    for (int64_t &v : strides)
+      v = int64_t(c.u64());
+    std::string where = "section RANK_OFFSETS: record " + str(i);
+    if (item >= package.gemms.size())
+      return fail(where + " names gemm " + str(item) + ", but the package has " +
+                  str(package.gemms.size()));
+    if (seen[item])
+      return fail(where + ": gemm " + str(item) + " has two records");
+    seen[item] = true;
+    if (axes == 0 || axes >> package.grid.size())
+      return fail(where + ": grid axes mask " + str(axes) + " is empty or names an axis the " +
+                  str(package.grid.size()) + "-axis grid lacks");
+    if (shift < 0)
+      return fail(where + ": shift " + std::to_string(shift) + " is negative");
+    for (int v = 0; v < 5; ++v)
+      if (strides[v] < 0)
+        return fail(where + ": stride " + str(v) + " of gemm " + str(item) + " is " +
+                    std::to_string(strides[v]) + ", negative");
+    Gemm &g = package.gemms[item];
+    g.rankAxes = axes;
+    g.rankShift = shift;
+    std::copy(std::begin(strides), std::end(strides), g.rankStrides);
+  }
+  return true;
+}
+
 /// BOUND (kind 20): argument buffers the caller binds, ascending, each once.
 bool PackageReader::readBound(Package &package) {
   const SectionRef *found;

@@ -253,6 +253,23 @@ std::string offsetsSection(const Package &package) {
   return std::move(offsets.bytes);
 }
 
+/// RANK_OFFSETS: a record for each GEMM with rank-relative row blocks; empty
+/// when there is none.
+std::string rankOffsetsSection(const Package &package) {
+  ByteWriter out;
+  for (size_t i = 0; i < package.gemms.size(); ++i) {
+    const Gemm &g = package.gemms[i];
+    if (!g.rankAxes)
+      continue;
+    out.u32(uint32_t(i));
+    out.u32(g.rankAxes);
+    out.i64(g.rankShift);
+    for (int64_t v : g.rankStrides)
+      out.i64(v);
+  }
+  return std::move(out.bytes);
+}
+
 /// BOUND: the indices of the buffers the caller binds, ascending; empty
 /// when there is none.
 std::string boundSection(const Package &package) {
@@ -328,6 +345,9 @@ std::vector<Section> packageSections(const Package &package) {
   // Optional: only steps compiled with arguments bound by the caller.
   if (std::string bound = boundSection(package); !bound.empty())
     sections.push_back({kBound, 0, std::move(bound)});
+  // Optional: only the rank-relative partial GEMMs of a local-first gather.
+  if (std::string rankOffsets = rankOffsetsSection(package); !rankOffsets.empty())
+    sections.push_back({kRankOffsets, 0, std::move(rankOffsets)});
   return sections;
 }
 

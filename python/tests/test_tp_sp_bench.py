@@ -2,6 +2,7 @@
 gradient-check instances a tp splits, weft-run's per-rank lines, the memory
 equation, the markdown rows, and run --dry-run's commands for tp 2 and 4."""
 import json
+import re
 import os
 import types
 
@@ -99,6 +100,23 @@ def test_dry_run_prints_every_phase_at_tp_4_then_2(tmp_path, capsys):
     # One-GPU timing once; nothing written to DIR.
     assert sum("anchor_one.weftpkg" in l for l in runs) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "torch_one_anchor.json"]
+
+
+def test_dry_run_of_chosen_variants(tmp_path, capsys):
+    """--variants keeps the named packages of the grad and time phases, and
+    the one-GPU time only when 'one' is named."""
+    models = {"2": ["small", "llama"]}
+    configs = {"anchor": b.ANCHOR, "small": b.SMALL, "llama": b.LLAMA}
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"tps": [2], "tp": 2, "models": models, "configs": configs}))
+    (tmp_path / "torch_one_anchor.json").write_text(json.dumps(
+        {"runs": {"tp_compiled": {"ms": 78.9}}}))
+    args = types.SimpleNamespace(dir=str(tmp_path), budget=540, only="time", with_phases=None,
+                                 tp=None, out=None, dry_run=True, variants="tp2sp,tp2spnolf")
+    assert b.run(args) == 0
+    runs = [l for l in capsys.readouterr().out.splitlines() if l.startswith("DRY")]
+    timed = sorted(re.search(r"(anchor_\w+)\.weftpkg", l).group(1) for l in runs)
+    assert timed == ["anchor_tp2sp", "anchor_tp2spnolf"], runs
 
 
 def test_adamw_reference_is_the_interpreters_step(tmp_path):

@@ -3,6 +3,7 @@
 // the device half only allocates, loads and encodes.
 #include "PreparedStep.h"
 #include "Image.h"
+#include "Nccl.h"
 #include "Status.h"
 
 #include <algorithm>
@@ -142,7 +143,7 @@ weft_status resolveTensorMap(const pkg::TensorMap &map, ResolvedTensorMap &out) 
   return WEFT_OK;
 }
 
-weft_status resolveGemm(const pkg::Package &package, uint32_t i, ResolvedGemm &out) {
+weft_status resolveGemm(const pkg::Package &package, uint32_t i, int rank, ResolvedGemm &out) {
   const pkg::Gemm &g = package.gemms[i];
   auto fits = [](int64_t v) { return v >= 1 && v <= 0x7fffffff; };
   if (!fits(g.m) || !fits(g.n) || !fits(g.k) || !fits(g.batch))
@@ -192,8 +193,15 @@ weft_status resolveGemm(const pkg::Package &package, uint32_t i, ResolvedGemm &o
   out.bias = g.bias;
   out.aux = g.aux;
   out.auxLd = g.auxLd;
+  // A local-first gather's partial GEMMs: row blocks relative to this rank's
+  // position in its group (one package for every rank).
+  int64_t block = 0;
+  if (g.rankAxes)
+    block = (groupPosition(package.grid, g.rankAxes, rank) + g.rankShift) %
+            ranksAlong(package.grid, g.rankAxes);
   for (int o = 0; o < 5; ++o)
-    out.offsets[o] = (unsigned long long)g.offsets[o] * pkg::dtypeBytes(g.dtype);
+    out.offsets[o] = (unsigned long long)(g.offsets[o] + block * g.rankStrides[o]) *
+                     pkg::dtypeBytes(g.dtype);
   out.workspace = g.workspace;
   out.stream = g.stream;
   out.index = g.index;
@@ -428,7 +436,7 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
   }
   for (uint32_t i = 0; i < package.gemms.size(); ++i) {
     ResolvedGemm resolved;
-    if (weft_status status = resolveGemm(package, i, resolved))
+    if (weft_status status = resolveGemm(package, i, prepared.rank, resolved))
       return status;
     prepared.gemms.push_back(resolved);
   }
@@ -555,10 +563,15 @@ std::string describeStep(const PreparedStep &prepared) {
       if (g.aux != pkg::kNone)
         text += (g.desc.epilogue == WEFT_GEMM_EPILOGUE_DGELU ? ", dgelu of aux " : ", gelu, aux -> ") +
                 bufferText(g.aux) + format(" (ld %lld)", g.auxLd);
-      text += format(" m %d n %d k %d batch %d, algo %s, workspace %s\n", g.desc.m, g.desc.n,
+      text += format(" m %d n %d k %d batch %d, algo %s, workspace %s", g.desc.m, g.desc.n,
                      g.desc.k, g.desc.batch,
                      g.algo.valid ? "from the package" : "chosen at load",
                      g.workspace == pkg::kNone ? "none" : bufferText(g.workspace).c_str());
+      if (std::any_of(std::begin(g.offsets), std::end(g.offsets),
+                      [](unsigned long long o) { return o != 0; }))
+        text += format(", byte offsets a %llu b %llu c %llu d %llu aux %llu", g.offsets[0],
+                       g.offsets[1], g.offsets[2], g.offsets[3], g.offsets[4]);
+      text += "\n";
     } else if (step.kind == pkg::EntryKind::Collective) {
       const pkg::Collective &c = package.collectives[step.item];
       std::string detail; // the reduction, or a send_recv's shift

@@ -254,6 +254,14 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << "collective, got " << attr.getValue();
     return success();
   }
+  if (name == kLocalFirstAttr) {
+    if (!isa<UnitAttr>(attr.getValue()) || op->getNumOperands() != 1 ||
+        op->getNumResults() != 1 || op->hasAttr(kChunksAttr))
+      return op->emitOpError("expects '")
+             << name << "' to be a unit attribute on a one-operand all-gather without '"
+             << kChunksAttr << "', got " << attr.getValue();
+    return success();
+  }
   if (name == kLossChunksAttr) {
     auto chunks = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !chunks || !chunks.getType().isInteger(64) ||

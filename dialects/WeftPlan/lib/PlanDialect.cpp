@@ -191,6 +191,15 @@ LogicalResult GemmOp::verify() {
   if (getOffsets() && getOffsets()->size() != 5)
     return emitOpError("expects 5 offsets (a, b, c, d, aux), got ")
            << getOffsets()->size();
+  if (bool(getRankAxes()) != bool(getRankBlocks()))
+    return emitOpError("expects rank_axes and rank_blocks together");
+  if (getRankAxes() && getRankAxes()->empty())
+    return emitOpError("expects rank_axes to name at least one grid axis");
+  if (getRankBlocks() && getRankBlocks()->size() != 6)
+    return emitOpError("expects rank_blocks = array<i64: shift, a, b, c, d, aux>, got ")
+           << getRankBlocks()->size() << " values";
+  if (getRankBlocks() && llvm::any_of(*getRankBlocks(), [](int64_t v) { return v < 0; }))
+    return emitOpError("expects a non-negative rank_blocks shift and strides");
   if (getAlgo() && getAlgo()->size() != 64)
     return emitOpError("expects algo to hold the 64 bytes of a "
                        "cublasLtMatmulAlgo_t, got ")

@@ -244,6 +244,19 @@ LogicalResult StepExporter::addGemm(GemmOp gemm, pkg::Package &package) {
   if (gemm.getOffsets())
     for (int o = 0; o < 5; ++o)
       entry.offsets[o] = (*gemm.getOffsets())[o];
+  if (gemm.getRankAxes() && gemm.getRankBlocks()) {
+    for (int64_t axis : *gemm.getRankAxes()) {
+      if (axis < 0 || axis >= int64_t(pkg::kMaxGridAxes)) {
+        error(gemm) << "names grid axis " << axis << " in rank_axes, outside [0, "
+                    << pkg::kMaxGridAxes << ")";
+        return failure();
+      }
+      entry.rankAxes |= 1u << axis;
+    }
+    entry.rankShift = (*gemm.getRankBlocks())[0];
+    for (int o = 0; o < 5; ++o)
+      entry.rankStrides[o] = (*gemm.getRankBlocks())[o + 1];
+  }
   entry.auxLd = gemm.getAuxLd() ? int64_t(*gemm.getAuxLd()) : 0;
   entry.transA = gemm.getTransA();
   entry.transB = gemm.getTransB();

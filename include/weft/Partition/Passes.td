@@ -170,7 +170,16 @@ def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> 
     (the anchor's seq-8192 GEMMs, where chunks were measured slower). With
     `engine=copy-engine` an all-gather's chunk costs kCopyEngineChunkSeconds
     instead (the runtime's copy-engine gathers: two flag handshakes and the
-    copies' start, no SMs), so gathers long enough to gain are chunked. `chunks` = 0 turns
+    copies' start, no SMs), so gathers long enough to gain are chunked.
+
+    With `local-first=auto`, an all-gather the model leaves whole, or whose
+    first reader (of several) is a GEMM reading it as rows, gets
+    `weft.local_first` where that gains: that GEMM's own rank block (1/t of
+    the rows, read from the local shard) runs while the whole gather does,
+    the other t - 1 blocks after it (rank-relative row blocks in the plan);
+    later readers see the whole gather in the tensor's own order.
+    The model: min(link, compute / t) hidden, against one partial GEMM per
+    block and one chunk's cost of NCCL kernels beside the GEMM. `chunks` = 0 turns
     the pass off, a positive value asks for that many wherever the rows
     divide and every chunk's offset is a multiple of 256 bytes. The
     function computes the same values.
@@ -181,6 +190,11 @@ def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> 
     Option<"sides", "sides", "std::string", "\"both\"",
            "Which collectives it chunks: both, gather (all-gathers before GEMMs) or "
            "scatter (reduce-scatters after them)">,
+    Option<"localFirst", "local-first", "std::string", "\"off\"",
+           "An all-gather left whole (one chunk) before a GEMM gets weft.local_first: "
+           "off, auto (where the cost model gains by it, each rank block at least 128 "
+           "rows) or on (wherever each rank block starts at a 256-byte offset). weft-build-plan runs the GEMM's "
+           "own rank block from the local shard beside the gather, then the others">,
     Option<"engine", "engine", "std::string", "\"nccl\"",
            "What runs the all-gathers (weft-run --collectives): nccl, or copy-engine, "
            "whose chunks take no SMs from the GEMMs and cost a few microseconds of "

@@ -9,6 +9,11 @@
 // gathered (or reduced) buffer holds them chunk by chunk, chunk c's block r
 // at row (c ranks + r) P, while the GEMM's other side keeps the tensor's own
 // order, row (r k + c) P. The partial GEMM (c, r) maps one to the other.
+//
+// A `weft.local_first` all-gather stays whole on stream 1; its GEMM runs
+// the rank's own block of rows from the local shard while the gather runs,
+// then, after the gather's event, each other rank's block: rank-relative
+// row blocks (plan.gemm rank_blocks), so one plan serves every rank.
 #include "ScheduleBuilder.h"
 
 #include "weft/Dialect/WeftDialect.h"
@@ -53,7 +58,104 @@ int64_t ranksOf(Operation *collective) {
   return whole.getNumElements() / part.getNumElements();
 }
 
+/// The one op reading an all-gather's result (through reshapes), or a
+/// diagnostic naming `what` (the gather's kind).
+FailureOr<Operation *> soleGatherReader(Operation *op, StringRef what) {
+  Operation *reader = nullptr;
+  SmallVector<Value> values{op->getResult(0)};
+  while (!values.empty()) {
+    Value value = values.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (isBufferView(user) && user->getNumOperands() == 1)
+        llvm::append_range(values, user->getResults());
+      else if (!reader)
+        reader = user;
+      else if (reader != user)
+        return op->emitError("cannot plan a ")
+               << what << " read by more than one op: only its GEMM may see how its "
+               << "rows arrive";
+    }
+  }
+  if (!reader)
+    return op->emitError("cannot plan a ") << what << " that nothing reads";
+  return reader;
+}
+
+/// The first op in block order reading an all-gather's result (through
+/// reshapes): the local-first gather's GEMM, before any other reader.
+Operation *firstGatherReader(Operation *op) {
+  Operation *first = nullptr;
+  SmallVector<Value> values{op->getResult(0)};
+  while (!values.empty()) {
+    Value value = values.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (isBufferView(user) && user->getNumOperands() == 1)
+        llvm::append_range(values, user->getResults());
+      else if (!first || (user->getBlock() == first->getBlock() && user->isBeforeInBlock(first)))
+        first = user;
+    }
+  }
+  return first;
+}
+
 } // namespace
+
+LogicalResult ScheduleBuilder::addLocalFirstGather(Operation *op, const CollectiveCall &call,
+                                                   int64_t index) {
+  if (!isa<shard::AllGatherOp>(op))
+    return op->emitError("cannot plan ")
+           << op->getName() << " local-first: weft.local_first is for the all-gather "
+           << "before a GEMM";
+  Operation *reader = firstGatherReader(op);
+  if (!reader)
+    return op->emitError("cannot plan a local-first all-gather that nothing reads");
+  Location loc = op->getLoc();
+  // The local shard lives until the gather's wait (Liveness): where its GEMM
+  // is not that step, the shard's memory could be reused before the GEMM
+  // reads it, so the gather is planned whole.
+  if (liveness.getStep(reader) != liveness.getCollectiveWait(op)) {
+    waitEvent(loc, 1, recordEvent(loc, 0, index), index);
+    emitCollective(loc, call, 1, index);
+    pendingWaits[liveness.getCollectiveWait(op)].push_back(recordEvent(loc, 1, index));
+    return success();
+  }
+  waitEvent(loc, 1, recordEvent(loc, 0, index), index);
+  emitCollective(loc, call, 1, index);
+  LocalFirstGather &gather = localFirstGathers[reader];
+  gather.local = call.input;
+  gather.gathered = call.output;
+  gather.ranks = ranksOf(op);
+  gather.axes = call.axes;
+  gather.event = recordEvent(loc, 1, index);
+  return success();
+}
+
+LogicalResult ScheduleBuilder::addLocalFirstGemms(Operation *op, const GemmCall &call,
+                                                  int64_t index) {
+  const LocalFirstGather &gather = localFirstGathers.find(op)->second;
+  int64_t ranks = gather.ranks, rows = ranks > 0 ? call.m / ranks : 0;
+  int64_t bytes = call.dtype == "f32" ? 4 : 2;
+  auto aligned = [&](int64_t elements) { return elements * bytes % 256 == 0; };
+  if (call.transA || call.batch != 1 || call.epilogue == "bgrad_a" ||
+      call.m % ranks != 0 || call.a != gather.gathered || !aligned(rows * call.k) ||
+      !aligned(rows * call.n) || (call.aux && !aligned(rows * call.auxLd)))
+    return op->emitError("cannot plan this GEMM after a local-first all-gather: it needs the ")
+           << "gathered tensor as a non-transposed A of " << ranks << " row blocks ("
+           << call.m << " rows), batch 1, an epilogue on columns, and each block's "
+           << "operands at multiples of 256 bytes";
+  Location loc = op->getLoc();
+  GemmCall part = call;
+  part.m = rows;
+  int64_t d = rows * call.n, aux = call.aux ? rows * call.auxLd : 0;
+  // The own block: A is the local shard, D's block is the rank's.
+  part.a = gather.local;
+  emitGemm(op, part, index, {}, {0, 0, 0, 0, d, aux}, gather.axes);
+  waitEvent(loc, 0, gather.event, index);
+  part.a = gather.gathered;
+  for (int64_t shift = 1; shift < ranks; ++shift)
+    emitGemm(op, part, index, {}, {shift, rows * call.k, 0, 0, d, aux}, gather.axes);
+  return success();
+}
 
 LogicalResult ScheduleBuilder::addChunkedCollective(Operation *op, const CollectiveCall &call,
                                                     int64_t index) {
@@ -68,22 +170,10 @@ LogicalResult ScheduleBuilder::addChunkedCollective(Operation *op, const Collect
            << op->getName() << " in chunks: weft.chunks is for the all-gather before "
            << "a GEMM and the reduce-scatter after one";
   // The GEMM reading the gathered buffer, through reshapes.
-  Operation *reader = nullptr;
-  SmallVector<Value> values{op->getResult(0)};
-  while (!values.empty()) {
-    Value value = values.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (isBufferView(user) && user->getNumOperands() == 1)
-        llvm::append_range(values, user->getResults());
-      else if (!reader)
-        reader = user;
-      else if (reader != user)
-        return op->emitError("cannot plan a chunked all-gather (weft.chunks) read by ")
-               << "more than one op: only its GEMM may see its chunk-by-chunk layout";
-    }
-  }
-  if (!reader)
-    return op->emitError("cannot plan a chunked all-gather (weft.chunks) that nothing reads");
+  FailureOr<Operation *> found = soleGatherReader(op, "chunked all-gather (weft.chunks)");
+  if (failed(found))
+    return failure();
+  Operation *reader = *found;
   int64_t chunks = chunksOf(op), ranks = ranksOf(op);
   if (chunks < 2 || call.count % (chunks * ranks) != 0)
     return op->emitError("cannot plan ")
@@ -107,6 +197,8 @@ LogicalResult ScheduleBuilder::addChunkedCollective(Operation *op, const Collect
 }
 
 LogicalResult ScheduleBuilder::addGemm(Operation *op, const GemmCall &call, int64_t index) {
+  if (localFirstGathers.count(op))
+    return addLocalFirstGemms(op, call, index);
   if (chunkedGathers.count(op) || chunkedScatterOf(op))
     return addPartialGemms(op, call, index);
   emitGemm(op, call, index);

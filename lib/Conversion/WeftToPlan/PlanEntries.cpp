@@ -99,7 +99,8 @@ FlatSymbolRefAttr ScheduleBuilder::workspaceOf(Operation *op) {
 }
 
 void ScheduleBuilder::emitGemm(Operation *op, const GemmCall &call, int64_t index,
-                               ArrayRef<int64_t> offsets) {
+                               ArrayRef<int64_t> offsets, ArrayRef<int64_t> rankBlocks,
+                               ArrayRef<int64_t> rankAxes) {
   auto gemm = plan::GemmOp::create(
       builder, op->getLoc(), call.d, call.a, call.b, nullptr, call.bias, workspaceOf(op),
       call.aux, call.aux ? builder.getI64IntegerAttr(call.auxLd) : IntegerAttr(),
@@ -110,6 +111,8 @@ void ScheduleBuilder::emitGemm(Operation *op, const GemmCall &call, int64_t inde
       builder.getStringAttr(call.epilogue), builder.getF32FloatAttr(1.0f),
       builder.getF32FloatAttr(0.0f), nullptr,
       offsets.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(offsets),
+      rankAxes.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(rankAxes),
+      rankBlocks.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(rankBlocks),
       builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(index));
   if (!firstEntry)
     firstEntry = gemm;
@@ -699,6 +702,8 @@ LogicalResult ScheduleBuilder::addCollective(Operation *op, int64_t index) {
     return failure();
   if (op->hasAttr(WeftDialect::kChunksAttr))
     return addChunkedCollective(op, *call, index);
+  if (op->hasAttr(WeftDialect::kLocalFirstAttr) && options.overlapCollectives)
+    return addLocalFirstGather(op, *call, index);
   // On stream 1 after its producers (an event recorded on stream 0), with an
   // event after it that stream 0 waits for where the result is first read.
   int64_t stream = options.overlapCollectives ? 1 : 0;

@@ -63,9 +63,12 @@ private:
   /// partial GEMMs when it is one side of a collective matmul
   /// (CollectiveMatmulEntries.cpp). A failure has a diagnostic at `op`.
   mlir::LogicalResult addGemm(mlir::Operation *op, const GemmCall &call, int64_t index);
-  /// One plan.gemm; `offsets` (elements of a, b, c, d, aux) may be empty.
+  /// One plan.gemm; `offsets` (elements of a, b, c, d, aux) may be empty,
+  /// as may `rankBlocks` (shift, strides of a, b, c, d, aux) with `rankAxes`
+  /// (plan.gemm's rank-relative row blocks).
   void emitGemm(mlir::Operation *op, const GemmCall &call, int64_t index,
-                llvm::ArrayRef<int64_t> offsets = {});
+                llvm::ArrayRef<int64_t> offsets = {}, llvm::ArrayRef<int64_t> rankBlocks = {},
+                llvm::ArrayRef<int64_t> rankAxes = {});
   mlir::LogicalResult addLinear(mlir::Operation *op, int64_t index);
   mlir::LogicalResult addMatmul(mlir::Operation *op, int64_t index);
   /// A weft.fused bias-gradient group: one GEMM, epilogue bgrad_a.
@@ -113,6 +116,14 @@ private:
   /// they read or the reduce-scatter chunks that read them.
   mlir::LogicalResult addPartialGemms(mlir::Operation *op, const GemmCall &call,
                                       int64_t index);
+  /// A `weft.local_first` all-gather: the whole gather on stream 1, its
+  /// GEMM's rank blocks left to addLocalFirstGemms.
+  mlir::LogicalResult addLocalFirstGather(mlir::Operation *op, const CollectiveCall &call,
+                                          int64_t index);
+  /// The GEMM of a local-first gather: its own rank block from the local
+  /// shard at once, the others' blocks once the gather is done.
+  mlir::LogicalResult addLocalFirstGemms(mlir::Operation *op, const GemmCall &call,
+                                         int64_t index);
   mlir::LogicalResult addKernelPerOp(mlir::Operation *op, int64_t index);
 
   const ScheduleLiveness &liveness;
@@ -133,6 +144,13 @@ private:
     int64_t ranks = 1;
   };
   llvm::DenseMap<mlir::Operation *, ChunkedGather> chunkedGathers;
+  /// Local-first all-gathers by the GEMM that reads them.
+  struct LocalFirstGather {
+    mlir::FlatSymbolRefAttr local, gathered;
+    int64_t event = -1, ranks = 1;
+    llvm::SmallVector<int64_t> axes;
+  };
+  llvm::DenseMap<mlir::Operation *, LocalFirstGather> localFirstGathers;
   /// Chunked reduce-scatters already issued with their GEMM.
   llvm::DenseSet<mlir::Operation *> issuedScatters;
   int64_t nextEvent = 0;

@@ -160,6 +160,13 @@ struct Gemm {
   /// collective matmul's partial GEMMs read and write row blocks); byte
   /// offsets are multiples of kOperandAlignment.
   int64_t offsets[5] = {0, 0, 0, 0, 0};
+  /// Rank-relative row blocks (a local-first collective matmul's partial
+  /// GEMMs): on the rank at `position` of its group along the grid axes
+  /// `rankAxes` (a bit per axis; 0: none), offsets[o] grows by
+  /// ((position + rankShift) mod ranks) x rankStrides[o].
+  uint32_t rankAxes = 0;
+  int64_t rankShift = 0;
+  int64_t rankStrides[5] = {0, 0, 0, 0, 0};
   bool transA = false, transB = false;
   DType dtype = DType::BF16;
   Epilogue epilogue = Epilogue::None;

@@ -71,6 +71,10 @@ def Weft_Dialect : Dialect {
     // A collective matmul (weft-collective-matmul): the chunk count of an
     // all-gather before a GEMM or a reduce-scatter after one.
     static constexpr llvm::StringLiteral kChunksAttr = "weft.chunks";
+    // A local-first collective matmul (weft-collective-matmul local-first):
+    // an all-gather whose GEMM runs its own rank block from the local shard
+    // while the gather runs, then the other blocks.
+    static constexpr llvm::StringLiteral kLocalFirstAttr = "weft.local_first";
     // The row chunks weft-chunk-loss split a function's loss into.
     static constexpr llvm::StringLiteral kLossChunksAttr = "weft.loss_chunks";
   }];

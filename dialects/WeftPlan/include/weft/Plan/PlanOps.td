@@ -153,6 +153,11 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
     cublasLtMatmulAlgo_t when one is stored. `offsets` (elements; a, b, c,
     d, aux) start operands inside their buffers: a collective matmul's
     partial GEMMs on row blocks. Each is a multiple of 256 bytes.
+    `rank_axes` with `rank_blocks` (shift, then element strides of a, b, c,
+    d, aux) make row blocks relative to the rank (a local-first
+    collective matmul's partial GEMMs): on the rank at position p of its
+    group along the grid axes `rank_axes` (of t ranks), each offset grows by
+    ((p + shift) mod t) x its stride.
     ```mlir
     weft_plan.gemm @d = @a, @b bias @bias m 32 n 768 k 256 dtype "bf16" stream 0 at 3 {trans_b, epilogue = "bias"}
     weft_plan.gemm @g = @x, @w bias @b aux @u ld 1024 m 32 n 1024 k 256 dtype "bf16" stream 0 at 4 {trans_b, epilogue = "gelu_aux_bias"}
@@ -173,6 +178,8 @@ def WeftPlan_GemmOp : WeftPlan_Op<"gemm", [HasParent<"StepOp">]> {
                        DefaultValuedAttr<F32Attr, "0.0">:$beta,
                        OptionalAttr<DenseI8ArrayAttr>:$algo,
                        OptionalAttr<DenseI64ArrayAttr>:$offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$rank_axes,
+                       OptionalAttr<DenseI64ArrayAttr>:$rank_blocks,
                        I64Attr:$stream, I64Attr:$index);
   let assemblyFormat = [{
     $d `=` $a `,` $b (`c` $c^)? (`bias` $bias^)? (`workspace` $workspace^)?
