@@ -118,23 +118,62 @@ bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &by
   return true;
 }
 
+namespace {
+
+/// A step's schedule entries with their names and segments.
+struct ScheduleEntries {
+  std::vector<weft_step_entry> entries;
+  std::vector<std::string> names;
+  std::vector<Segment> segments;
+};
+
+/// Reads the entries of `step`; false with the error printed after `flag`.
+bool readEntries(weft_step *step, unsigned lossIndex, const char *flag, ScheduleEntries &out) {
+  size_t n = weft_step_entry_count(step);
+  out.entries.assign(n, weft_step_entry{});
+  out.names.assign(n, "");
+  std::vector<unsigned> indices(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (weft_step_entry_info(step, i, &out.entries[i])) {
+      printToolError("weft-run", llvm::Twine(flag) + ": " + weft_last_error());
+      return false;
+    }
+    out.names[i] = out.entries[i].name;
+    indices[i] = out.entries[i].index;
+  }
+  out.segments = classifySegments(out.names, indices, lossIndex);
+  return true;
+}
+
+/// An entry's JSON fields before its times: kind, name, index, (stream,)
+/// segment and a GEMM's dimensions.
+void writeEntryFields(llvm::raw_ostream &os, const ScheduleEntries &all, size_t i,
+                      bool stream) {
+  static const char *kinds[] = {"launch", "gemm", "event", "collective"};
+  const weft_step_entry &e = all.entries[i];
+  os << "{\"kind\": \"" << kinds[int(e.kind) % 4] << "\", \"name\": " << jsonString(all.names[i])
+     << ", \"index\": " << e.index;
+  if (stream)
+    os << ", \"stream\": " << e.stream;
+  os << ", \"segment\": \"" << segmentName(all.segments[i]) << "\"";
+  if (e.kind == WEFT_ENTRY_GEMM)
+    os << ", \"m\": " << e.m << ", \"n\": " << e.n << ", \"k\": " << e.k
+       << ", \"batch\": " << e.batch;
+}
+
+} // namespace
+
 int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath,
                  weft_comm *comm) {
   auto error = [](const llvm::Twine &message) {
     printToolError("weft-run", message);
     return kExitFailed;
   };
-  size_t n = weft_step_entry_count(step);
-  std::vector<weft_step_entry> entries(n);
-  std::vector<std::string> names(n);
-  std::vector<unsigned> indices(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (weft_step_entry_info(step, i, &entries[i]))
-      return error(llvm::Twine("--time-segments: ") + weft_last_error());
-    names[i] = entries[i].name;
-    indices[i] = entries[i].index;
-  }
-  std::vector<Segment> segments = classifySegments(names, indices, lossIndex);
+  ScheduleEntries all;
+  if (!readEntries(step, lossIndex, "--time-segments", all))
+    return kExitFailed;
+  size_t n = all.entries.size();
+  const std::vector<Segment> &segments = all.segments;
   std::vector<std::vector<double>> perEntry(n);
   std::vector<double> totals, perSegment[3];
   std::vector<float> ms(n);
@@ -171,15 +210,9 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
      << llvm::format("\"segments_ms\": {\"forward\": %.6f, \"backward\": %.6f, "
                      "\"optimizer\": %.6f},\n \"entries\": [",
                      forward, backward, optimizer);
-  static const char *kinds[] = {"launch", "gemm", "event", "collective"};
   for (size_t i = 0; i < n; ++i) {
-    const weft_step_entry &e = entries[i];
-    os << (i ? ",\n  " : "\n  ") << "{\"kind\": \"" << kinds[int(e.kind) % 4]
-       << "\", \"name\": " << jsonString(names[i]) << ", \"index\": " << e.index
-       << ", \"segment\": \"" << segmentName(segments[i]) << "\"";
-    if (e.kind == WEFT_ENTRY_GEMM)
-      os << ", \"m\": " << e.m << ", \"n\": " << e.n << ", \"k\": " << e.k
-         << ", \"batch\": " << e.batch;
+    os << (i ? ",\n  " : "\n  ");
+    writeEntryFields(os, all, i, /*stream=*/false);
     os << llvm::format(", \"ms\": %.6f}", median(perEntry[i]));
   }
   os << "]}\n";
@@ -193,17 +226,10 @@ int traceStep(weft_step *step, unsigned lossIndex, int64_t runs, const std::stri
     printToolError("weft-run", message);
     return kExitFailed;
   };
-  size_t n = weft_step_entry_count(step);
-  std::vector<weft_step_entry> entries(n);
-  std::vector<std::string> names(n);
-  std::vector<unsigned> indices(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (weft_step_entry_info(step, i, &entries[i]))
-      return error(llvm::Twine("--trace-json: ") + weft_last_error());
-    names[i] = entries[i].name;
-    indices[i] = entries[i].index;
-  }
-  std::vector<Segment> segments = classifySegments(names, indices, lossIndex);
+  ScheduleEntries all;
+  if (!readEntries(step, lossIndex, "--trace-json", all))
+    return kExitFailed;
+  size_t n = all.entries.size();
   // The run whose step time is the median of `runs`.
   std::vector<std::vector<float>> ends(runs, std::vector<float>(n));
   std::vector<double> totals(runs);
@@ -230,20 +256,15 @@ int traceStep(weft_step *step, unsigned lossIndex, int64_t runs, const std::stri
   llvm::raw_string_ostream os(text);
   os << llvm::format("{\"runs\": %lld, \"loss_index\": %u, \"total_ms\": %.6f,\n \"entries\": [",
                      (long long)runs, lossIndex, totals[chosen]);
-  static const char *kinds[] = {"launch", "gemm", "event", "collective"};
   std::vector<float> streamEnd;
   for (size_t i = 0; i < n; ++i) {
-    const weft_step_entry &e = entries[i];
+    const weft_step_entry &e = all.entries[i];
     if (e.stream >= streamEnd.size())
       streamEnd.resize(e.stream + 1, 0.0f);
     float start = streamEnd[e.stream], end = std::max(start, ends[chosen][i]);
     streamEnd[e.stream] = end;
-    os << (i ? ",\n  " : "\n  ") << "{\"kind\": \"" << kinds[int(e.kind) % 4]
-       << "\", \"name\": " << jsonString(names[i]) << ", \"index\": " << e.index
-       << ", \"stream\": " << e.stream << ", \"segment\": \"" << segmentName(segments[i]) << "\"";
-    if (e.kind == WEFT_ENTRY_GEMM)
-      os << ", \"m\": " << e.m << ", \"n\": " << e.n << ", \"k\": " << e.k
-         << ", \"batch\": " << e.batch;
+    os << (i ? ",\n  " : "\n  ");
+    writeEntryFields(os, all, i, /*stream=*/true);
     os << llvm::format(", \"start_ms\": %.6f, \"end_ms\": %.6f}", start, end);
   }
   os << "]}\n";
