@@ -58,44 +58,35 @@ int64_t ranksOf(Operation *collective) {
   return whole.getNumElements() / part.getNumElements();
 }
 
+/// The ops reading an all-gather's result through reshapes, in block order.
+SmallVector<Operation *> gatherReaders(Operation *op) {
+  SmallVector<Operation *> readers;
+  SmallVector<Value> values{op->getResult(0)};
+  while (!values.empty()) {
+    Value value = values.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (isBufferView(user) && user->getNumOperands() == 1)
+        llvm::append_range(values, user->getResults());
+      else if (!llvm::is_contained(readers, user))
+        readers.push_back(user);
+    }
+  }
+  llvm::sort(readers, [](Operation *x, Operation *y) {
+    return x->getBlock() == y->getBlock() && x->isBeforeInBlock(y);
+  });
+  return readers;
+}
+
 /// The one op reading an all-gather's result (through reshapes), or a
 /// diagnostic naming `what` (the gather's kind).
 FailureOr<Operation *> soleGatherReader(Operation *op, StringRef what) {
-  Operation *reader = nullptr;
-  SmallVector<Value> values{op->getResult(0)};
-  while (!values.empty()) {
-    Value value = values.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (isBufferView(user) && user->getNumOperands() == 1)
-        llvm::append_range(values, user->getResults());
-      else if (!reader)
-        reader = user;
-      else if (reader != user)
-        return op->emitError("cannot plan a ")
-               << what << " read by more than one op: only its GEMM may see how its "
-               << "rows arrive";
-    }
-  }
-  if (!reader)
+  SmallVector<Operation *> readers = gatherReaders(op);
+  if (readers.size() > 1)
+    return op->emitError("cannot plan a ")
+           << what << " read by more than one op: only its GEMM may see how its rows arrive";
+  if (readers.empty())
     return op->emitError("cannot plan a ") << what << " that nothing reads";
-  return reader;
-}
-
-/// The first op in block order reading an all-gather's result (through
-/// reshapes): the local-first gather's GEMM, before any other reader.
-Operation *firstGatherReader(Operation *op) {
-  Operation *first = nullptr;
-  SmallVector<Value> values{op->getResult(0)};
-  while (!values.empty()) {
-    Value value = values.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (isBufferView(user) && user->getNumOperands() == 1)
-        llvm::append_range(values, user->getResults());
-      else if (!first || (user->getBlock() == first->getBlock() && user->isBeforeInBlock(first)))
-        first = user;
-    }
-  }
-  return first;
+  return readers.front();
 }
 
 } // namespace
@@ -106,21 +97,20 @@ LogicalResult ScheduleBuilder::addLocalFirstGather(Operation *op, const Collecti
     return op->emitError("cannot plan ")
            << op->getName() << " local-first: weft.local_first is for the all-gather "
            << "before a GEMM";
-  Operation *reader = firstGatherReader(op);
-  if (!reader)
+  SmallVector<Operation *> readers = gatherReaders(op);
+  if (readers.empty())
     return op->emitError("cannot plan a local-first all-gather that nothing reads");
+  Operation *reader = readers.front();
   Location loc = op->getLoc();
+  waitEvent(loc, 1, recordEvent(loc, 0, index), index);
+  emitCollective(loc, call, 1, index);
   // The local shard lives until the gather's wait (Liveness): where its GEMM
   // is not that step, the shard's memory could be reused before the GEMM
-  // reads it, so the gather is planned whole.
+  // reads it, so stream 0 waits for the whole gather there as for any other.
   if (liveness.getStep(reader) != liveness.getCollectiveWait(op)) {
-    waitEvent(loc, 1, recordEvent(loc, 0, index), index);
-    emitCollective(loc, call, 1, index);
     pendingWaits[liveness.getCollectiveWait(op)].push_back(recordEvent(loc, 1, index));
     return success();
   }
-  waitEvent(loc, 1, recordEvent(loc, 0, index), index);
-  emitCollective(loc, call, 1, index);
   LocalFirstGather &gather = localFirstGathers[reader];
   gather.local = call.input;
   gather.gathered = call.output;
