@@ -6,7 +6,8 @@ plain run) read as intervals per stream.
 
 Prints the step time; the compute streams' busy time (the union of their
 GEMMs and kernel launches) and idle time; the collectives' time and the part
-of it no compute covers (exposed); the compute entries' time by category
+of it no compute covers (exposed), also per segment (forward, backward,
+optimizer); the compute entries' time by category
 (GEMMs, attention, other kernels), and with --timing (the same package's
 `--time-segments --timing-json`, entries alone with the streams joined) how
 much longer they ran beside the collectives; and the longest idle gaps of
@@ -65,12 +66,19 @@ def summarize(trace, timing=None, gaps=12):
     busy = union([e["start_ms"], e["end_ms"]] for e in compute)
     comm = union([e["start_ms"], e["end_ms"]] for e in colls)
     exposed = subtract(comm, busy)
+    # Each collective's own exposed time, by the segment it belongs to
+    # (forward, backward, optimizer).
+    by_segment = {}
+    for e in colls:
+        alone = length(subtract([[e["start_ms"], e["end_ms"]]], busy))
+        by_segment[e["segment"]] = by_segment.get(e["segment"], 0.0) + alone
     summary = {
         "step_ms": trace["total_ms"],
         "compute_busy_ms": length(busy),
         "compute_idle_ms": trace["total_ms"] - length(busy),
         "collective_ms": length(comm),
         "collective_exposed_ms": length(exposed),
+        "collective_exposed_by_segment_ms": by_segment,
         "by_category_ms": {},
     }
     for e in compute + colls:
@@ -106,6 +114,9 @@ def print_summary(name, s):
     print(f"{name}: step {s['step_ms']:.2f} ms; compute busy {s['compute_busy_ms']:.2f}, idle "
           f"{s['compute_idle_ms']:.2f}; collectives {s['collective_ms']:.2f}, exposed "
           f"{s['collective_exposed_ms']:.2f}")
+    if s["collective_exposed_by_segment_ms"]:
+        print("  exposed collectives by segment: " + ", ".join(
+            f"{k} {v:.2f} ms" for k, v in sorted(s["collective_exposed_by_segment_ms"].items())))
     cats = s["by_category_ms"]
     alone = s.get("alone_by_category_ms", {})
     for c in sorted(cats):

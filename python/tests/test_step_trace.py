@@ -38,6 +38,7 @@ def test_exposed_collectives_and_gaps():
     assert s["compute_idle_ms"] == pytest.approx(2.0)
     assert s["collective_ms"] == pytest.approx(3.0)
     assert s["collective_exposed_ms"] == pytest.approx(2.0)
+    assert s["collective_exposed_by_segment_ms"] == {"forward": pytest.approx(2.0)}
     assert s["by_category_ms"] == {"gemm": 4.0, "collective": 3.0, "attention": 2.0}
     assert s["alone_by_category_ms"]["gemm"] == pytest.approx(3.0)
     assert s["gaps"][0]["ms"] == pytest.approx(2.0)
@@ -49,3 +50,19 @@ def test_timing_of_another_package_refused():
     trace = {"total_ms": 1.0, "entries": [entry("gemm", "gemm", 0, 0.0, 1.0, index=1)]}
     with pytest.raises(SystemExit, match="another package"):
         st.summarize(trace, {"entries": [{"kind": "launch", "index": 1, "ms": 1.0}]})
+
+
+def test_exposed_time_by_segment():
+    # A forward all-gather 1 ms exposed; a backward reduce-scatter covered by
+    # the weight gradient's GEMM but for its last 0.5 ms.
+    trace = {"total_ms": 6.0, "entries": [
+        entry("collective", "all_gather", 1, 0.0, 1.0, index=1),
+        entry("gemm", "gemm", 0, 1.0, 3.0, index=2),
+        entry("gemm", "gemm", 0, 3.0, 5.0, index=3, segment="backward"),
+        entry("collective", "reduce_scatter", 1, 3.0, 5.5, index=4, segment="backward"),
+    ]}
+    s = st.summarize(trace)
+    assert s["collective_exposed_ms"] == pytest.approx(1.5)
+    assert s["collective_exposed_by_segment_ms"] == {"forward": pytest.approx(1.0),
+                                                     "backward": pytest.approx(0.5)}
+    assert "alone_by_category_ms" not in s
