@@ -758,28 +758,13 @@ int runPackage(const RunPackageOptions &options) {
   StepTransfer transfer(loaded.step.get(), options.initState, loaded.layout);
   if (int code = runSteps(options, loaded, bound, transfer))
     return code;
-  if (options.timeSegments > 0) {
-    if (!loaded.loss)
-      return error(kExitUsage, "--time-segments needs a training step: the package has no "
-                               "scalar loss result to divide forward from backward");
-    // Each rank writes its own timings.
-    std::string json = loaded.env && !options.timingJson.empty()
-                           ? options.timingJson + ".rank" + std::to_string(loaded.env->rank)
-                           : options.timingJson;
-    if (int code = timeSegments(loaded.step.get(), loaded.loss->info.first,
-                                options.timeSegments, json, loaded.comm.get()))
+  if (options.timeSegments > 0 || !options.traceJson.empty())
+    if (int code = timeAndTrace(options, loaded.step.get(),
+                                loaded.loss ? std::optional<unsigned>(loaded.loss->info.first)
+                                            : std::nullopt,
+                                loaded.env ? std::optional<int>(loaded.env->rank) : std::nullopt,
+                                loaded.comm.get()))
       return code;
-  }
-  if (!options.traceJson.empty()) {
-    if (!loaded.loss)
-      return error(kExitUsage, "--trace-json needs a training step: the package has no "
-                               "scalar loss result to divide forward from backward");
-    std::string json = loaded.env ? options.traceJson + ".rank" + std::to_string(loaded.env->rank)
-                                  : options.traceJson;
-    if (int code = traceStep(loaded.step.get(), loaded.loss->info.first, 5, json,
-                             loaded.comm.get()))
-      return code;
-  }
   if (!options.outputs.empty())
     if (int code = writeOutputs(options.outputs, loaded, transfer))
       return code;

@@ -272,6 +272,28 @@ int traceStep(weft_step *step, unsigned lossIndex, int64_t runs, const std::stri
   return file.good() ? kExitOk : error("--trace-json: writing '" + jsonPath + "' failed");
 }
 
+int timeAndTrace(const RunPackageOptions &options, weft_step *step,
+                 std::optional<unsigned> lossIndex, std::optional<int> rank, weft_comm *comm) {
+  if (!lossIndex) {
+    printToolError("weft-run", llvm::Twine(options.timeSegments > 0 ? "--time-segments"
+                                                                     : "--trace-json") +
+                                   " needs a training step: the package has no scalar loss "
+                                   "result to divide forward from backward");
+    return kExitUsage;
+  }
+  auto ranked = [&](const std::string &path) {
+    return rank && !path.empty() ? path + ".rank" + std::to_string(*rank) : path;
+  };
+  if (options.timeSegments > 0)
+    if (int code = timeSegments(step, *lossIndex, options.timeSegments,
+                                ranked(options.timingJson), comm))
+      return code;
+  if (!options.traceJson.empty())
+    if (int code = traceStep(step, *lossIndex, /*runs=*/5, ranked(options.traceJson), comm))
+      return code;
+  return kExitOk;
+}
+
 /// --print-memory: the planned arena beside what cuMemGetInfo saw.
 int printStepMemory(weft_step *step, bool debugBuffers, const std::string &prefix,
                     std::optional<std::pair<size_t, size_t>> commMemory) {

@@ -5,6 +5,7 @@
 #ifndef WEFT_HOST_STEPTIMING_H
 #define WEFT_HOST_STEPTIMING_H
 
+#include "weft/Host/RunPackage.h"
 #include "weft_runtime.h"
 
 #include <cstdint>
@@ -61,6 +62,13 @@ int timeSegments(weft_step *step, unsigned lossIndex, int64_t runs, const std::s
 /// entry starts where the one before it on its stream ended).
 int traceStep(weft_step *step, unsigned lossIndex, int64_t runs, const std::string &jsonPath,
               weft_comm *comm = nullptr);
+
+/// weft-run --time-segments and --trace-json after the steps, each rank
+/// (`rank`, a multi-GPU run's) writing its own files (PATH.rankR).
+/// `lossIndex`: the schedule index of the step's scalar loss; without one
+/// both are refused (kExitUsage).
+int timeAndTrace(const RunPackageOptions &options, weft_step *step,
+                 std::optional<unsigned> lossIndex, std::optional<int> rank, weft_comm *comm);
 
 } // namespace weft
 

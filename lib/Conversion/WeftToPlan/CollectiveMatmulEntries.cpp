@@ -124,8 +124,8 @@ LogicalResult ScheduleBuilder::addLocalFirstGemms(Operation *op, const GemmCall 
                                                   int64_t index) {
   const LocalFirstGather &gather = localFirstGathers.find(op)->second;
   int64_t ranks = gather.ranks, rows = ranks > 0 ? call.m / ranks : 0;
-  int64_t bytes = call.dtype == "f32" ? 4 : 2;
-  auto aligned = [&](int64_t elements) { return elements * bytes % 256 == 0; };
+  // bf16 or f16 (gemmDtype): 2 bytes an element.
+  auto aligned = [](int64_t elements) { return elements * 2 % 256 == 0; };
   if (call.transA || call.batch != 1 || call.epilogue == "bgrad_a" ||
       call.m % ranks != 0 || call.a != gather.gathered || !aligned(rows * call.k) ||
       !aligned(rows * call.n) || (call.aux && !aligned(rows * call.auxLd)))
