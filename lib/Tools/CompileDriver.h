@@ -73,7 +73,8 @@ struct CompileOptions {
   cl::opt<int64_t> attentionStages{
       "attention-stages",
       cl::desc("Pipeline stages of the warpgroup attention kernels "
-               "(2..4; default: the tuning table's, else 2)"),
+               "(2..4; default: the tuning table's, else 2) and key blocks "
+               "in flight + 1 of the decode split kernel (2..4; default 4)"),
       cl::init(2), cl::cat(category)};
   cl::opt<std::string> attentionSchedule{
       "attention-schedule",

@@ -2,13 +2,15 @@
 """GPU check of Weft's split-KV decode kernels (flash decoding) on an H100.
 
   python test/gpu/decode_check.py DIR [--time] [--json FILE] [--points REGEX]
+                                      [--time-points REGEX]
 
 DIR holds the units `scripts/decode-units DIR` writes on the build machine
 (json + cubin; python + torch + the driver are all this needs): one per point of
 
     dtype {bf16, f16} x head_dim {64, 128, 256} x causal (bottom-right) and not
-    x batch {1, 8} x q rows {1, 4} x cache {4k, 16k, 128k}, 32 q heads over 4
-    kv heads (GQA 8:1)                                           (144 points)
+    x batch {1, 8, 64} x q rows {1, 4} x cache {4k, 16k, 32k, 128k}, 32 q
+    heads over 4 kv heads (GQA 8:1), without batch 64 x 128k at head_dim 256
+                                                                 (280 points)
 
 For each point, with fresh random q, k, v ~ N(0, 1) in the dtype and scale
 1/sqrt(d): a float64 reference of out and lse (per (batch, kv head), the
@@ -25,11 +27,13 @@ points it had no time for as NOT RUN (a failure) and the timings as NOT TIMED.
 
 --time: per point, the median over --iters runs (CUDA events around 20
 back-to-back launches queued behind a GPU sleep, so host overhead is not
-timed) of Weft's two kernels and of SDPA (enable_gqa, same mask), as
-achieved K+V read bandwidth (bytes of K and V / time) beside the device copy
-bandwidth (a 1 GiB torch copy, read + write bytes / time), printed as a
-table; "L2" marks caches small enough (< 40 MiB of K+V) to stay in the
-50 MB L2 between launches, where both sides read from L2.
+timed) of Weft's two kernels, of its split kernel alone and of SDPA
+(enable_gqa, same mask), as achieved K+V read bandwidth (bytes of K and V /
+time) beside the device copy bandwidth (a 1 GiB torch copy, read + write
+bytes / time), printed as a table and kept in the --json file's "timings"
+(--time-points REGEX: only the points it matches); "L2" marks caches
+small enough (< 40 MiB of K+V) to stay in the 50 MB L2 between launches,
+where both sides read from L2.
 Exit 1 on any failure.
 """
 import argparse
@@ -224,13 +228,14 @@ def time_point(unit, iters):
     tensors = {"q": q, "k": k, "v": v, "out": out, "lse": lse}
     kv_bytes = 2 * k.numel() * k.element_size()
     weft_ms = median_ms(unit.prepare(tensors, ws), iters)
+    split_ms = median_ms(unit.prepare(tensors, ws, roles=("decode_split",)), iters)
     try:
         mask = mask_of(unit)
         sdpa_ms = median_ms(lambda: sdpa(q, k, v, s["scale"], mask), iters)
     except RuntimeError as error:  # a backend without this mask / GQA
         print(f"  sdpa: {error}".splitlines()[0])
         sdpa_ms = float("nan")
-    return kv_bytes, weft_ms, sdpa_ms
+    return kv_bytes, weft_ms, split_ms, sdpa_ms
 
 
 _units = {}
@@ -249,6 +254,7 @@ def main():
     parser.add_argument("--time", action="store_true")
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--points", default="")
+    parser.add_argument("--time-points", default="")
     parser.add_argument("--json")
     parser.add_argument("--deadline", type=float, default=0.0)
     args = parser.parse_args()
@@ -279,21 +285,32 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"results": results, "failures": failures}, f, indent=1)
+    timings = []
     if args.time:
         copy = copy_bandwidth(args.iters)
         print(f"\ndevice copy bandwidth (1 GiB torch copy, read + write): {copy:.0f} GB/s")
         print(f"{'point':36s} {'KV MiB':>8s} {'weft us':>9s} {'GB/s':>7s} {'%copy':>6s} "
-              f"{'sdpa us':>9s} {'GB/s':>7s} {'speedup':>7s}")
+              f"{'split us':>9s} {'sdpa us':>9s} {'GB/s':>7s} {'speedup':>7s}")
         for meta in sorted(metas, key=point_name):
+            if not re.search(args.time_points, point_name(meta)):
+                continue
             if args.deadline and time.time() - started > args.deadline:
                 print(f"NOT TIMED {point_name(meta)} (deadline)")
                 continue
             unit = load_unit(meta)
-            kv_bytes, weft_ms, sdpa_ms = time_point(unit, args.iters)
+            kv_bytes, weft_ms, split_ms, sdpa_ms = time_point(unit, args.iters)
+            timings.append({"point": point_name(meta), "kv_bytes": kv_bytes, "weft_us": weft_ms * 1e3,
+                            "split_us": split_ms * 1e3, "sdpa_us": sdpa_ms * 1e3,
+                            "copy_gbps": copy})
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"results": results, "failures": failures, "timings": timings},
+                              f, indent=1)
             weft_bw = kv_bytes / (weft_ms * 1e-3) / 1e9
             sdpa_bw = kv_bytes / (sdpa_ms * 1e-3) / 1e9 if sdpa_ms == sdpa_ms else float("nan")
             print(f"{point_name(meta):36s} {kv_bytes / 2**20:8.1f} {weft_ms * 1e3:9.1f} "
-                  f"{weft_bw:7.0f} {100 * weft_bw / copy:5.0f}% {sdpa_ms * 1e3:9.1f} "
+                  f"{weft_bw:7.0f} {100 * weft_bw / copy:5.0f}% {split_ms * 1e3:9.1f} "
+                  f"{sdpa_ms * 1e3:9.1f} "
                   f"{sdpa_bw:7.0f} {sdpa_ms / weft_ms:7.2f}"
                   f"{'  L2' if kv_bytes < 40 * 2**20 else ''}", flush=True)
     print(f"\n{len(results)} points run, {len(failures)} failures")

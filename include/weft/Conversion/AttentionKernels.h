@@ -105,6 +105,11 @@ uint64_t dropoutThreshold(double p);
 /// block is 32 KiB whatever the head_dim.
 inline int64_t decodeBlockK(int64_t headDim) { return 8192 / headDim; }
 
+/// K + V blocks the decode split kernel keeps in shared memory at once when
+/// --attention-stages does not say (its `stages`: a cp.async ring, up to
+/// stages - 1 blocks in flight while one is computed on).
+inline constexpr int64_t kDecodeDefaultStages = 3;
+
 /// "head_major", "seq_major", "packed" or "packed_grouped" (SeqMajor with a
 /// packed flag, grouped or not): how
 /// weft-compile --attention-layout and the AOT units' metadata spell it.
@@ -176,7 +181,9 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
 /// The decode kernels (config.decodeRows > 0), in launch order:
 ///   decode_split(q, k, v, o_partial, lse_partial, <scalars>, num_splits,
 ///                keys_per_split): grid (num_splits, kv_heads, batch),
-///     decodeRows / 16 warps; split s takes keys [s * keys_per_split,
+///     decodeRows / 16 row groups of 1..4 warps that share each key block
+///     (at least 4 warps a CTA when the rows allow); split s takes keys
+///     [s * keys_per_split,
 ///     min((s + 1) * keys_per_split, k_len)) (keys_per_split a multiple of
 ///     blockK, num_splits = ceil(k_len / keys_per_split)).
 ///   decode_combine(o_partial, lse_partial, out, lse, <scalars>, num_splits,

@@ -103,8 +103,8 @@ std::string AttentionKernelConfig::suffix() const {
   if (dropoutP > 0.0)
     layoutPart += llvm::formatv("_drop{0}_r{1}", dropoutThreshold(dropoutP), rngId).str();
   if (decodeRows)
-    return llvm::formatv("{0}_d{1}_{2}_k{3}_dec{4}", bf16 ? "bf16" : "f16", headDim,
-                         causal ? "causal" : "full", blockK, decodeRows)
+    return llvm::formatv("{0}_d{1}_{2}_k{3}_dec{4}_s{5}", bf16 ? "bf16" : "f16", headDim,
+                         causal ? "causal" : "full", blockK, decodeRows, stages)
         .str();
   return llvm::formatv("{0}_d{1}_{2}_q{3}_k{4}{5}{6}", bf16 ? "bf16" : "f16", headDim,
                        causal ? "causal" : "full", blockQ, blockK,
@@ -177,9 +177,10 @@ static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, boo
                             "and 256, got {0}", config.headDim);
     return failure();
   }
-  if (config.decodeRows != 64 && config.decodeRows != 128) {
-    message = llvm::formatv("the decode attention kernels hold 64 or 128 query rows "
-                            "(group * q_len, padded) per CTA, got {0}",
+  if (config.decodeRows != 16 && config.decodeRows != 32 && config.decodeRows != 64 &&
+      config.decodeRows != 128) {
+    message = llvm::formatv("the decode attention kernels hold 16, 32, 64 or 128 query "
+                            "rows (group * q_len, padded) per CTA, got {0}",
                             config.decodeRows);
     return failure();
   }
@@ -191,6 +192,16 @@ static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, boo
   }
   if (config.layout != AttentionKernelConfig::Layout::HeadMajor || config.warpgroupMma) {
     message = "the decode attention kernels take head_major tensors and mma.sync";
+    return failure();
+  }
+  // 227 KiB is what an sm_90 CTA may opt in to.
+  if (config.stages < 2 || config.stages > 4 || decodeSplitSmemBytes(config) > 227 * 1024 ||
+      decodeMergeBytes(config) > decodeSplitSmemBytes(config)) {
+    message = llvm::formatv("the decode attention kernels keep 2..4 key blocks in "
+                            "shared memory within 227 KiB, got {0} stages ({1} bytes "
+                            "at head_dim {2} with {3} query rows)",
+                            config.stages, decodeSplitSmemBytes(config), config.headDim,
+                            config.decodeRows);
     return failure();
   }
   return success();
@@ -331,7 +342,7 @@ llvm::SmallVector<KernelSpec> decodeKernelSpecs(const AttentionKernelConfig &con
   split.threads = decodeSplitThreads(config);
   split.rowsPerBlock = config.decodeRows;
   split.overKeys = true;
-  split.dynamicSmemBytes = (config.decodeRows + 2 * config.blockK) * tilePitch(config.headDim);
+  split.dynamicSmemBytes = decodeSplitSmemBytes(config);
   KernelSpec combine = spec(config, "decode_combine", {"o_partial", "lse_partial", "out", "lse"});
   splitScalars(combine);
   combine.threads = config.headDim / 4;

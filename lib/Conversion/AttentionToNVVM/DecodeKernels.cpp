@@ -1,11 +1,12 @@
 // The split-KV decode kernels (flash decoding): a CTA of the split kernel
 // owns every query row of one (batch, kv head), the q heads of its GQA group
 // times q_len (group * q_len <= decodeRows, zero-padded), and one split of
-// the keys; it streams that split's K and V once through shared memory (16-byte
-// loads, all of a tile's loads issued before its stores), computes S = Q K^T
-// and O += P V with mma.sync m16n8k16 and an online softmax, and writes the
-// split's f32 partial O (normalised) and log-sum-exp. The combine kernel
-// merges the splits of one query row by log-sum-exp into O and lse.
+// the keys; it streams that split's K and V once through a ring of
+// `stages` shared-memory slots (16-byte cp.async copies, up to stages - 1
+// blocks in flight beside the one computed on), computes
+// S = Q K^T and O += P V with mma.sync m16n8k16 and an online softmax, and
+// writes the split's f32 partial O (normalised) and log-sum-exp. The combine
+// kernel merges the splits of one query row by log-sum-exp into O and lse.
 #include "ForwardParts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,16 +23,15 @@ namespace weft::gpu {
 
 namespace {
 
-/// Copies rows [0, blockK) of a K tile and a V tile (rows at or past
-/// `validRows` as zeros) into shared memory: every 16-byte load of both
-/// tiles first, then the stores, so each thread has all its loads in flight.
-void streamKvTiles(WarpEmitter &w, std::array<Value, 2> globals, Value globalPitch,
-                   Value validRows, int64_t rows, int64_t cols,
-                   std::array<int64_t, 2> sharedOffsets, int64_t sharedPitch, Value tid,
-                   int64_t threads) {
+/// Issues the cp.async copies of rows [0, rows) of a K tile and a V tile into
+/// shared memory, 16 bytes each (.cg: through L2 only, the cache is read
+/// once); rows at or past `validRows` are zero-filled (a source size of 0
+/// reads nothing), so a V row past k_len cannot bring a NaN into P V.
+void issueKvTiles(WarpEmitter &w, std::array<Value, 2> globals, Value globalPitch,
+                  Value validRows, int64_t rows, int64_t cols,
+                  std::array<Value, 2> sharedOffsets, int64_t sharedPitch, Value tid,
+                  int64_t threads) {
   const int64_t chunksPerRow = cols / 8, chunks = rows * chunksPerRow;
-  Value zero = LLVM::ZeroOp::create(w.b, w.v4i32);
-  SmallVector<std::pair<Value, Value>> pending; // (value, shared byte)
   for (int tile = 0; tile < 2; ++tile)
     for (int64_t first = 0; first < chunks; first += threads) {
       // rows * cols / 8 is a multiple of the thread count (checked by the
@@ -42,19 +42,34 @@ void streamKvTiles(WarpEmitter &w, std::array<Value, 2> globals, Value globalPit
       Value inRange = w.lt(row, validRows);
       Value safeRow = w.select(inRange, row, w.i32c(0));
       Value byteOffset = w.add(w.mul(safeRow, globalPitch), w.mul(column, w.i32c(16)));
-      Value value = w.load(w.v4i32, w.globalAt(globals[tile], w.toI64(byteOffset)), 16);
-      Value shared = w.add(w.i32c(sharedOffsets[tile]),
+      Value shared = w.add(sharedOffsets[tile],
                            w.add(w.mul(row, w.i32c(sharedPitch)), w.mul(column, w.i32c(16))));
-      pending.push_back({w.select(inRange, value, zero), shared});
+      w.cpAsync16(shared, w.globalAt(globals[tile], w.toI64(byteOffset)),
+                  w.select(inRange, w.i32c(16), w.i32c(0)));
     }
-  for (auto [value, shared] : pending)
-    w.store(value, w.sharedAt(shared), 16);
 }
 
 } // namespace
 
+int64_t decodeKeyColumns(const AttentionKernelConfig &config) {
+  // At least 4 warps share a CTA; a warp takes at least one 16-key mma step.
+  int64_t rowGroups = config.decodeRows / 16;
+  return std::max<int64_t>(1, std::min<int64_t>(4 / rowGroups, config.blockK / 16));
+}
+
 int64_t decodeSplitThreads(const AttentionKernelConfig &config) {
-  return config.decodeRows / 16 * 32;
+  return config.decodeRows / 16 * decodeKeyColumns(config) * 32;
+}
+
+int64_t decodeSplitSmemBytes(const AttentionKernelConfig &config) {
+  return (config.decodeRows + config.stages * 2 * config.blockK) * tilePitch(config.headDim);
+}
+
+int64_t decodeMergeBytes(const AttentionKernelConfig &config) {
+  if (decodeKeyColumns(config) == 1)
+    return 0;
+  int64_t warps = decodeSplitThreads(config) / 32;
+  return warps * 16 * (config.headDim + 2) * 4;
 }
 
 void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
@@ -67,13 +82,23 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   Value keysPerSplit = func.getArgument(12);
   const int64_t d = config.headDim, blockK = config.blockK, rowsPadded = config.decodeRows;
   const int64_t pitch = tilePitch(d), threads = decodeSplitThreads(config);
-  const int64_t kSteps = d / 16, keyTiles = blockK / 8, dTiles = d / 8;
-  const int64_t smemK = rowsPadded * pitch, smemV = smemK + blockK * pitch;
+  const int64_t stages = config.stages, columns = decodeKeyColumns(config);
+  const int64_t warpKeys = blockK / columns;
+  const int64_t kSteps = d / 16, keyTiles = warpKeys / 8, dTiles = d / 8;
+  // Shared memory: Q's padded rows, then stages slots of a K tile
+  // and a V tile each.
+  const int64_t smemSlots = rowsPadded * pitch, slotBytes = 2 * blockK * pitch;
 
   // grid: x = split, y = kv head, z = batch. The group's q heads are
   // consecutive, so its group * q_len query rows are one contiguous block.
+  // Warp w owns rows [16 (w / columns), + 16) and keys [warpKeys (w %
+  // columns), + warpKeys) of every block; with columns > 1 the warps of a
+  // row group merge their softmax states at the end.
   ForwardRows r{&config, s, LaneIds(e), QueryBlock(e, s, 16), {}, {}, {}, {}};
   Value tid = r.ids.tid, warp = r.ids.warp, lane = r.ids.lane;
+  Value rowGroup = e.divu(warp, e.i32c(columns));
+  Value column = arith::RemUIOp::create(b, warp, e.i32c(columns));
+  Value keyOffset = e.mul(column, e.i32c(warpKeys));
   Value split = e.blockId(0), kvHead = e.blockId(1), batch = e.blockId(2);
   Value group = e.divu(s.qHeads, s.kvHeads);
   Value headFirst = e.mul(kvHead, group);
@@ -81,6 +106,29 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   Value row0 = e.mul(e.add(e.mul(batch, s.qHeads), headFirst), s.qLen);
   TensorRows qRows(e, config, s, AttentionOperand::Q), kRows(e, config, s, AttentionOperand::K),
       vRows(e, config, s, AttentionOperand::V);
+
+  Value kStart = e.mul(split, keysPerSplit);
+  Value kStop = e.minsi(s.kLen, e.add(kStart, keysPerSplit));
+  Value keyBlocks = e.ceilDiv(e.sub(kStop, kStart), blockK);
+  // Block kb's K and V go to slot kb % stages as one cp.async group; every
+  // thread commits a group per block index, issued or not (past the split's
+  // last block), so the loop's group count names a block.
+  auto issueBlock = [&](WarpEmitter &w, Value kb) {
+    w.ifThen(w.lt(kb, keyBlocks), [&] {
+      Value k0 = w.add(kStart, w.mul(kb, w.i32c(blockK)));
+      Value slot = arith::RemUIOp::create(w.b, kb, w.i32c(stages));
+      Value kAt = w.add(w.i32c(smemSlots), w.mul(slot, w.i32c(slotBytes)));
+      issueKvTiles(w,
+                   {w.globalAt(k, kRows.at(w, batch, kvHead, k0)),
+                    w.globalAt(v, vRows.at(w, batch, kvHead, k0))},
+                   kRows.pitch, w.minsi(w.i32c(blockK), w.sub(s.kLen, k0)), blockK, d,
+                   {kAt, w.add(kAt, w.i32c(blockK * pitch))}, pitch, tid, threads);
+    });
+    w.cpAsyncCommit();
+  };
+  // The first blocks' copies go out before Q's (which wait for their loads).
+  for (int64_t first = 0; first + 1 < stages; ++first)
+    issueBlock(e, e.i32c(first));
   e.copyTile(e.globalAt(q, qRows.at(e, batch, headFirst, e.i32c(0))), qRows.pitch, validRows,
              rowsPadded, d, e.i32c(0), pitch, tid, threads);
 
@@ -88,24 +136,22 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   // Row m = head_in_group * q_len + i; bottom-right causal: query i sees keys
   // j <= i + k_len - q_len. onlineSoftmaxStep masks col > rows[h] when causal.
   Value lastKey = e.sub(s.kLen, s.qLen);
+  std::array<Value, 2> ctaRows;
   for (int h = 0; h < 2; ++h) {
-    Value m = e.add(e.add(e.mul(warp, e.i32c(16)), r.ids.g), e.i32c(8 * h));
-    Value i = arith::RemUIOp::create(b, m, s.qLen);
+    ctaRows[h] = e.add(e.add(e.mul(rowGroup, e.i32c(16)), r.ids.g), e.i32c(8 * h));
+    Value i = arith::RemUIOp::create(b, ctaRows[h], s.qLen);
     r.rows[h] = e.add(i, lastKey);
   }
   // Keys a whole block may see unmasked: up to k_len - q_len when causal.
   Value unmaskedEnd = config.causal ? e.add(lastKey, e.i32c(1)) : s.kLen;
 
-  Value kStart = e.mul(split, keysPerSplit);
-  Value kStop = e.minsi(s.kLen, e.add(kStart, keysPerSplit));
-  Value keyBlocks = e.ceilDiv(e.sub(kStop, kStart), blockK);
-  Value kLane = e.laneOffsetB(lane, pitch), vLane = e.laneOffsetBTransposed(lane, pitch);
-  Value warpRows = e.add(e.mul(warp, e.i32c(16 * pitch)), e.laneOffsetA(lane, pitch));
+  Value kLane = e.add(e.laneOffsetB(lane, pitch), e.mul(keyOffset, e.i32c(pitch)));
+  Value vLane = e.add(e.laneOffsetBTransposed(lane, pitch), e.mul(keyOffset, e.i32c(pitch)));
+  Value warpRows = e.add(e.mul(rowGroup, e.i32c(16 * pitch)), e.laneOffsetA(lane, pitch));
   e.barrier();
   // Q's fragments stay in registers at head_dim 64; above, they are re-read
   // from shared memory each block (8 or 16 ldmatrix per warp), which leaves
-  // the room for the accumulator and the block's 16 loads in flight (at 128
-  // in registers they spilled).
+  // the room for the accumulator (at 128 in registers they spilled).
   bool qInRegisters = d <= 64;
   SmallVector<Quad> qFrag;
   if (qInRegisters)
@@ -118,58 +164,148 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
         ImplicitLocOpBuilder lb(loc, nested);
         WarpEmitter w(lb, config.bf16);
         Value k0 = w.add(kStart, w.mul(kb, w.i32c(blockK)));
-        Value kValid = w.minsi(w.i32c(blockK), w.sub(s.kLen, k0));
-        w.barrier(); // every warp is done with the previous K and V tiles
-        streamKvTiles(w,
-                      {w.globalAt(k, kRows.at(w, batch, kvHead, k0)),
-                       w.globalAt(v, vRows.at(w, batch, kvHead, k0))},
-                      kRows.pitch, kValid, blockK, d, {smemK, smemV}, pitch, tid, threads);
+        // Blocks up to kb + stages - 2 are committed: waiting until
+        // at most stages - 2 groups are pending lands this thread's
+        // copies of block kb; after the barrier every thread's have, and
+        // every warp is done with block kb - 1, whose slot block kb +
+        // stages - 1 then takes.
+        w.cpAsyncWait(stages - 2);
         w.barrier();
+        issueBlock(w, w.add(kb, w.i32c(stages - 1)));
+        Value slot = arith::RemUIOp::create(lb, kb, w.i32c(stages));
+        Value smemK = w.add(w.i32c(smemSlots), w.mul(slot, w.i32c(slotBytes)));
+        Value smemV = w.add(smemK, w.i32c(blockK * pitch));
         SmallVector<Quad> a = qInRegisters ? qFrag : w.loadA(warpRows, kSteps);
-        SmallVector<Quad> scores = w.mmaABt(a, w.i32c(smemK), kLane, keyTiles, pitch);
+        SmallVector<Quad> scores = w.mmaABt(a, smemK, kLane, keyTiles, pitch);
         Value maskNeeded = w.lt(unmaskedEnd, w.add(k0, w.i32c(blockK)));
         SmallVector<Value> next(state.begin(), state.end());
-        std::array<Value, 2> alpha = onlineSoftmaxStep(w, r, scores, k0, state, next, maskNeeded);
+        std::array<Value, 2> alpha =
+            onlineSoftmaxStep(w, r, scores, w.add(k0, keyOffset), state, next, maskNeeded);
         SmallVector<Quad> acc(dTiles);
         for (int64_t dt = 0; dt < dTiles; ++dt)
           for (int j = 0; j < 4; ++j)
             acc[dt][j] = w.fmul(state[4 + dt * 4 + j], alpha[j / 2]);
-        w.mmaAB(w.toA(scores), w.i32c(smemV), vLane, acc, pitch);
+        w.mmaAB(w.toA(scores), smemV, vLane, acc, pitch);
         for (int64_t dt = 0; dt < dTiles; ++dt)
           for (int j = 0; j < 4; ++j)
             next[4 + dt * 4 + j] = acc[dt][j];
         scf::YieldOp::create(lb, next);
       });
+  ValueRange state = loop.getResults();
 
   // The split's partial O (normalised by its own row sum) and lse, f32:
   // o_partial [num_splits, rows, d], lse_partial [num_splits, rows] with rows
-  // = batch * q_heads * q_len (the query rows in [b, h, s] order).
-  ValueRange state = loop.getResults();
+  // = batch * q_heads * q_len (the query rows in [b, h, s] order). `max` is
+  // the row's running maximum (log2 units), `sum` its whole row sum, oAt(dt,
+  // h, j) this lane's unnormalised O of tile dt in [0, tiles), written at
+  // columns colBase + 8 dt + 2 t + j.
   Value totalRows = e.mul(e.mul(s.batch, s.qHeads), s.qLen);
   Value t = r.ids.t;
-  for (int h = 0; h < 2; ++h) {
-    Value rowSum = e.quadSum(state[2 + h]);
-    Value positive = e.fgt(rowSum, r.zeroF);
-    Value inverse = e.select(positive, arith::DivFOp::create(b, e.f32c(1.0), rowSum), r.zeroF);
-    Value mUse = e.select(e.feq(state[h], r.minusInf), r.zeroF, state[h]);
-    Value rowLse = e.select(positive,
-                            e.fmul(e.fadd(mUse, e.log2(rowSum)), e.f32c(llvm::numbers::ln2)),
-                            r.minusInf);
-    Value m = e.add(e.add(e.mul(warp, e.i32c(16)), r.ids.g), e.i32c(8 * h));
-    e.ifThen(e.lt(m, validRows), [&] {
-      Value flatRow = e.add(e.mul(e.toI64(split), e.toI64(totalRows)), e.toI64(e.add(row0, m)));
-      Value rowAt = e.globalAt(oPartial, e.mul(flatRow, e.i64c(d * 4)));
-      for (int64_t dt = 0; dt < dTiles; ++dt)
-        for (int j = 0; j < 2; ++j) {
-          Value column = e.add(e.mul(t, e.i32c(2)), e.i32c(dt * 8 + j));
-          e.store(e.fmul(state[4 + dt * 4 + 2 * h + j], inverse),
-                  e.globalAt(rowAt, e.toI64(e.mul(column, e.i32c(4)))), 4);
-        }
-      e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, e.i32c(0)), [&] {
-        e.store(rowLse, e.globalAt(lsePartial, e.mul(flatRow, e.i64c(4))), 4);
+  auto storeRows = [&](std::array<Value, 2> max, std::array<Value, 2> sum,
+                       llvm::function_ref<Value(int64_t, int, int)> oAt, int64_t tiles,
+                       Value colBase, Value writesLse) {
+    for (int h = 0; h < 2; ++h) {
+      Value positive = e.fgt(sum[h], r.zeroF);
+      Value inverse = e.select(positive, arith::DivFOp::create(b, e.f32c(1.0), sum[h]), r.zeroF);
+      Value mUse = e.select(e.feq(max[h], r.minusInf), r.zeroF, max[h]);
+      Value rowLse = e.select(
+          positive, e.fmul(e.fadd(mUse, e.log2(sum[h])), e.f32c(llvm::numbers::ln2)), r.minusInf);
+      e.ifThen(e.lt(ctaRows[h], validRows), [&] {
+        Value flatRow = e.add(e.mul(e.toI64(split), e.toI64(totalRows)),
+                              e.toI64(e.add(row0, ctaRows[h])));
+        Value rowAt = e.globalAt(oPartial, e.mul(flatRow, e.i64c(d * 4)));
+        for (int64_t dt = 0; dt < tiles; ++dt)
+          for (int j = 0; j < 2; ++j) {
+            Value col = e.add(colBase, e.add(e.mul(t, e.i32c(2)), e.i32c(dt * 8 + j)));
+            e.store(e.fmul(oAt(dt, h, j), inverse),
+                    e.globalAt(rowAt, e.toI64(e.mul(col, e.i32c(4)))), 4);
+          }
+        e.ifThen(writesLse, [&] {
+          e.store(rowLse, e.globalAt(lsePartial, e.mul(flatRow, e.i64c(4))), 4);
+        });
       });
-    });
+    }
+  };
+  Value firstLane = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, e.i32c(0));
+  if (columns == 1) {
+    storeRows({state[0], state[1]}, {e.quadSum(state[2]), e.quadSum(state[3])},
+              [&](int64_t dt, int h, int j) { return state[4 + dt * 4 + 2 * h + j]; }, dTiles,
+              e.i32c(0), firstLane);
+    mlir::gpu::ReturnOp::create(b);
+    return;
   }
+
+  // Merge: every warp puts its rows' maximum, sum and unnormalised O in
+  // shared memory (O at [warp][row][d] f32, then max and sum at [warp][row]
+  // each; the K/V slots are free once every warp left the loop), then the
+  // warp of column c merges its row group's `columns` states for the tiles
+  // [c dTiles / columns, + dTiles / columns) and writes them.
+  const int64_t warps = threads / 32, oBytes = warps * 16 * d * 4;
+  const int64_t maxAt = oBytes, sumAt = oBytes + warps * 16 * 4;
+  auto oSlot = [&](Value ofWarp, Value row, int64_t dt, int j) {
+    Value col = e.add(e.mul(t, e.i32c(2)), e.i32c(dt * 8 + j));
+    return e.add(e.mul(e.add(e.mul(ofWarp, e.i32c(16)), row), e.i32c(d * 4)),
+                 e.mul(col, e.i32c(4)));
+  };
+  auto rowSlot = [&](int64_t base, Value ofWarp, Value row) {
+    return e.add(e.i32c(base), e.mul(e.add(e.mul(ofWarp, e.i32c(16)), row), e.i32c(4)));
+  };
+  e.barrier();
+  for (int h = 0; h < 2; ++h) {
+    Value row = e.add(r.ids.g, e.i32c(8 * h));
+    Value sum = e.quadSum(state[2 + h]);
+    e.ifThen(firstLane, [&] {
+      e.store(state[h], e.sharedAt(rowSlot(maxAt, warp, row)), 4);
+      e.store(sum, e.sharedAt(rowSlot(sumAt, warp, row)), 4);
+    });
+    for (int64_t dt = 0; dt < dTiles; ++dt)
+      for (int j = 0; j < 2; ++j)
+        e.store(state[4 + dt * 4 + 2 * h + j], e.sharedAt(oSlot(warp, row, dt, j)), 4);
+  }
+  e.barrier();
+  const int64_t tilesPerWarp = dTiles / columns;
+  std::array<Value, 2> max, sum;
+  SmallVector<SmallVector<Value>> weights(2);
+  for (int h = 0; h < 2; ++h) {
+    Value row = e.add(r.ids.g, e.i32c(8 * h));
+    SmallVector<Value> maxes, sums;
+    for (int64_t c = 0; c < columns; ++c) {
+      Value ofWarp = e.add(e.mul(rowGroup, e.i32c(columns)), e.i32c(c));
+      maxes.push_back(e.load(e.f32, e.sharedAt(rowSlot(maxAt, ofWarp, row)), 4));
+      sums.push_back(e.load(e.f32, e.sharedAt(rowSlot(sumAt, ofWarp, row)), 4));
+    }
+    max[h] = maxes[0];
+    for (int64_t c = 1; c < columns; ++c)
+      max[h] = e.fmax(max[h], maxes[c]);
+    // A column whose keys all lay past k_len or the diagonal has max -inf
+    // and weight 0.
+    Value mUse = e.select(e.feq(max[h], r.minusInf), r.zeroF, max[h]);
+    sum[h] = r.zeroF;
+    for (int64_t c = 0; c < columns; ++c) {
+      weights[h].push_back(e.exp2(e.fsub(maxes[c], mUse)));
+      sum[h] = e.fadd(sum[h], e.fmul(weights[h][c], sums[c]));
+    }
+  }
+  SmallVector<Value> merged(dTiles * 4);
+  for (int h = 0; h < 2; ++h) {
+    Value row = e.add(r.ids.g, e.i32c(8 * h));
+    for (int64_t i = 0; i < tilesPerWarp; ++i)
+      for (int j = 0; j < 2; ++j) {
+        // Tile column * tilesPerWarp + i of each warp of the row group.
+        Value total = r.zeroF;
+        for (int64_t c = 0; c < columns; ++c) {
+          Value ofWarp = e.add(e.mul(rowGroup, e.i32c(columns)), e.i32c(c));
+          Value at = e.add(oSlot(ofWarp, row, i, j),
+                           e.mul(column, e.i32c(tilesPerWarp * 8 * 4)));
+          total = e.fadd(total, e.fmul(weights[h][c], e.load(e.f32, e.sharedAt(at), 4)));
+        }
+        merged[i * 4 + 2 * h + j] = total;
+      }
+  }
+  storeRows(max, sum, [&](int64_t dt, int h, int j) { return merged[dt * 4 + 2 * h + j]; },
+            tilesPerWarp, e.mul(column, e.i32c(tilesPerWarp * 8)),
+            e.andi(firstLane, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, column,
+                                                    e.i32c(0))));
   mlir::gpu::ReturnOp::create(b);
 }
 
@@ -188,17 +324,37 @@ void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   Value totalRows = e.toI64(e.mul(e.mul(s.batch, s.qHeads), s.qLen));
   Value minusInf = e.f32c(-std::numeric_limits<double>::infinity());
   Value zeroF = e.f32c(0.0);
-  auto lseOf = [&](WarpEmitter &w, Value split) {
-    Value flat = w.add(w.mul(w.toI64(split), totalRows), w.toI64(row));
-    return std::make_pair(w.load(w.f32, w.globalAt(lsePartial, w.mul(flat, w.i64c(4))), 4),
-                          flat);
+  // The splits are read kSplitsAtOnce at a time, every load of a group
+  // issued before its values are used, so the loop waits for an L2 round
+  // trip per group rather than per split. A group's slots past the last
+  // split re-read the last one and are discarded.
+  constexpr int64_t kSplitsAtOnce = 8;
+  Value groups = e.ceilDiv(numSplits, kSplitsAtOnce);
+  Value lastSplit = e.sub(numSplits, e.i32c(1));
+  auto splitsOf = [&](WarpEmitter &w, Value group) {
+    SmallVector<std::pair<Value, Value>> splits; // (in range, flat row)
+    for (int64_t u = 0; u < kSplitsAtOnce; ++u) {
+      Value split = w.add(w.mul(group, w.i32c(kSplitsAtOnce)), w.i32c(u));
+      Value flat = w.add(w.mul(w.toI64(w.minsi(split, lastSplit)), totalRows), w.toI64(row));
+      splits.push_back({w.lt(split, numSplits), flat});
+    }
+    return splits;
+  };
+  auto lseAt = [&](WarpEmitter &w, Value flat) {
+    return w.load(w.f32, w.globalAt(lsePartial, w.mul(flat, w.i64c(4))), 4);
   };
   auto maxLoop = scf::ForOp::create(
-      b, e.i32c(0), numSplits, e.i32c(1), ValueRange{minusInf},
-      [&](OpBuilder &nested, Location loc, Value split, ValueRange state) {
+      b, e.i32c(0), groups, e.i32c(1), ValueRange{minusInf},
+      [&](OpBuilder &nested, Location loc, Value group, ValueRange state) {
         ImplicitLocOpBuilder lb(loc, nested);
         WarpEmitter w(lb, config.bf16);
-        scf::YieldOp::create(lb, ValueRange{w.fmax(state[0], lseOf(w, split).first)});
+        SmallVector<Value> values;
+        for (auto [inRange, flat] : splitsOf(w, group))
+          values.push_back(w.select(inRange, lseAt(w, flat), minusInf));
+        Value max = state[0];
+        for (Value value : values)
+          max = w.fmax(max, value);
+        scf::YieldOp::create(lb, ValueRange{max});
       });
   Value maxLse = maxLoop.getResult(0);
   Value mUse = e.select(e.feq(maxLse, minusInf), zeroF, maxLse);
@@ -206,20 +362,25 @@ void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   VectorType v4f32 = VectorType::get({4}, e.f32);
   SmallVector<Value> init(5, zeroF);
   auto sumLoop = scf::ForOp::create(
-      b, e.i32c(0), numSplits, e.i32c(1), init,
-      [&](OpBuilder &nested, Location loc, Value split, ValueRange state) {
+      b, e.i32c(0), groups, e.i32c(1), init,
+      [&](OpBuilder &nested, Location loc, Value group, ValueRange state) {
         ImplicitLocOpBuilder lb(loc, nested);
         WarpEmitter w(lb, config.bf16);
-        auto [splitLse, flat] = lseOf(w, split);
-        // A split whose rows saw no key has lse -inf and weight 0.
-        Value weight = w.exp2(w.fmul(w.fsub(splitLse, mUse), log2e));
-        Value at = w.add(w.mul(flat, w.i64c(d * 4)), w.toI64(w.mul(tid, w.i32c(16))));
-        Value partial = w.load(v4f32, w.globalAt(oPartial, at), 16);
-        SmallVector<Value> next;
-        next.push_back(w.fadd(state[0], weight));
-        for (int j = 0; j < 4; ++j) {
-          Value element = LLVM::ExtractElementOp::create(lb, partial, w.i32c(j));
-          next.push_back(w.fadd(state[1 + j], w.fmul(weight, element)));
+        SmallVector<std::array<Value, 3>> loaded; // (in range, lse, partial)
+        for (auto [inRange, flat] : splitsOf(w, group)) {
+          Value at = w.add(w.mul(flat, w.i64c(d * 4)), w.toI64(w.mul(tid, w.i32c(16))));
+          loaded.push_back(
+              {inRange, lseAt(w, flat), w.load(v4f32, w.globalAt(oPartial, at), 16)});
+        }
+        SmallVector<Value> next(state.begin(), state.end());
+        for (auto [inRange, splitLse, partial] : loaded) {
+          // A split whose rows saw no key has lse -inf and weight 0.
+          Value weight = w.select(inRange, w.exp2(w.fmul(w.fsub(splitLse, mUse), log2e)), zeroF);
+          next[0] = w.fadd(next[0], weight);
+          for (int j = 0; j < 4; ++j) {
+            Value element = LLVM::ExtractElementOp::create(lb, partial, w.i32c(j));
+            next[1 + j] = w.fadd(next[1 + j], w.fmul(weight, element));
+          }
         }
         scf::YieldOp::create(lb, next);
       });

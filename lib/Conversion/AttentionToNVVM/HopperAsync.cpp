@@ -1,4 +1,4 @@
-// WarpEmitter's Hopper asynchronous part: mbarriers (init, arrive, expected
+// WarpEmitter's asynchronous part: cp.async copies, mbarriers (init, arrive, expected
 // transaction bytes, parity waits), TMA tensor loads into shared memory and
 // warpgroup register reallocation, as inline PTX (the forms CUTLASS uses;
 // the NVVM ops' spellings move between LLVM releases).
@@ -71,6 +71,17 @@ void WarpEmitter::namedBarrierSync(Value id, int64_t threads) {
 
 void WarpEmitter::namedBarrierArrive(Value id, int64_t threads) {
   inlineAsm("bar.arrive $0, " + std::to_string(threads) + ";", "r", {id});
+}
+
+void WarpEmitter::cpAsync16(Value destination, Value source, Value sourceBytes) {
+  inlineAsm("cp.async.cg.shared.global.L2::128B [$0], [$1], 16, $2;", "r,l,r",
+            {sharedAddress(destination), source, sourceBytes});
+}
+
+void WarpEmitter::cpAsyncCommit() { inlineAsm("cp.async.commit_group;", "", {}); }
+
+void WarpEmitter::cpAsyncWait(int64_t pending) {
+  inlineAsm("cp.async.wait_group " + std::to_string(pending) + ";", "", {});
 }
 
 } // namespace weft::gpu

@@ -45,9 +45,16 @@ inline TmaForwardLayout tmaForwardLayout(const AttentionKernelConfig &config) {
 }
 
 void emitForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
-/// The split-KV decode kernels (DecodeKernels.cpp); the split kernel's CTA has
-/// decodeRows / 16 warps.
+/// The split-KV decode kernels (DecodeKernels.cpp). The split kernel's CTA
+/// has decodeRows / 16 row groups of decodeKeyColumns warps each; the warps
+/// of a row group take the key columns of every block and merge their
+/// softmax states at the end in decodeMergeBytes of shared memory (0 when
+/// there is one column).
+int64_t decodeKeyColumns(const AttentionKernelConfig &config);
 int64_t decodeSplitThreads(const AttentionKernelConfig &config);
+int64_t decodeMergeBytes(const AttentionKernelConfig &config);
+/// Q's padded rows and `stages` K + V slots.
+int64_t decodeSplitSmemBytes(const AttentionKernelConfig &config);
 void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);

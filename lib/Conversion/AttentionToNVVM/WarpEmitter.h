@@ -181,6 +181,14 @@ public:
   /// CTA-wide barrier) completed by `threads` threads in all.
   void namedBarrierSync(mlir::Value id, int64_t threads);
   void namedBarrierArrive(mlir::Value id, int64_t threads);
+  /// cp.async.cg of 16 bytes from global `source` to shared `destination`
+  /// (a byte offset; L2 fetches the whole 128-byte line), reading
+  /// `sourceBytes` (i32, 16 or 0) of them and
+  /// zero-filling the rest; commit closes this thread's group of copies,
+  /// wait blocks until at most `pending` of its groups are in flight.
+  void cpAsync16(mlir::Value destination, mlir::Value source, mlir::Value sourceBytes);
+  void cpAsyncCommit();
+  void cpAsyncWait(int64_t pending);
 
 private:
   mlir::Type elementType;

@@ -120,9 +120,10 @@ int64_t decodeRowsFor(const AttentionShapes &shapes, const KernelEmitOptions &op
       shapes.qLen >= shapes.kLen || shapes.kvHeads == 0)
     return 0;
   int64_t rows = shapes.qHeads / shapes.kvHeads * shapes.qLen;
-  if (rows <= 64)
-    return 64;
-  return rows <= 128 ? 128 : 0;
+  for (int64_t padded : {16, 32, 64, 128})
+    if (rows <= padded)
+      return padded;
+  return 0;
 }
 
 /// C identifiers only: a function name's other characters become '_'.
@@ -174,6 +175,7 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
       site.config.decodeRows = rows;
       site.config.blockQ = rows;
       site.config.blockK = decodeBlockK(shapes->headDim);
+      site.config.stages = options.fixedStages.value_or(kDecodeDefaultStages);
       std::string message;
       if (failed(verifyAttentionKernelConfig(site.config, false, message)))
         return op->emitError(message);

@@ -137,9 +137,10 @@ class DecodeUnit:
         (torch's current one)."""
         self.prepare(tensors, workspace, stream)()
 
-    def prepare(self, tensors, workspace, stream=None):
+    def prepare(self, tensors, workspace, stream=None, roles=ROLES):
         """Checks the arguments once; returns a function that enqueues the two
-        kernels (only the cuLaunchKernel calls, for timing)."""
+        kernels (only the cuLaunchKernel calls, for timing); `roles` keeps
+        some of them (the split kernel alone, to time it)."""
         import torch
         self.check_arguments(tensors, workspace)
         stream = ctypes.c_void_p((stream or torch.cuda.current_stream()).cuda_stream)
@@ -152,6 +153,8 @@ class DecodeUnit:
                       num_splits=d["num_splits"], keys_per_split=d["keys_per_split"])
         launches = []
         for kernel, function in zip(self.kernels, self.functions):
+            if kernel["role"] not in roles:
+                continue
             storage = []
             for param in kernel["params"]:
                 value = values[param["name"]]

@@ -9,36 +9,54 @@
 // RUN: FileCheck %s --check-prefix=SHORT < %t/decode_attention_2.json
 // RUN: FileCheck %s --check-prefix=SRC < %t/decode_attention_0.c
 // RUN: FileCheck %s --check-prefix=PTX < %t/decode_attention_0.ptx
+// RUN: rm -rf %t2 && weft-compile %s --emit=kernels --attention-stages 2 -o %t2
+// RUN: FileCheck %s --check-prefix=TWO < %t2/decode_attention_0.json
+// RUN: not weft-compile %s --emit=kernels --attention-stages 5 -o %t3 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=FIVE
+
+// --attention-stages 2: (32 + 2 * 2 * 64) * 272 = 78336 bytes, two CTAs per SM
+// by shared memory, as with 3 stages: the same split rule.
+// TWO: "decode": {
+// TWO-NEXT: "rows": 32,
+// TWO-NEXT: "num_splits": 64,
+// TWO-NEXT: "keys_per_split": 256,
+// TWO-NEXT: "sm_count": 132,
+// TWO-NEXT: "ctas_per_sm": 2
+// TWO: "name": "weft_attn_decode_split_bf16_d128_causal_k64_dec32_s2",
+// TWO: "dynamic_smem_bytes": 78336,
+// TWO-NEXT: "registers": {{[1-9][0-9]*}},
+// TWO-NEXT: "spill_store_bytes": 0,
+// FIVE: emit-kernels-decode.mlir:{{[0-9]+}}:12: error: the decode attention kernels keep 2..4 key blocks in shared memory within 227 KiB, got 5 stages (182784 bytes at head_dim 128 with 32 query rows)
 
 // bf16, d 128, 32 q heads over 4 kv heads, 4 query rows over 16384 keys:
-// 8 * 4 = 32 rows per CTA (padded to 64, 4 warps). Shared memory: (64 rows
-// of Q + 2 * 64 keys) * (128 + 8) * 2 bytes = 52224. ptxas gives the split
-// kernel 134 registers: 136 * 32 per warp * 4 warps = 17408 of the 65536,
-// so 3 CTAs per SM (shared memory would allow 4). Split rule: one wave of
-// 132 * 3 = 396 slots over 4 CTAs a split (1 batch x 4 kv heads) = 99 splits,
-// ceil(256 blocks of 64 keys / 99) = 3 blocks = 192 keys a split, so
-// ceil(16384 / 192) = 86 splits. Workspace: 86 splits * 128 rows * (128 + 1)
-// * 4 = 5680128 bytes, lse_partial after 86 * 128 * 128 * 4 = 5636096.
+// 8 * 4 = 32 rows per CTA, two row groups of 16, each of two warps that take
+// 32 of every block's 64 keys (4 warps). Shared memory: (32 rows of Q + 3
+// stages * 2 * 64 keys) * (128 + 8) * 2 bytes = 113152, so two CTAs per SM.
+// Split rule: one wave of 132 * 2 slots over 4 CTAs a split (1 batch x 4 kv
+// heads) = 66 splits, ceil(256 blocks of 64 keys / 66) = 4 blocks = 256 keys
+// a split, so 16384 / 256 = 64 splits. Workspace: 64 splits * 128 rows *
+// (128 + 1) * 4 = 4227072 bytes, lse_partial after 64 * 128 * 128 * 4 =
+// 4194304.
 // CAUSAL: "causal": true,
 // CAUSAL: "block_k": 64,
 // CAUSAL: "decode": {
-// CAUSAL-NEXT: "rows": 64,
-// CAUSAL-NEXT: "num_splits": 86,
-// CAUSAL-NEXT: "keys_per_split": 192,
+// CAUSAL-NEXT: "rows": 32,
+// CAUSAL-NEXT: "num_splits": 64,
+// CAUSAL-NEXT: "keys_per_split": 256,
 // CAUSAL-NEXT: "sm_count": 132,
-// CAUSAL-NEXT: "ctas_per_sm": 3
-// CAUSAL: "name": "weft_attn_decode_split_bf16_d128_causal_k64_dec64",
+// CAUSAL-NEXT: "ctas_per_sm": 2
+// CAUSAL: "name": "weft_attn_decode_split_bf16_d128_causal_k64_dec32_s3",
 // CAUSAL-NEXT: "role": "decode_split",
 // CAUSAL: "threads": 128,
 // CAUSAL-NEXT: "grid": [
-// CAUSAL-NEXT: 86,
+// CAUSAL-NEXT: 64,
 // CAUSAL-NEXT: 4,
 // CAUSAL-NEXT: 1
-// CAUSAL: "dynamic_smem_bytes": 52224,
+// CAUSAL: "dynamic_smem_bytes": 113152,
 // CAUSAL-NEXT: "registers": {{[1-9][0-9]*}},
 // CAUSAL-NEXT: "spill_store_bytes": 0,
 // CAUSAL-NEXT: "spill_load_bytes": 0,
-// CAUSAL: "name": "weft_attn_decode_combine_bf16_d128_causal_k64_dec64",
+// CAUSAL: "name": "weft_attn_decode_combine_bf16_d128_causal_k64_dec32_s3",
 // CAUSAL-NEXT: "role": "decode_combine",
 // CAUSAL: "threads": 32,
 // CAUSAL-NEXT: "grid": [
@@ -48,20 +66,20 @@
 // CAUSAL: "spill_store_bytes": 0,
 // CAUSAL: "name": "split_workspace",
 // CAUSAL-NEXT: "dtype": "f32",
-// CAUSAL-NEXT: "bytes": 5680128,
-// CAUSAL-NEXT: "lse_partial_offset": 5636096
+// CAUSAL-NEXT: "bytes": 4227072,
+// CAUSAL-NEXT: "lse_partial_offset": 4194304
 
-// f16, d 256, batch 2, 16 query rows over 4096 keys: 128 rows (8 warps),
-// about 237 registers: 240 * 32 * 8 warps = 61440, one CTA per SM. 132
-// slots over 8 CTAs a split = 16 splits of ceil(128 blocks of 32 keys / 16)
-// = 8 blocks = 256 keys. Shared memory (128 + 64) * 528 = 101376.
-// WIDE: "name": "weft_attn_decode_split_f16_d256_full_k32_dec128",
+// f16, d 256, batch 2, 16 query rows over 4096 keys: 128 rows (8 row groups
+// of one warp), shared memory (128 + 3 stages * 2 * 32) * 528 = 168960, one
+// CTA per SM. 132 slots over 8 CTAs a split = 16 splits of ceil(128 blocks
+// of 32 keys / 16) = 8 blocks = 256 keys.
+// WIDE: "name": "weft_attn_decode_split_f16_d256_full_k32_dec128_s3",
 // WIDE: "threads": 256,
 // WIDE-NEXT: "grid": [
 // WIDE-NEXT: 16,
 // WIDE-NEXT: 4,
 // WIDE-NEXT: 2
-// WIDE: "dynamic_smem_bytes": 101376,
+// WIDE: "dynamic_smem_bytes": 168960,
 // WIDE-NEXT: "registers": {{[1-9][0-9]*}},
 // WIDE-NEXT: "spill_store_bytes": 0,
 // WIDE-NEXT: "spill_load_bytes": 0,
@@ -77,17 +95,23 @@
 // SRC: if (q % 16u != 0)
 // SRC: decode_attention_0_launch: q is not 16-byte aligned
 // SRC: if (out % 4u != 0)
-// SRC: CUdeviceptr lse_partial = split_workspace + 5636096u;
-// SRC-NEXT: int num_splits = 86, keys_per_split = 192;
-// SRC: const unsigned grid[3] = {86u, 4u, 1u};
+// SRC: CUdeviceptr lse_partial = split_workspace + 4194304u;
+// SRC-NEXT: int num_splits = 64, keys_per_split = 256;
+// SRC: const unsigned grid[3] = {64u, 4u, 1u};
 // SRC: const unsigned grid[3] = {128u, 1u, 1u};
-// SRC: return (size_t)5680128u;
+// SRC: return (size_t)4227072u;
 
 // 16-byte K/V loads and the bf16 mma.
-// PTX: .entry weft_attn_decode_split_bf16_d128_causal_k64_dec64
+// The split kernel streams K and V through a 3-stage cp.async ring: the
+// first 2 blocks' copies before Q's load, then per block a wait for all but
+// the newest group.
+// PTX: .entry weft_attn_decode_split_bf16_d128_causal_k64_dec32_s3
+// PTX: cp.async.cg.shared.global.L2::128B [%r{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
+// PTX: cp.async.commit_group;
 // PTX: ld.global.v4.b32
+// PTX: cp.async.wait_group 1;
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// PTX: .entry weft_attn_decode_combine_bf16_d128_causal_k64_dec64
+// PTX: .entry weft_attn_decode_combine_bf16_d128_causal_k64_dec32_s3
 
 func.func @decode(%q: tensor<1x32x4x128xbf16>, %k: tensor<1x4x16384x128xbf16>,
                   %q2: tensor<2x32x16x256xf16>, %k2: tensor<2x4x4096x256xf16>,
