@@ -62,7 +62,8 @@ struct CompileOptions {
                           cl::init(kernelDefaults.blockQ), cl::cat(category)};
   cl::opt<int64_t> blockK{"block-k",
                           cl::desc("Key rows per kernel tile (default: the "
-                                   "tuning table's, else 64)"),
+                                   "tuning table's, else 64; decode kernels: "
+                                   "16384 / head_dim, or half that)"),
                           cl::init(kernelDefaults.blockK), cl::cat(category)};
   cl::opt<std::string> attentionMma{
       "attention-mma",
@@ -74,7 +75,8 @@ struct CompileOptions {
       "attention-stages",
       cl::desc("Pipeline stages of the warpgroup attention kernels "
                "(2..4; default: the tuning table's, else 2) and key blocks "
-               "in flight + 1 of the decode split kernel (2..4; default 4)"),
+               "in flight + 1 of the decode split kernel (2..4; default 3, or 2 "
+               "where 3 do not fit)"),
       cl::init(2), cl::cat(category)};
   cl::opt<std::string> attentionSchedule{
       "attention-schedule",

@@ -101,14 +101,16 @@ std::optional<AttentionKernelConfig::ForwardSchedule> parseSchedule(llvm::String
 /// The dropout keep threshold floor(p * 2^32): a draw at or above it keeps.
 uint64_t dropoutThreshold(double p);
 
-/// Keys per block of the decode kernels: 8192 / head_dim, so one K plus V
-/// block is 32 KiB whatever the head_dim.
-inline int64_t decodeBlockK(int64_t headDim) { return 8192 / headDim; }
+/// Keys per block of the decode kernels unless --block-k says: 16384 /
+/// head_dim, so one K plus V block is 64 KiB whatever the head_dim; 8192 /
+/// head_dim (32 KiB) is the other size they take.
+inline int64_t decodeBlockK(int64_t headDim) { return 16384 / headDim; }
 
 /// K + V blocks the decode split kernel keeps in shared memory at once when
 /// --attention-stages does not say (its `stages`: a cp.async ring, up to
-/// stages - 1 blocks in flight while one is computed on).
-inline constexpr int64_t kDecodeDefaultStages = 3;
+/// stages - 1 blocks in flight while one is computed on): 3, or 2 where 3
+/// would not fit the 227 KiB a CTA may have.
+int64_t defaultDecodeStages(const AttentionKernelConfig &config);
 
 /// "head_major", "seq_major", "packed" or "packed_grouped" (SeqMajor with a
 /// packed flag, grouped or not): how
@@ -188,7 +190,7 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
 ///     blockK, num_splits = ceil(k_len / keys_per_split)).
 ///   decode_combine(o_partial, lse_partial, out, lse, <scalars>, num_splits,
 ///                  keys_per_split): grid (batch * q_heads * q_len, 1, 1),
-///     head_dim / 4 threads.
+///     8 lanes of head_dim / 4 threads.
 /// q, out [batch, q_heads, q_len, d], k, v [batch, kv_heads, k_len, d]
 /// (bf16 / f16, head_major), lse [batch, q_heads, q_len] f32; the workspace
 /// o_partial is [num_splits, batch * q_heads * q_len, d] f32, lse_partial

@@ -165,6 +165,12 @@ int64_t dqInnerRows(const AttentionKernelConfig &config) {
   return config.headDim > 64 ? std::min<int64_t>(config.blockK, 32) : config.blockK;
 }
 
+int64_t defaultDecodeStages(const AttentionKernelConfig &config) {
+  AttentionKernelConfig three = config;
+  three.stages = 3;
+  return decodeSplitSmemBytes(three) <= 227 * 1024 ? 3 : 2;
+}
+
 /// The decode kernels' own rules (decodeRows > 0).
 static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, bool backward,
                                         std::string &message) {
@@ -184,10 +190,12 @@ static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, boo
                             config.decodeRows);
     return failure();
   }
-  if (config.blockK != decodeBlockK(config.headDim)) {
+  if (config.blockK != decodeBlockK(config.headDim) &&
+      config.blockK != decodeBlockK(config.headDim) / 2) {
     message = llvm::formatv("the decode attention kernels at head_dim {0} stream "
-                            "blocks of {1} keys, got block_k {2}",
-                            config.headDim, decodeBlockK(config.headDim), config.blockK);
+                            "blocks of {1} or {2} keys, got block_k {3}",
+                            config.headDim, decodeBlockK(config.headDim),
+                            decodeBlockK(config.headDim) / 2, config.blockK);
     return failure();
   }
   if (config.layout != AttentionKernelConfig::Layout::HeadMajor || config.warpgroupMma) {
@@ -345,7 +353,8 @@ llvm::SmallVector<KernelSpec> decodeKernelSpecs(const AttentionKernelConfig &con
   split.dynamicSmemBytes = decodeSplitSmemBytes(config);
   KernelSpec combine = spec(config, "decode_combine", {"o_partial", "lse_partial", "out", "lse"});
   splitScalars(combine);
-  combine.threads = config.headDim / 4;
+  combine.threads = decodeCombineThreads(config);
+  combine.dynamicSmemBytes = decodeCombineSmemBytes(config);
   combine.rowsPerBlock = 1;
   return {split, combine};
 }

@@ -6,7 +6,8 @@
 // blocks in flight beside the one computed on), computes
 // S = Q K^T and O += P V with mma.sync m16n8k16 and an online softmax, and
 // writes the split's f32 partial O (normalised) and log-sum-exp. The combine
-// kernel merges the splits of one query row by log-sum-exp into O and lse.
+// kernel (DecodeCombine.cpp) merges the splits of one query row by
+// log-sum-exp into O and lse.
 #include "ForwardParts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -23,30 +24,28 @@ namespace weft::gpu {
 
 namespace {
 
-/// Issues the cp.async copies of rows [0, rows) of a K tile and a V tile into
-/// shared memory, 16 bytes each (.cg: through L2 only, the cache is read
-/// once); rows at or past `validRows` are zero-filled (a source size of 0
-/// reads nothing), so a V row past k_len cannot bring a NaN into P V.
-void issueKvTiles(WarpEmitter &w, std::array<Value, 2> globals, Value globalPitch,
-                  Value validRows, int64_t rows, int64_t cols,
-                  std::array<Value, 2> sharedOffsets, int64_t sharedPitch, Value tid,
-                  int64_t threads) {
+/// Issues the cp.async copies of rows [0, rows) of a K or V tile into shared
+/// memory, 16 bytes each (.cg: through L2 only, the cache is read once); rows
+/// at or past `validRows` are zero-filled (a source size of 0 reads nothing),
+/// so a V row past k_len cannot bring a NaN into P V.
+void issueTile(WarpEmitter &w, Value global, Value globalPitch, Value validRows, int64_t rows,
+               int64_t cols, Value sharedOffset, int64_t sharedPitch, Value tid,
+               int64_t threads) {
   const int64_t chunksPerRow = cols / 8, chunks = rows * chunksPerRow;
-  for (int tile = 0; tile < 2; ++tile)
-    for (int64_t first = 0; first < chunks; first += threads) {
-      // rows * cols / 8 is a multiple of the thread count (checked by the
-      // configuration), so every thread has a chunk.
-      Value chunk = w.add(tid, w.i32c(first));
-      Value row = w.divu(chunk, w.i32c(chunksPerRow));
-      Value column = arith::RemUIOp::create(w.b, chunk, w.i32c(chunksPerRow));
-      Value inRange = w.lt(row, validRows);
-      Value safeRow = w.select(inRange, row, w.i32c(0));
-      Value byteOffset = w.add(w.mul(safeRow, globalPitch), w.mul(column, w.i32c(16)));
-      Value shared = w.add(sharedOffsets[tile],
-                           w.add(w.mul(row, w.i32c(sharedPitch)), w.mul(column, w.i32c(16))));
-      w.cpAsync16(shared, w.globalAt(globals[tile], w.toI64(byteOffset)),
-                  w.select(inRange, w.i32c(16), w.i32c(0)));
-    }
+  for (int64_t first = 0; first < chunks; first += threads) {
+    // rows * cols / 8 is a multiple of the thread count (checked by the
+    // configuration), so every thread has a chunk.
+    Value chunk = w.add(tid, w.i32c(first));
+    Value row = w.divu(chunk, w.i32c(chunksPerRow));
+    Value column = arith::RemUIOp::create(w.b, chunk, w.i32c(chunksPerRow));
+    Value inRange = w.lt(row, validRows);
+    Value safeRow = w.select(inRange, row, w.i32c(0));
+    Value byteOffset = w.add(w.mul(safeRow, globalPitch), w.mul(column, w.i32c(16)));
+    Value shared = w.add(sharedOffset,
+                         w.add(w.mul(row, w.i32c(sharedPitch)), w.mul(column, w.i32c(16))));
+    w.cpAsync16(shared, w.globalAt(global, w.toI64(byteOffset)),
+                w.select(inRange, w.i32c(16), w.i32c(0)));
+  }
 }
 
 } // namespace
@@ -112,17 +111,18 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   Value keyBlocks = e.ceilDiv(e.sub(kStop, kStart), blockK);
   // Block kb's K and V go to slot kb % stages as one cp.async group; every
   // thread commits a group per block index, issued or not (past the split's
-  // last block), so the loop's group count names a block.
+  // last block), so the loop's group count names a block. (K and V as two
+  // groups, V issued after the block's scores, measured no faster on the
+  // H100: bench/RESULTS.md, 2026-11-28.)
   auto issueBlock = [&](WarpEmitter &w, Value kb) {
     w.ifThen(w.lt(kb, keyBlocks), [&] {
       Value k0 = w.add(kStart, w.mul(kb, w.i32c(blockK)));
       Value slot = arith::RemUIOp::create(w.b, kb, w.i32c(stages));
       Value kAt = w.add(w.i32c(smemSlots), w.mul(slot, w.i32c(slotBytes)));
-      issueKvTiles(w,
-                   {w.globalAt(k, kRows.at(w, batch, kvHead, k0)),
-                    w.globalAt(v, vRows.at(w, batch, kvHead, k0))},
-                   kRows.pitch, w.minsi(w.i32c(blockK), w.sub(s.kLen, k0)), blockK, d,
-                   {kAt, w.add(kAt, w.i32c(blockK * pitch))}, pitch, tid, threads);
+      for (int tile = 0; tile < 2; ++tile)
+        issueTile(w, w.globalAt(tile ? v : k, kRows.at(w, batch, kvHead, k0)), kRows.pitch,
+                  w.minsi(w.i32c(blockK), w.sub(s.kLen, k0)), blockK, d,
+                  w.add(kAt, w.i32c(tile * blockK * pitch)), pitch, tid, threads);
     });
     w.cpAsyncCommit();
   };
@@ -306,99 +306,6 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
             tilesPerWarp, e.mul(column, e.i32c(tilesPerWarp * 8)),
             e.andi(firstLane, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, column,
                                                     e.i32c(0))));
-  mlir::gpu::ReturnOp::create(b);
-}
-
-void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {
-  ImplicitLocOpBuilder b(func.getLoc(), func.getContext());
-  b.setInsertionPointToEnd(&func.getBody().front());
-  WarpEmitter e(b, config.bf16);
-  Value oPartial = func.getArgument(0), lsePartial = func.getArgument(1);
-  Value out = func.getArgument(2), lse = func.getArgument(3);
-  KernelScalars s = KernelScalars::of(func, 4);
-  Value numSplits = func.getArgument(10);
-  const int64_t d = config.headDim;
-  // grid x = query row (of batch * q_heads * q_len), d / 4 threads of 4
-  // columns each.
-  Value row = e.blockId(0), tid = e.threadIdX();
-  Value totalRows = e.toI64(e.mul(e.mul(s.batch, s.qHeads), s.qLen));
-  Value minusInf = e.f32c(-std::numeric_limits<double>::infinity());
-  Value zeroF = e.f32c(0.0);
-  // The splits are read kSplitsAtOnce at a time, every load of a group
-  // issued before its values are used, so the loop waits for an L2 round
-  // trip per group rather than per split. A group's slots past the last
-  // split re-read the last one and are discarded.
-  constexpr int64_t kSplitsAtOnce = 8;
-  Value groups = e.ceilDiv(numSplits, kSplitsAtOnce);
-  Value lastSplit = e.sub(numSplits, e.i32c(1));
-  auto splitsOf = [&](WarpEmitter &w, Value group) {
-    SmallVector<std::pair<Value, Value>> splits; // (in range, flat row)
-    for (int64_t u = 0; u < kSplitsAtOnce; ++u) {
-      Value split = w.add(w.mul(group, w.i32c(kSplitsAtOnce)), w.i32c(u));
-      Value flat = w.add(w.mul(w.toI64(w.minsi(split, lastSplit)), totalRows), w.toI64(row));
-      splits.push_back({w.lt(split, numSplits), flat});
-    }
-    return splits;
-  };
-  auto lseAt = [&](WarpEmitter &w, Value flat) {
-    return w.load(w.f32, w.globalAt(lsePartial, w.mul(flat, w.i64c(4))), 4);
-  };
-  auto maxLoop = scf::ForOp::create(
-      b, e.i32c(0), groups, e.i32c(1), ValueRange{minusInf},
-      [&](OpBuilder &nested, Location loc, Value group, ValueRange state) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        WarpEmitter w(lb, config.bf16);
-        SmallVector<Value> values;
-        for (auto [inRange, flat] : splitsOf(w, group))
-          values.push_back(w.select(inRange, lseAt(w, flat), minusInf));
-        Value max = state[0];
-        for (Value value : values)
-          max = w.fmax(max, value);
-        scf::YieldOp::create(lb, ValueRange{max});
-      });
-  Value maxLse = maxLoop.getResult(0);
-  Value mUse = e.select(e.feq(maxLse, minusInf), zeroF, maxLse);
-  Value log2e = e.f32c(llvm::numbers::log2e);
-  VectorType v4f32 = VectorType::get({4}, e.f32);
-  SmallVector<Value> init(5, zeroF);
-  auto sumLoop = scf::ForOp::create(
-      b, e.i32c(0), groups, e.i32c(1), init,
-      [&](OpBuilder &nested, Location loc, Value group, ValueRange state) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        WarpEmitter w(lb, config.bf16);
-        SmallVector<std::array<Value, 3>> loaded; // (in range, lse, partial)
-        for (auto [inRange, flat] : splitsOf(w, group)) {
-          Value at = w.add(w.mul(flat, w.i64c(d * 4)), w.toI64(w.mul(tid, w.i32c(16))));
-          loaded.push_back(
-              {inRange, lseAt(w, flat), w.load(v4f32, w.globalAt(oPartial, at), 16)});
-        }
-        SmallVector<Value> next(state.begin(), state.end());
-        for (auto [inRange, splitLse, partial] : loaded) {
-          // A split whose rows saw no key has lse -inf and weight 0.
-          Value weight = w.select(inRange, w.exp2(w.fmul(w.fsub(splitLse, mUse), log2e)), zeroF);
-          next[0] = w.fadd(next[0], weight);
-          for (int j = 0; j < 4; ++j) {
-            Value element = LLVM::ExtractElementOp::create(lb, partial, w.i32c(j));
-            next[1 + j] = w.fadd(next[1 + j], w.fmul(weight, element));
-          }
-        }
-        scf::YieldOp::create(lb, next);
-      });
-  Value weightSum = sumLoop.getResult(0);
-  Value positive = e.fgt(weightSum, zeroF);
-  Value inverse = e.select(positive, arith::DivFOp::create(b, e.f32c(1.0), weightSum), zeroF);
-  Value outAt = e.globalAt(
-      out, e.add(e.mul(e.toI64(row), e.i64c(d * 2)), e.toI64(e.mul(tid, e.i32c(8)))));
-  for (int j = 0; j < 2; ++j) {
-    Value packed = e.pack(e.fmul(sumLoop.getResult(1 + 2 * j), inverse),
-                          e.fmul(sumLoop.getResult(2 + 2 * j), inverse));
-    e.store(packed, e.globalAt(outAt, e.i64c(4 * j)), 4);
-  }
-  Value rowLse = e.select(
-      positive, e.fadd(mUse, e.fmul(e.log2(weightSum), e.f32c(llvm::numbers::ln2))), minusInf);
-  e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
-    e.store(rowLse, e.globalAt(lse, e.mul(e.toI64(row), e.i64c(4))), 4);
-  });
   mlir::gpu::ReturnOp::create(b);
 }
 

@@ -56,6 +56,10 @@ int64_t decodeMergeBytes(const AttentionKernelConfig &config);
 /// Q's padded rows and `stages` K + V slots.
 int64_t decodeSplitSmemBytes(const AttentionKernelConfig &config);
 void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+/// The combine kernel (DecodeCombine.cpp): its threads and the shared
+/// memory its lanes merge through.
+int64_t decodeCombineThreads(const AttentionKernelConfig &config);
+int64_t decodeCombineSmemBytes(const AttentionKernelConfig &config);
 void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupForwardBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
