@@ -101,10 +101,16 @@ std::optional<AttentionKernelConfig::ForwardSchedule> parseSchedule(llvm::String
 /// The dropout keep threshold floor(p * 2^32): a draw at or above it keeps.
 uint64_t dropoutThreshold(double p);
 
-/// Keys per block of the decode kernels unless --block-k says: 16384 /
+/// The larger of the two key blocks the decode kernels take: 16384 /
 /// head_dim, so one K plus V block is 64 KiB whatever the head_dim; 8192 /
-/// head_dim (32 KiB) is the other size they take.
+/// head_dim (32 KiB) is the other.
 inline int64_t decodeBlockK(int64_t headDim) { return 16384 / headDim; }
+
+/// The block a decode configuration (headDim, decodeRows set) takes unless
+/// --block-k says: the larger, or the smaller where a warp would hold more
+/// than 128 keys' scores of it (at head_dim 64 with 64 or 128 rows ptxas
+/// spilled 112-144 bytes).
+int64_t defaultDecodeBlockK(const AttentionKernelConfig &config);
 
 /// K + V blocks the decode split kernel keeps in shared memory at once when
 /// --attention-stages does not say (its `stages`: a cp.async ring, up to
@@ -184,10 +190,9 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
 ///   decode_split(q, k, v, o_partial, lse_partial, <scalars>, num_splits,
 ///                keys_per_split): grid (num_splits, kv_heads, batch),
 ///     decodeRows / 16 row groups of 1..4 warps that share each key block
-///     (at least 4 warps a CTA when the rows allow); split s takes keys
-///     [s * keys_per_split,
-///     min((s + 1) * keys_per_split, k_len)) (keys_per_split a multiple of
-///     blockK, num_splits = ceil(k_len / keys_per_split)).
+///     (at least 4 warps a CTA when the rows allow); split s takes keys [s *
+///     keys_per_split, min((s + 1) * keys_per_split, k_len)) (keys_per_split
+///     a multiple of blockK, num_splits = ceil(k_len / keys_per_split)).
 ///   decode_combine(o_partial, lse_partial, out, lse, <scalars>, num_splits,
 ///                  keys_per_split): grid (batch * q_heads * q_len, 1, 1),
 ///     8 lanes of head_dim / 4 threads.

@@ -165,6 +165,17 @@ int64_t dqInnerRows(const AttentionKernelConfig &config) {
   return config.headDim > 64 ? std::min<int64_t>(config.blockK, 32) : config.blockK;
 }
 
+/// Keys of a block one decode warp scores at most (their scores stay in
+/// registers).
+static constexpr int64_t kDecodeWarpKeys = 128;
+
+int64_t defaultDecodeBlockK(const AttentionKernelConfig &config) {
+  AttentionKernelConfig larger = config;
+  larger.blockK = decodeBlockK(config.headDim);
+  return larger.blockK / decodeKeyColumns(larger) > kDecodeWarpKeys ? larger.blockK / 2
+                                                                     : larger.blockK;
+}
+
 int64_t defaultDecodeStages(const AttentionKernelConfig &config) {
   AttentionKernelConfig three = config;
   three.stages = 3;
@@ -200,6 +211,22 @@ static LogicalResult verifyDecodeConfig(const AttentionKernelConfig &config, boo
   }
   if (config.layout != AttentionKernelConfig::Layout::HeadMajor || config.warpgroupMma) {
     message = "the decode attention kernels take head_major tensors and mma.sync";
+    return failure();
+  }
+  if (config.blockK / decodeKeyColumns(config) > kDecodeWarpKeys) {
+    message = llvm::formatv("the decode split kernel's warps would score {0} keys of "
+                            "each {1}-key block at head_dim {2} with {3} query rows, "
+                            "more than the {4} their registers hold",
+                            config.blockK / decodeKeyColumns(config), config.blockK,
+                            config.headDim, config.decodeRows, kDecodeWarpKeys);
+    return failure();
+  }
+  // Every thread copies the same number of a block's 16-byte chunks.
+  if (config.blockK * config.headDim / 8 % decodeSplitThreads(config) != 0) {
+    message = llvm::formatv("the decode split kernel's {0} threads do not divide the "
+                            "{1} 16-byte chunks of a {2}-key block at head_dim {3}",
+                            decodeSplitThreads(config), config.blockK * config.headDim / 8,
+                            config.blockK, config.headDim);
     return failure();
   }
   // 227 KiB is what an sm_90 CTA may opt in to.

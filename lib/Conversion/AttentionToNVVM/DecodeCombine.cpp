@@ -30,7 +30,9 @@ struct Merge {
   std::array<Value, 4> o;
 
   /// Folds in parts weighted exp(lse_i - max'), max' the new maximum; a part
-  /// with lse -inf (no key seen, or out of range) weighs 0.
+  /// with lse -inf (no key seen, or out of range) weighs 0. Each part adds its
+  /// weight to `sum`, times sums[i] when given (another lane's merge, whose
+  /// lse_i is its max).
   void fold(WarpEmitter &w, ArrayRef<Value> lses, ArrayRef<std::array<Value, 4>> parts,
             ArrayRef<Value> sums) {
     Value minusInf = w.f32c(-std::numeric_limits<double>::infinity());

@@ -33,8 +33,8 @@ void issueTile(WarpEmitter &w, Value global, Value globalPitch, Value validRows,
                int64_t threads) {
   const int64_t chunksPerRow = cols / 8, chunks = rows * chunksPerRow;
   for (int64_t first = 0; first < chunks; first += threads) {
-    // rows * cols / 8 is a multiple of the thread count (checked by the
-    // configuration), so every thread has a chunk.
+    // rows * cols / 8 is a multiple of the thread count (verifyDecodeConfig),
+    // so every thread has a chunk.
     Value chunk = w.add(tid, w.i32c(first));
     Value row = w.divu(chunk, w.i32c(chunksPerRow));
     Value column = arith::RemUIOp::create(w.b, chunk, w.i32c(chunksPerRow));

@@ -174,7 +174,7 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
       site.config.headDim = shapes->headDim;
       site.config.decodeRows = rows;
       site.config.blockQ = rows;
-      site.config.blockK = options.fixedBlockK.value_or(decodeBlockK(shapes->headDim));
+      site.config.blockK = options.fixedBlockK.value_or(defaultDecodeBlockK(site.config));
       site.config.stages = options.fixedStages.value_or(defaultDecodeStages(site.config));
       std::string message;
       if (failed(verifyAttentionKernelConfig(site.config, false, message)))
