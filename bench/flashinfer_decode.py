@@ -92,19 +92,19 @@ def prebuild(keys, deadline_at):
     """Runs each module's ninja file in its build dir, as spec.build() does (so the
     .ninja_log is the one flashinfer checks later), four modules at a time.
     Returns {key: last log lines} of the failed ones, or None at the deadline."""
-    todo, running, failed = [], [], {}
+    pending, running, failed = [], [], {}
     for key in keys:
         try:
             spec = jit_spec(key)
             if not spec.jit_library_path.exists():
                 spec.write_ninja()
-                todo.append((key, spec))
+                pending.append((key, spec))
         except Exception as error:  # noqa: BLE001 -- e.g. a backend this GPU lacks
             failed[key] = traceback.format_exception(error)[-3:]
     jobs = str(max(1, int(os.environ["MAX_JOBS"]) // 4))
-    while todo or running:
-        while todo and len(running) < 4:
-            key, spec = todo.pop(0)
+    while pending or running:
+        while pending and len(running) < 4:
+            key, spec = pending.pop(0)
             log = open(spec.build_dir / "bench_ninja.log", "w")
             cmd = ["ninja", "-C", str(spec.build_dir), "-f", str(spec.ninja_path), "-j", jobs]
             running.append((key, log, time.time(), subprocess.Popen(
