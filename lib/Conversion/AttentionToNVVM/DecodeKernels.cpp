@@ -286,7 +286,7 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
       sum[h] = e.fadd(sum[h], e.fmul(weights[h][c], sums[c]));
     }
   }
-  SmallVector<Value> merged(dTiles * 4);
+  SmallVector<Value> merged(tilesPerWarp * 4);
   for (int h = 0; h < 2; ++h) {
     Value row = e.add(r.ids.g, e.i32c(8 * h));
     for (int64_t i = 0; i < tilesPerWarp; ++i)
