@@ -68,8 +68,8 @@ def parse_args(argv):
     if opts.schedules and not opts.tuning:
         p.error("--schedules picks schedules of the table's tiles: it needs --tuning")
     for d in opts.head_dims:
-        if d not in (64, 128):
-            p.error(f"--head-dims: the kernels have head_dim 64 and 128, got {d}")
+        if d not in (64, 128, 256):
+            p.error(f"--head-dims: the kernels have head_dim 64, 128 and 256, got {d}")
     for s in opts.seqs:
         if s <= 0 or wa.TOKENS % s:
             p.error(f"--seqs: {s} does not divide the {wa.TOKENS} tokens of a shape")
@@ -107,12 +107,21 @@ def load_tuning(path):
     return chosen
 
 
+def untuned_tiles(head_dim):
+    """What weft-compile takes without a table entry (chooseAttentionTiles):
+    64 x 64 mma.sync, at head_dim 256 (warpgroup kernels only) forward 128 x
+    64 and backward 64 x 64 in 2 stages."""
+    if head_dim == 256:
+        return (128, 64, "warpgroup", 2), (64, 64, "warpgroup", 2)
+    return (64, 64, "warp", 2), (64, 64)
+
+
 def weft_variants(groups, dtype, head_dim, causal, tuning=None, schedules=None):
     """[(label, fwd unit, bwd unit)] to time for a configuration, and notes on
     what is missing. Without `tuning`: each tile config (and forward MMA kind
     and schedule: a directory may hold serial, overlap and ping-pong forwards,
     timed side by side) with both units; with it: the table's forward tiles and MMA kind and
-    backward tiles and MMA kinds (64/64 mma.sync where it has no entry, as
+    backward tiles and MMA kinds (untuned_tiles where it has no entry, as
     weft-compile); `schedules` (with `tuning`) times the table's forward
     tiles once per listed forward schedule instead of the table's one."""
     keys = sorted(k for k in groups if k[:3] == (dtype, head_dim, causal))
@@ -133,7 +142,7 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None, schedules=None):
         return variants, notes
     arch = next((groups[k][d].arch for k in keys for d in groups[k]), "sm_90a")
     fwd_tiles, bwd_tiles = tuning.get((arch, dtype, head_dim, causal),
-                                      ((64, 64, "warp", 2), (64, 64)))
+                                      untuned_tiles(head_dim))
     # (bq, bk) alone is a warp forward, as a table entry without "mma";
     # stages 2 and the serial schedule where the entry has none.
     schedule = fwd_tiles[4] if len(fwd_tiles) > 4 else "serial"

@@ -212,17 +212,7 @@ FailureOr<std::string> buildPackageBytes(func::FuncOp step,
   BuildPlanOptions planOptions;
   planOptions.arch = kernels.chip;
   planOptions.chooseTiles = [&](gpu::AttentionKernelConfig &config, bool backward) {
-    gpu::AttentionTiles tiles{kernels.blockQ, kernels.blockK};
-    if (kernels.tuningTable)
-      if (auto tuned = kernels.tuningTable->lookup(kernels.chip, config.bf16,
-                                                   config.headDim, config.causal, backward))
-        tiles = *tuned;
-    config.blockQ = kernels.fixedBlockQ.value_or(tiles.blockQ);
-    config.blockK = kernels.fixedBlockK.value_or(tiles.blockK);
-    config.warpgroupMma = kernels.warpgroupMma.value_or(tiles.warpgroupMma);
-    config.stages = kernels.fixedStages.value_or(tiles.stages);
-    if (!backward && config.warpgroupMma)
-      config.schedule = kernels.fixedSchedule.value_or(tiles.schedule);
+    gpu::chooseAttentionTiles(kernels, config, backward);
   };
   FailureOr<HostSchedule> built = buildHostSchedule(step, planOptions);
   if (failed(built))

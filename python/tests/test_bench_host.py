@@ -178,10 +178,13 @@ def test_autotune_arguments(tmp_path, capsys):
     assert "candidates.json" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         at.parse_args(["run", str(tmp_path)])  # --out is required
-    # Warp: block_q {64, 128} x block_k {32, 64, 128}; warpgroup: block_q
-    # {64, 128} x block_k {64, 128} x stages {2, 3}.
+    # Warp (head_dim 64 and 128): block_q {64, 128} x block_k {32, 64, 128};
+    # warpgroup (head_dim 64, 128 and 256): block_q {64, 128} x block_k
+    # {64, 128} x stages {2, 3}.
     keys = at.candidate_keys()
-    assert len(keys) == 2 * 2 * 2 * 2 * 3 + 2 * 2 * 2 * 2 * 2 * 2
+    assert len(keys) == 2 * 2 * 2 * 2 * 3 + 2 * 3 * 2 * 2 * 2 * 2
+    assert {k[1] for k in keys if k[5] == "warp"} == {64, 128}
+    assert {k[1] for k in keys if k[5] == "warpgroup"} == {64, 128, 256}
     assert len(set(keys)) == len(keys)
     wgmma = [k for k in keys if k[5] == "warpgroup"]
     assert {k[3] for k in wgmma} == {64, 128} and {k[4] for k in wgmma} == {64, 128}
@@ -533,3 +536,24 @@ def test_prepare_a_schedule_candidate(tmp_path):
     assert unit.direction == "forward" and unit.schedule == "pingpong"
     assert unit.kernels[0].name == "weft_attn_forward_bf16_d64_causal_q128_k128_wgmma_s2_pp"
     assert ku.config_name(unit.config_key) == only
+
+
+def test_autotune_merges_a_partial_table():
+    # install --merge: the new run's entries replace the installed ones of
+    # the same configuration and join the rest; a note names the run.
+    def entry(dtype, d, causal, bq):
+        return {"arch": "sm_90a", "dtype": dtype, "head_dim": d, "causal": causal,
+                "forward": {"block_q": bq, "block_k": 64}, "backward": {"block_q": bq,
+                                                                        "block_k": 64}}
+    installed = {"entries": [entry("bf16", 64, False, 128), entry("bf16", 256, False, 64)],
+                 "notes": ["old"], "provenance": {"date": "2026-11-22"}}
+    new = {"entries": [entry("bf16", 256, False, 128), entry("f16", 256, True, 128)],
+           "provenance": {"date": "2026-11-28T10:00:00", "command": "run --only d256",
+                          "device": "NVIDIA H100"}}
+    merged = at.merge_tables(installed, new, "/x/d256.json")
+    assert [(e["dtype"], e["head_dim"], e["causal"], e["forward"]["block_q"])
+            for e in merged["entries"]] == [("bf16", 64, False, 128), ("bf16", 256, False, 128),
+                                           ("f16", 256, True, 128)]
+    assert merged["provenance"] == installed["provenance"] and merged["notes"][0] == "old"
+    assert "2026-11-28: bf16 d256 full, f16 d256 causal merged from d256.json" in \
+        merged["notes"][-1] and "NVIDIA H100" in merged["notes"][-1]

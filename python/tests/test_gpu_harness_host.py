@@ -161,10 +161,11 @@ def test_error_and_judge():
 
 def test_sweep_points():
     full = ar.full_sweep()
-    assert len(full) == 2 * 3 * 4 * 2 * 2 * 2 == len({p.name for p in full})
+    assert len(full) == 2 * 3 * 4 * 2 * 3 * 2 == len({p.name for p in full})
+    assert {p.head_dim for p in full} == {64, 128, 256}
     assert [p.seq for p in full] == sorted(p.seq for p in full)
     quick = ar.quick_sweep()
-    assert len(quick) == 32 and {p.seq for p in quick} == {128, 1000}
+    assert len(quick) == 48 and {p.seq for p in quick} == {128, 1000}
     assert {p.kv_heads for p in quick} == {16, 4} and {p.batch for p in quick} == {1}
     p = full[0]
     assert p.scale == 1 / math.sqrt(p.head_dim) and p.seed == ar.SweepPoint(*vars(p).values()).seed

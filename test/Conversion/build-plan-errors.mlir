@@ -9,7 +9,7 @@ func.func @f32_attention(%q: tensor<1x2x16x64xf32>) -> tensor<1x2x16x64xf32> {
 // -----
 
 func.func @head_dim(%q: tensor<1x2x16x32xbf16>) -> tensor<1x2x16x32xbf16> {
-  // expected-error @+1 {{cannot plan weft.attention: the GPU attention kernels support head_dim 64 and 128, got 32}}
+  // expected-error @+1 {{cannot plan weft.attention: the GPU attention kernels support head_dim 64, 128 and 256, got 32}}
   %o, %lse = weft.attention %q, %q, %q : (tensor<1x2x16x32xbf16>, tensor<1x2x16x32xbf16>, tensor<1x2x16x32xbf16>) -> (tensor<1x2x16x32xbf16>, tensor<1x2x16xf32>)
   return %o : tensor<1x2x16x32xbf16>
 }

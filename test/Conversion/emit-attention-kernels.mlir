@@ -139,6 +139,6 @@ module {}
 // ERR-STAGES: error: the warpgroup-MMA attention kernels need 2..4 pipeline stages, got 5
 // ERR-SMEM: error: the warpgroup-MMA attention forward with block_q 128, block_k 128, head_dim 128 and 4 stages needs 295016 bytes of shared memory, more than the 232448 a CTA can have
 // ERR-WGMMA: error: the warpgroup-MMA attention kernels need block_q = 64 or 128 (one or two consumer warpgroups of 4 warps), got 32
-// ERR: error: the GPU attention kernels support head_dim 64 and 128, got 96
+// ERR: error: the GPU attention kernels support head_dim 64, 128 and 256, got 96
 // ERR-TILE: error: the GPU attention kernels need block_q in {32, 64, 128} (16 rows per warp, 2..8 warps), got 48
 // ERR-DTYPE: error: weft-emit-attention-kernels: dtype must be bf16 or f16, got 'f32'

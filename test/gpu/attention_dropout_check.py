@@ -7,7 +7,7 @@ mma.sync forward and backward). See README.md:
         --kernels OUT_DIR/dropout --json FILE
 
 Per point (batch 3, 4 q heads over 2 kv heads, an odd and an even length,
-head_dim 64 and 128, causal and not, bf16 and f16):
+every head_dim the units have (64, 128, 256), causal and not, bf16 and f16):
 
 (a) the mask, bit for bit: V is an identity window (for window w of d keys,
     V[j, :] = e_{j - w d} for j in the window, else 0), so O = P * M / (1 - p)

@@ -23,7 +23,8 @@ namespace weft::gpu {
 struct AttentionKernelConfig {
   /// bf16 or f16 inputs and outputs; accumulation is always f32.
   bool bf16 = true;
-  /// Head dimension of q, k and v (value dim == head dim): 64 or 128.
+  /// Head dimension of q, k and v (value dim == head dim): 64 or 128; 256
+  /// with the warpgroup-MMA kernels (backward block_k 64).
   int64_t headDim = 128;
   /// Causal mask: top-left (query i sees keys 0..i) in the training kernels,
   /// which take q_len == k_len only; bottom-right (query i sees keys

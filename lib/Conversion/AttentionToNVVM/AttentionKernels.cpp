@@ -152,14 +152,24 @@ int64_t dkdvInnerRows(const AttentionKernelConfig &config) {
   // (64 x head_dim each) in a consumer's registers; with dropout the mask's
   // Philox rounds and bits need room too (ptxas spilled 100 bytes at
   // head_dim 64 and inner 128).
+  if (config.warpgroupMma && config.headDim > 128 && config.dropoutP > 0.0)
+    return 32; // (64 spilled 4 bytes at head_dim 256 with dropout)
   if (config.warpgroupMma)
     return config.headDim > 64 || config.dropoutP > 0.0 ? 64 : config.blockQ;
   return config.headDim > 64 ? std::min<int64_t>(config.blockQ, 32) : config.blockQ;
+}
+int64_t dkdvColumnGroups(const AttentionKernelConfig &config) {
+  return config.warpgroupMma && config.headDim > 128 ? 2 : 1;
+}
+int64_t dkdvConsumers(const AttentionKernelConfig &config) {
+  return config.blockK / 64 * dkdvColumnGroups(config);
 }
 int64_t dqInnerRows(const AttentionKernelConfig &config) {
   // The Hopper dQ holds S and dP (64 x inner each) beside dQ; with dropout
   // 64 keys a step (ptxas spilled 76 / 280 bytes at head_dim 64 / 128 and
   // block_k 128).
+  if (config.warpgroupMma && config.headDim > 128 && config.dropoutP > 0.0)
+    return 32; // (64 spilled 24-28 bytes at head_dim 256 with dropout)
   if (config.warpgroupMma)
     return config.dropoutP > 0.0 ? 64 : config.blockK;
   return config.headDim > 64 ? std::min<int64_t>(config.blockK, 32) : config.blockK;
@@ -254,7 +264,8 @@ void fitDropoutTiles(AttentionKernelConfig &config, bool backward) {
   if (!config.warpgroupMma) {
     config.blockQ = config.blockK = 64;
     config.stages = 2;
-  } else if (backward) {
+  } else if (backward && config.headDim <= 128) {
+    // (At head_dim 256 three slots of Q and dO would pass 227 KiB.)
     config.stages = std::max<int64_t>(config.stages, 3);
   }
 }
@@ -296,9 +307,24 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
   }
   if (config.decodeRows)
     return verifyDecodeConfig(config, backward, message);
-  if (config.headDim != 64 && config.headDim != 128) {
-    message = llvm::formatv("the GPU attention kernels support head_dim 64 and "
-                            "128, got {0}", config.headDim);
+  if (config.headDim != 64 && config.headDim != 128 && config.headDim != 256) {
+    message = llvm::formatv("the GPU attention kernels support head_dim 64, 128 "
+                            "and 256, got {0}", config.headDim);
+    return failure();
+  }
+  if (config.headDim == 256 && !config.warpgroupMma) {
+    message = "head_dim 256 needs the warpgroup-MMA attention kernels (--attention-mma="
+              "warpgroup): a mma.sync warp's f32 accumulators of 16 rows x 256 columns "
+              "(O, or dK and dV) would not fit a thread's registers";
+    return failure();
+  }
+  // Two consumer warpgroups share 64 keys and take half of dK's and dV's
+  // columns each.
+  if (config.headDim == 256 && backward && config.blockK != 64) {
+    message = llvm::formatv("the warpgroup-MMA attention backward at head_dim 256 needs "
+                            "block_k = 64 (two consumer warpgroups split the columns of "
+                            "64 keys' dK and dV), got {0}",
+                            config.blockK);
     return failure();
   }
   // One warp owns 16 rows of the block the grid walks; the other side is
@@ -448,7 +474,7 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
     // A producer warpgroup and a consumer per 64 rows of the CTA's block;
     // q, k, v, dout by TMA, boxes as tall as what each kernel keeps or
     // streams.
-    dkdv.threads = 128 + config.blockK / 64 * 128;
+    dkdv.threads = 128 + dkdvConsumers(config) * 128;
     dkdv.dynamicSmemBytes = dkdvPipelineLayout(config).total();
     dq.threads = 128 + config.blockQ / 64 * 128;
     dq.dynamicSmemBytes = dqPipelineLayout(config).total();

@@ -60,15 +60,19 @@ void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, ArrayRef<Quad> acc
 
 void storeDkDv(WarpEmitter &e, const LaneIds &ids, const AttentionKernelConfig &config,
                const KernelScalars &s, ValueRange state, Value dk, Value dv, Value kvPlane,
-               Value k0, Value localRow0, Value validRows) {
-  const int64_t d = config.headDim;
+               Value k0, Value localRow0, Value validRows, Value column0) {
+  const int64_t half = static_cast<int64_t>(state.size()) / 2;
   TensorRows dkRows(e, config, s, AttentionOperand::DK), dvRows(e, config, s, AttentionOperand::DV);
-  storeAccumulatorRows(e, ids, toQuads(state.take_front(d / 2)), s.scale,
-                       e.globalAt(dk, dkRows.atPlane(e, kvPlane, k0)), dkRows.pitchElements, localRow0,
-                       validRows);
-  storeAccumulatorRows(e, ids, toQuads(state.drop_front(d / 2)), e.f32c(1.0),
-                       e.globalAt(dv, dvRows.atPlane(e, kvPlane, k0)), dvRows.pitchElements, localRow0,
-                       validRows);
+  auto at = [&](Value tensor, const TensorRows &rows) {
+    Value start = rows.atPlane(e, kvPlane, k0);
+    if (column0)
+      start = e.add(start, e.toI64(e.mul(column0, e.i32c(2))));
+    return e.globalAt(tensor, start);
+  };
+  storeAccumulatorRows(e, ids, toQuads(state.take_front(half)), s.scale, at(dk, dkRows),
+                       dkRows.pitchElements, localRow0, validRows);
+  storeAccumulatorRows(e, ids, toQuads(state.drop_front(half)), e.f32c(1.0), at(dv, dvRows),
+                       dvRows.pitchElements, localRow0, validRows);
 }
 
 void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) {

@@ -88,7 +88,9 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   KernelScalars s = KernelScalars::of(func, 8);
   const TmaRing ring{dkdvPipelineLayout(config)};
   const int64_t d = config.headDim, blockK = config.blockK, inner = ring.layout.streamRows;
-  const int64_t consumers = blockK / 64, residentSlab = blockK * 128, streamSlab = inner * 128;
+  const int64_t columnGroups = dkdvColumnGroups(config), columns = d / columnGroups;
+  const int64_t consumers = dkdvConsumers(config), residentSlab = blockK * 128,
+                streamSlab = inner * 128;
   const double inf = std::numeric_limits<double>::infinity();
 
   LaneIds ids(e);
@@ -144,13 +146,19 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   };
   scf::IfOp roles = emitPipelineRoles(e, ids, ring, consumers, sources);
 
-  // Consumer warpgroup c owns keys k0 + 64 c .. + 63.
+  // Consumer warpgroup c owns keys k0 + 64 (c / columnGroups) .. + 63 and
+  // of their dK and dV the columns `columns` (c % columnGroups) .. + columns
+  // - 1; it reads those columns of Q and dO from the slab they start in.
   Value consumer = e.sub(e.divu(ids.warp, e.i32c(4)), e.i32c(1));
+  Value keyGroup = e.divu(consumer, e.i32c(columnGroups));
+  Value column0 = e.mul(arith::RemUIOp::create(b, consumer, e.i32c(columnGroups)),
+                        e.i32c(columns));
+  Value columnSlabs = e.mul(e.divu(column0, e.i32c(kSlabCols)), e.i32c(streamSlab));
   Value warpInGroup = arith::RemUIOp::create(b, ids.warp, e.i32c(4));
-  Value kTile = e.add(e.i32c(ring.layout.resident(0)), e.mul(consumer, e.i32c(64 * 128)));
-  Value vTile = e.add(e.i32c(ring.layout.resident(1)), e.mul(consumer, e.i32c(64 * 128)));
-  Value groupKey0 = e.add(k0, e.mul(consumer, e.i32c(64)));
-  Value localRow0 = e.add(e.mul(consumer, e.i32c(64)), e.mul(warpInGroup, e.i32c(16)));
+  Value kTile = e.add(e.i32c(ring.layout.resident(0)), e.mul(keyGroup, e.i32c(64 * 128)));
+  Value vTile = e.add(e.i32c(ring.layout.resident(1)), e.mul(keyGroup, e.i32c(64 * 128)));
+  Value groupKey0 = e.add(k0, e.mul(keyGroup, e.i32c(64)));
+  Value localRow0 = e.add(e.mul(keyGroup, e.i32c(64)), e.mul(warpInGroup, e.i32c(16)));
   Value myKey = e.add(e.add(k0, localRow0), ids.g);
   std::array<Value, 2> keys = {myKey, e.add(myKey, e.i32c(8))};
   Value scaleLog2 = e.fmul(s.scale, e.f32c(llvm::numbers::log2e));
@@ -165,7 +173,7 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
     keepMask.emplace(delta, s, /*afterDelta=*/true);
   }
 
-  SmallVector<Value> init(d, zeroF); // dK (d / 2 values), then dV
+  SmallVector<Value> init(columns, zeroF); // dK (columns / 2 values), then dV
   auto loop = emitConsumerLoop(
       e, ring, iterations, init,
       [&](WarpEmitter &w, Value it, std::array<Value, 2> tiles, ValueRange state) {
@@ -215,10 +223,12 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
           }
         SmallVector<Quad> pA = w.toA(scores), dsA = w.toA(dpT);
         w.wgmmaFence();
-        SmallVector<Value> dkAcc =
-            accumulateTimes(w, state.take_front(d / 2), dsA, tileQ, streamSlab, d);
-        SmallVector<Value> dvAcc =
-            accumulateTimes(w, state.drop_front(d / 2), pA, tileDout, streamSlab, d);
+        SmallVector<Value> dkAcc = accumulateTimes(w, state.take_front(columns / 2), dsA,
+                                                   w.add(tileQ, columnSlabs), streamSlab,
+                                                   columns);
+        SmallVector<Value> dvAcc = accumulateTimes(w, state.drop_front(columns / 2), pA,
+                                                   w.add(tileDout, columnSlabs), streamSlab,
+                                                   columns);
         w.wgmmaCommit();
         w.wgmmaWait(0);
         dkAcc.append(dvAcc);
@@ -226,7 +236,8 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
       });
 
   Value kvPlane = e.add(e.mul(batch, s.kvHeads), kvHead);
-  storeDkDv(e, ids, config, s, loop.getResults(), dk, dv, kvPlane, k0, localRow0, kValid);
+  storeDkDv(e, ids, config, s, loop.getResults(), dk, dv, kvPlane, k0, localRow0, kValid,
+            column0);
   b.setInsertionPointAfter(roles);
   mlir::gpu::ReturnOp::create(b);
 }

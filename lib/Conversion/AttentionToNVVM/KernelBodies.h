@@ -26,6 +26,13 @@ inline int64_t tilePitch(int64_t headDim) { return (headDim + 8) * 2; }
 /// file holds the accumulators without spilling.
 int64_t dkdvInnerRows(const AttentionKernelConfig &config);
 int64_t dqInnerRows(const AttentionKernelConfig &config);
+/// The Hopper dK/dV kernel's consumer warpgroups: one per 64 keys of its
+/// block, times its column groups: at head_dim 256 two warpgroups share 64
+/// keys (both compute their S^T and dP^T) and each accumulates half of dK's
+/// and dV's columns (64 x 256 of each would not fit one warpgroup's
+/// registers).
+int64_t dkdvColumnGroups(const AttentionKernelConfig &config);
+int64_t dkdvConsumers(const AttentionKernelConfig &config);
 
 /// Byte offsets in the warpgroup forward's dynamic shared memory: Q (head_dim
 /// / 64 slabs of [blockQ][64]), the K/V ring (per slot K then V, slabs of
@@ -168,13 +175,14 @@ void storeAccumulatorRows(WarpEmitter &e, const LaneIds &ids, llvm::ArrayRef<Qua
                           mlir::Value factor, mlir::Value tile, mlir::Value pitchElements,
                           mlir::Value localRow0, mlir::Value validRows);
 
-/// Stores the dK/dV kernels' state (dK's head_dim / 2 values per lane, then
+/// Stores the dK/dV kernels' state (dK's columns / 2 values per lane, then
 /// dV's) to rows [0, validRows) of the key block starting at key `k0` of
-/// `kvPlane` = batch * kv_heads + kv head of dk and dv: dK times the softmax
-/// scale (dS was left unscaled), dV as is.
+/// `kvPlane` = batch * kv_heads + kv head of dk and dv, columns `column0` ..
+/// (every column when null): dK times the softmax scale (dS was left
+/// unscaled), dV as is.
 void storeDkDv(WarpEmitter &e, const LaneIds &ids, const AttentionKernelConfig &config,
                const KernelScalars &s, mlir::ValueRange state, mlir::Value dk, mlir::Value dv,
                mlir::Value kvPlane, mlir::Value k0, mlir::Value localRow0,
-               mlir::Value validRows);
+               mlir::Value validRows, mlir::Value column0 = {});
 } // namespace weft::gpu
 #endif

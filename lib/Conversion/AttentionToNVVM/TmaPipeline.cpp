@@ -58,9 +58,11 @@ namespace {
 // producer's 4-D tensor-map coordinates (head and batch apart) need a
 // register more than 24 gave in the head_dim 64 dK/dV kernel (it spilled);
 // at head_dim 64 the consumers hold half the accumulators and can spare 8,
-// at 128 they cannot (the packed dK/dV consumers spill at 232).
+// at 128 they cannot (the packed dK/dV consumers spill at 232). At 256 the
+// dK/dV consumers hold half the columns (as at 128) but the producer's four
+// slabs a tile spilled 12 bytes at 24: 32 / 232 spills neither.
 std::pair<int64_t, int64_t> registerSplit(const TmaPipelineLayout &layout) {
-  return layout.headDim <= 64 ? std::pair<int64_t, int64_t>{32, 232}
+  return layout.headDim <= 64 || layout.headDim > 128 ? std::pair<int64_t, int64_t>{32, 232}
                               : std::pair<int64_t, int64_t>{24, 240};
 }
 

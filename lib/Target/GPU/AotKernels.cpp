@@ -29,6 +29,24 @@ using namespace mlir;
 
 namespace weft::gpu {
 
+void chooseAttentionTiles(const KernelEmitOptions &options, AttentionKernelConfig &config,
+                          bool backward) {
+  AttentionTiles tiles{options.blockQ, options.blockK};
+  if (config.headDim == 256)
+    tiles = {backward ? 64 : 128, 64, /*warpgroupMma=*/true, /*stages=*/2};
+  if (options.tuningTable)
+    if (std::optional<AttentionTiles> tuned = options.tuningTable->lookup(
+            options.chip, config.bf16, config.headDim, config.causal, backward))
+      tiles = *tuned;
+  config.blockQ = options.fixedBlockQ.value_or(tiles.blockQ);
+  config.blockK = options.fixedBlockK.value_or(tiles.blockK);
+  config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
+  config.stages = options.fixedStages.value_or(tiles.stages);
+  if (!backward && config.warpgroupMma)
+    config.schedule = options.fixedSchedule.value_or(tiles.schedule);
+}
+
+
 namespace {
 
 /// The kernels are specialised on the element type: bf16 or f16 only.
@@ -196,18 +214,7 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.shapes = *shapes;
   site.config.bf16 = *bf16;
   site.config.headDim = shapes->headDim;
-  AttentionTiles tiles{options.blockQ, options.blockK};
-  if (options.tuningTable)
-    if (std::optional<AttentionTiles> tuned = options.tuningTable->lookup(
-            options.chip, *bf16, shapes->headDim, site.config.causal,
-            site.backward))
-      tiles = *tuned;
-  site.config.blockQ = options.fixedBlockQ.value_or(tiles.blockQ);
-  site.config.blockK = options.fixedBlockK.value_or(tiles.blockK);
-  site.config.warpgroupMma = options.warpgroupMma.value_or(tiles.warpgroupMma);
-  site.config.stages = options.fixedStages.value_or(tiles.stages);
-  if (!site.backward && site.config.warpgroupMma)
-    site.config.schedule = options.fixedSchedule.value_or(tiles.schedule);
+  chooseAttentionTiles(options, site.config, site.backward);
   fitDropoutTiles(site.config, site.backward);
   // A seq-major op's tensors are seq-major whatever --attention-layout says.
   site.config.layout = options.layout;

@@ -46,7 +46,7 @@ class SweepPoint:
         return zlib.crc32(self.name.encode())
 
 
-def sweep(batches, kv_heads, seqs, head_dims=(64, 128), causals=(False, True),
+def sweep(batches, kv_heads, seqs, head_dims=(64, 128, 256), causals=(False, True),
           dtypes=("bf16", "f16"), q_heads=16):
     """Points ordered by sequence length first, so a run cut short by its time
     limit has covered every configuration at the short lengths."""

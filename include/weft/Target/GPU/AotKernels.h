@@ -60,6 +60,16 @@ struct KernelEmitOptions {
   int64_t smCount = 132;
 };
 
+/// Fills `config`'s tiles, MMA kind, stages and (warpgroup forward)
+/// schedule for one direction of a training attention (bf16, headDim and
+/// causal set): the command line's fixed values, else the tuning table's
+/// entry, else the untuned default: `options.blockQ` x `options.blockK`
+/// mma.sync, except at head_dim 256, which only the warpgroup kernels
+/// implement: forward 128 x 64 and backward 64 x 64 in 2 stages, the
+/// tilings that fit 227 KiB of shared memory there.
+void chooseAttentionTiles(const KernelEmitOptions &options, AttentionKernelConfig &config,
+                          bool backward);
+
 /// When a forward weft.attention takes the split-KV decode kernels: q_len
 /// at most kDecodeMaxQueryRows, k_len at least kDecodeMinKeys and above q_len,
 /// head_major, group * q_len at most 128 rows.
