@@ -107,6 +107,11 @@ def load_tuning(path):
     return chosen
 
 
+def atomic_tag(backward):
+    """' adq' for a backward whose dQ is added with atomics (atomic_dq)."""
+    return " adq" if backward.atomic_dq else ""
+
+
 def untuned_tiles(head_dim):
     """What weft-compile takes without a table entry (chooseAttentionTiles):
     64 x 64 mma.sync, at head_dim 256 (warpgroup kernels only) forward 128 x
@@ -133,7 +138,7 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None, schedules=None):
                 variants.append((wa.config_label((fwd.block_q, fwd.block_k),
                                                  (bwd.block_q, bwd.block_k), fwd.mma,
                                                  fwd.stages, bwd.mma, bwd.stages,
-                                                 fwd.schedule), fwd, bwd))
+                                                 fwd.schedule) + atomic_tag(bwd), fwd, bwd))
             else:
                 notes.append(f"{ku.config_name(key)}: no {'forward' if not fwd else 'backward'} "
                              f"unit")
@@ -166,7 +171,7 @@ def weft_variants(groups, dtype, head_dim, causal, tuning=None, schedules=None):
             continue
         variants.append(("tuned " + wa.config_label(fwd_tiles[:2], bwd_tiles[:2], fwd_tiles[2],
                                                     fwd_tiles[3], bwd_tiles[2], bwd_tiles[3],
-                                                    schedule), fwd, bwd))
+                                                    schedule) + atomic_tag(bwd), fwd, bwd))
     return variants, notes
 
 

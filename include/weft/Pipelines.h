@@ -123,6 +123,12 @@ struct TrainingPipelineOptions
                      "place of the transposes around it "
                      "(weft-fold-attention-layout), before fusion"),
       llvm::cl::init(false)};
+  Option<std::string> attentionDq{
+      *this, "attention-dq",
+      llvm::cl::desc("How the GPU attention backward forms dQ (weft-attention-dq "
+                     "after autodiff): deterministic (a dQ kernel per query block) "
+                     "or atomic (the dK/dV kernel adds it with f32 atomics)"),
+      llvm::cl::init("deterministic")};
   Option<std::string> grid{
       *this, "grid",
       llvm::cl::desc("Partition the step over a device grid (tp=N or "

@@ -51,6 +51,7 @@ inline void registerWeftPasses() {
   registerFuseBiasGradPass();
   registerFuseGemmEpiloguePass();
   registerFoldAttentionLayoutPass();
+  registerAttentionDqPass();
   registerPlanMemoryPass();
   registerBindArgumentsPass();
   registerAutodiffPass();

@@ -1,6 +1,7 @@
 // weft-train-pipeline: weft-fold-loss-convert -> [weft-chunk-loss] ->
 // weft-autodiff [-> weft-sink-loss-logits] (or, with
-// inference, weft-inference-step) -> [weft-fold-attention-layout] ->
+// inference, weft-inference-step) -> [weft-attention-dq] ->
+// [weft-fold-attention-layout] ->
 // [weft-fuse-gemm-epilogue] -> [weft-fuse-elementwise] ->
 // [weft-bind-arguments] -> weft-remat -> weft-plan-memory ->
 // weft-training-report, one definition for weft-opt's named pipeline and
@@ -160,6 +161,11 @@ LogicalResult weft::buildTrainingPipeline(
   } else {
     if (failed(addAutodiffAndPartition(pm, options, step, gemmWorkspace, emitError)))
       return failure();
+  }
+  if (options.attentionDq != "deterministic") {
+    AttentionDqPassOptions dq;
+    dq.mode = options.attentionDq;
+    pm.addNestedPass<func::FuncOp>(createAttentionDqPass(dq));
   }
   if (options.foldAttentionLayout)
     pm.addNestedPass<func::FuncOp>(createFoldAttentionLayoutPass());

@@ -156,6 +156,14 @@ struct CompileOptions {
                "d] (seq_major), so the transposes around it cancel and the "
                "packed qkv / dqkv are views (default: on with --emit=package)"),
       cl::init(bool(defaults.foldAttentionLayout)), cl::cat(category)};
+  cl::opt<std::string> attentionDq{
+      "attention-dq",
+      cl::desc("How the GPU attention backward forms dQ: deterministic (default; a dQ "
+               "kernel per query block, bitwise reproducible) or atomic (the dK/dV "
+               "kernel adds dS K with f32 atomics, FlashAttention-3's non-deterministic "
+               "dQ; head_dim 64 and 128, no dropout). With --emit=kernels it marks "
+               "every weft.attention_grad of FILE"),
+      cl::init(std::string(defaults.attentionDq)), cl::cat(category)};
   cl::opt<std::string> remat{
       "remat", cl::desc("none | full | selective | block | uniform | budget"),
       cl::init(std::string(defaults.remat)), cl::cat(category)};

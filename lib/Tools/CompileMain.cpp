@@ -4,6 +4,7 @@
 #include "CompileDriver.h"
 
 #include "weft/Conversion/WeftToPlan/BuildPlan.h"
+#include "weft/Dialect/WeftDialect.h"
 #include "weft/Support/ExitCode.h"
 #include "weft/Target/GPU/Serialize.h"
 #include "weft/Tools/Drivers.h"
@@ -137,6 +138,7 @@ LogicalResult fillPipelineOptions(const CompileOptions &cli, EmitMode mode,
     weft::setPackageDefaults(options);
   if (cli.foldAttentionLayout.getNumOccurrences())
     options.foldAttentionLayout = bool(cli.foldAttentionLayout);
+  options.attentionDq = std::string(cli.attentionDq);
   if (cli.fuseGemmEpilogue.getNumOccurrences())
     options.fuseGemmEpilogue = bool(cli.fuseGemmEpilogue);
   if (cli.gemmWorkspace.getNumOccurrences())
@@ -227,8 +229,18 @@ int emit(const CompileOptions &cli, EmitMode mode, OwningOpRef<ModuleOp> &module
   std::optional<weft::gpu::AttentionTuningTable> table;
   if (failed(fillKernelOptions(cli, mode, kernels, table)))
     return weft::kExitUsage;
-  if (!cli.train && !cli.inference)
+  if (cli.attentionDq != "deterministic" && cli.attentionDq != "atomic")
+    return usageError("--attention-dq must be deterministic or atomic, got '" +
+                      cli.attentionDq + "'");
+  if (!cli.train && !cli.inference) {
+    // The file's own weft.attention_grad ops take the flag (a step built
+    // with --train gets it from weft-attention-dq).
+    if (cli.attentionDq == "atomic")
+      module->walk([&](weft::AttentionGradOp op) {
+        op.setAtomicDqAttr(UnitAttr::get(module->getContext()));
+      });
     return emitKernelUnits(*module, kernels);
+  }
   auto entry = module->lookupSymbol<func::FuncOp>(cli.entry);
   if (!entry || entry.isExternal())
     return usageError("no function @" + cli.entry + " with a body in " + cli.input +

@@ -180,7 +180,7 @@ struct AttentionGradient
         v.getType(), dout, q, k, v, attention.getOut(), lse, attention.getRng(),
         attention.getCausalAttr(), attention.getScaleAttr(),
         attention.getDropoutPAttr(), attention.getSeqMajorAttr(),
-        attention.getDropoutHeadsAttr());
+        attention.getDropoutHeadsAttr(), /*atomic_dq=*/UnitAttr());
     if (Attribute rngId = op->getAttr(WeftDialect::kRngIdAttr))
       grad->setAttr(WeftDialect::kRngIdAttr, rngId);
     state.accumulate(q, grad.getDq());

@@ -90,7 +90,7 @@ void fold(AttentionGradOp op) {
       swapped(op.getDv().getType()), dout, seqMajorSource(op.getQ()),
       seqMajorSource(op.getK()), seqMajorSource(op.getV()), out, op.getLse(),
       op.getRng(), op.getCausalAttr(), op.getScaleAttr(), op.getDropoutPAttr(),
-      builder.getUnitAttr(), op.getDropoutHeadsAttr());
+      builder.getUnitAttr(), op.getDropoutHeadsAttr(), op.getAtomicDqAttr());
   folded->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   replaceWithTransposes(builder, loc, op->getResults(), folded->getResults());
   LDBG() << "seq-major attention_grad at " << loc;

@@ -584,3 +584,36 @@ def test_units_keep_their_mma_kind_apart(tmp_path):
     groups, _ = ku.group_units(ku.load_units(directory))
     assert groups[("bf16", 64, True, 64, 64, "warpgroup", 3)] == {
         "backward": next(u for u in ku.load_units(directory) if u.direction == "backward")}
+
+
+def test_atomic_dq_units(tmp_path):
+    # The atomic-dQ backward: preprocess, dK/dV, then backward_dq_convert (no
+    # dQ kernel); its workspace adds the f32 accumulator after delta at a
+    # 256-byte boundary (weft/Dialect/AttentionWorkspace.h; the lit test
+    # emit-kernels-atomic-dq.mlir reads 528384 bytes for these shapes).
+    assert ku.grad_workspace_bytes(1, 4, 256, 256, False, 128) == 4096 + 4 * 4 * 256 * 128 \
+        == 528384
+    mask = 4 * 32 * 16 * 16
+    assert ku.grad_workspace_bytes(1, 4, 256, 256, True, 128) == \
+        4096 + mask + 4 * 4 * 256 * 128
+    assert ku.grad_workspace_bytes(1, 4, 77, 77, False, 64) == 1280 + 4 * 4 * 77 * 64
+    obj = unit_json("u", "backward", head_dim=64)
+    convert = {"name": "u_convert", "role": "backward_dq_convert",
+               "params": [{"name": n, "kind": k}
+                          for n, k in ptrs("delta", "dq") + SCALARS],
+               "threads": 128, "rows_per_block": 64, "over_keys": False,
+               "dynamic_smem_bytes": 0, "registers": 24, "spill_store_bytes": 0,
+               "spill_load_bytes": 0}
+    obj["config"].update(mma="warpgroup", atomic_dq=True)
+    obj["kernels"] = obj["kernels"][:2] + [convert]
+    (tmp_path / "u.json").write_text(json.dumps(obj))
+    (tmp_path / "u.cubin").write_bytes(b"fake")
+    unit = ku.parse_unit(obj, str(tmp_path), str(tmp_path / "u.json"))
+    assert unit.atomic_dq and [k.role for k in unit.kernels][-1] == "backward_dq_convert"
+    assert ku.workspace_floats(unit, 2, 4, 40, 40) * 4 == \
+        ku.grad_workspace_bytes(2, 4, 40, 40, False, 64)
+    assert "adq" in ku.pair_name({"backward": unit})
+    # A unit listing the dQ kernel while it says atomic_dq is refused.
+    obj["kernels"][-1] = dict(convert, role="backward_dq")
+    with pytest.raises(ku.UnitError, match="roles"):
+        ku.parse_unit(obj, str(tmp_path), str(tmp_path / "u.json"))

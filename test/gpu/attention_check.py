@@ -183,6 +183,13 @@ def layout_of(group):
     return next(iter(group.values())).layout
 
 
+def written(name, buf, views):
+    """What a buffer's kernels must write: the whole tensor, but of the
+    backward's workspace only delta (with the atomic dQ the f32 accumulator
+    follows at a 256-byte boundary; the bytes between are never written)."""
+    return views[name] if name == "delta" else buf.tensor
+
+
 def compare_weft(bufs, views, ref, sdpa_err, dout, lse_tol, ratio_bound):
     """Errors (of the [b, h, s, d] views), non-finite counts and guards (of
     the whole buffers) of Weft's outputs; the verdict."""
@@ -190,7 +197,8 @@ def compare_weft(bufs, views, ref, sdpa_err, dout, lse_tol, ratio_bound):
     for name in ar.GRADED:
         weft_err[name], weft_rel[name] = ar.error_of(views[name], ref[name])
     lse_err, _ = ar.error_of(views["lse"], ref["lse"])
-    nonfinite = {name: ar.nonfinite_count(buf.tensor) for name, buf in bufs.items()}
+    nonfinite = {name: ar.nonfinite_count(written(name, buf, views))
+                 for name, buf in bufs.items()}
     guards = {name: buf.guard_violations() for name, buf in bufs.items()}
     passed, reasons, ratios = ar.judge(weft_err, sdpa_err, lse_err, nonfinite, lse_tol,
                                        ratio_bound)
@@ -364,10 +372,10 @@ def run_sanitize(rt, loader, groups, opts, device):
                     raise RuntimeError("the configuration lacks a "
                                        f"{'forward' if fwd is None else 'backward'} unit")
                 q, k, v, dout = ar.make_inputs(point, device)
-                bufs, _, _ = run_weft(rt, loader.get(fwd), loader.get(bwd), point, q, k, v,
-                                      dout, device, guarded=False,
-                                      layout=layout_of(groups[key]))
-                bad = {n: ar.nonfinite_count(b.tensor) for n, b in bufs.items()}
+                bufs, views, _ = run_weft(rt, loader.get(fwd), loader.get(bwd), point, q, k,
+                                          v, dout, device, guarded=False,
+                                          layout=layout_of(groups[key]))
+                bad = {n: ar.nonfinite_count(written(n, b, views)) for n, b in bufs.items()}
                 bad = {n: c for n, c in bad.items() if c}
                 if bad:
                     raise RuntimeError(f"NaN/inf elements: {bad}")

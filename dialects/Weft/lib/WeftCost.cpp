@@ -104,7 +104,8 @@ int64_t AttentionGradOp::getWorkspaceBytes() {
   // (weft/Dialect/AttentionWorkspace.h). The deterministic backward (dK, dV
   // per key block, then dQ per query block; AttentionToNVVM's
   // BackwardKernels) accumulates dQ in registers per query block and writes
-  // it once, so no f32 dQ accumulator is reserved. An unverified op may lack
+  // it once, so no f32 dQ accumulator is reserved; with `atomic_dq` the
+  // accumulator [planes, q_len, head_dim] f32 follows. An unverified op may lack
   // q (attribute verifiers ask before the op's verifier ran): no workspace
   // then.
   if ((*this)->getNumOperands() < 6 || (*this)->getNumOperands() > 7)
@@ -114,10 +115,12 @@ int64_t AttentionGradOp::getWorkspaceBytes() {
   int64_t qLen = dim(getQ(), seqDim), kLen = dim(getK(), seqDim);
   bool dropout = getDropoutP().convertToDouble() > 0.0;
   // Sizes past int64 (an absurd but valid shape) clamp instead of wrapping.
-  double estimate = 4.0 * planes * qLen + (dropout ? 2.0 * planes * qLen * kLen / 8.0 : 0.0);
+  int64_t accumulatorDim = getAtomicDq() ? dim(getQ(), 3) : 0;
+  double estimate = 4.0 * planes * qLen * (1.0 + accumulatorDim) +
+                    (dropout ? 2.0 * planes * qLen * kLen / 8.0 : 0.0);
   if (estimate > 1e18)
     return clampToInt64(estimate);
-  return attentionGradWorkspaceBytes(planes, qLen, kLen, dropout);
+  return attentionGradWorkspaceBytes(planes, qLen, kLen, dropout, accumulatorDim);
 }
 
 /// The cuBLASLt workspace of a GEMM (linear, matmul) writing `result`, in a

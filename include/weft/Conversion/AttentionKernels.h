@@ -81,13 +81,22 @@ struct AttentionKernelConfig {
   /// run-time i64 behind the kernels' last parameter, `seed`.
   double dropoutP = 0.0;
   int64_t rngId = 0;
+  /// The Hopper backward's non-deterministic dQ (weft.attention_grad's
+  /// `atomic_dq`, FlashAttention-3's default): the dK/dV kernel also computes
+  /// dQ += dS K per key block and adds it with f32 atomics into the
+  /// workspace's accumulator (weft/Dialect/AttentionWorkspace.h), which the
+  /// delta kernel zeroed; backward_dq_convert scales it into dq. No dQ
+  /// kernel recomputes S and dP. Head dim 64 or 128; summation order varies
+  /// from run to run.
+  bool atomicDq = false;
 
   /// A stable name fragment, e.g. "bf16_d128_causal_q64_k64"; the warpgroup
   /// kernels add "_wgmma_s<stages>" and a forward schedule other than Serial
   /// "_ov" (Overlap) or "_pp" (PingPong); SeqMajor adds
   /// "_sm", then "_pqkv" / "_pgrad" for the packed tensors and "_grp" when
   /// they are grouped; the decode kernels "_dec<rows>"; dropout adds
-  /// "_drop<floor(p * 2^32)>_r<rng_id>" (what the mask depends on).
+  /// "_drop<floor(p * 2^32)>_r<rng_id>" (what the mask depends on); the
+  /// atomic-dQ backward "_adq".
   std::string suffix() const;
   /// "" (Serial), "_ov" or "_pp": the schedule's part of suffix().
   std::string scheduleSuffix() const;

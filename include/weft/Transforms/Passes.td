@@ -543,6 +543,23 @@ def FuseGemmEpiloguePass : Pass<"weft-fuse-gemm-epilogue", "mlir::func::FuncOp">
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def AttentionDqPass : Pass<"weft-attention-dq", "mlir::func::FuncOp"> {
+  let summary = "Chooses how the GPU attention backward forms dQ";
+  let description = [{
+    Sets (`mode=atomic`) or clears (`mode=deterministic`) `atomic_dq` on every
+    `weft.attention_grad`: with it the Hopper backward's dK/dV kernel also
+    forms dQ and adds it with f32 atomics into the op's workspace
+    (FlashAttention-3's non-deterministic dQ; the workspace grows by the f32
+    accumulator), without it a dQ kernel recomputes S and dP per query block
+    and writes dQ once (bitwise reproducible). Values are unchanged.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"deterministic\"",
+           "deterministic | atomic">,
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def FoldAttentionLayoutPass : Pass<"weft-fold-attention-layout", "mlir::func::FuncOp"> {
   let summary = "Attention reads [b, s, h, d] operands in place of transposes";
   let description = [{

@@ -102,6 +102,8 @@ std::string AttentionKernelConfig::suffix() const {
                  (groupedQkv ? "_grp" : "");
   if (dropoutP > 0.0)
     layoutPart += llvm::formatv("_drop{0}_r{1}", dropoutThreshold(dropoutP), rngId).str();
+  if (atomicDq)
+    layoutPart += "_adq";
   if (decodeRows)
     return llvm::formatv("{0}_d{1}_{2}_k{3}_dec{4}_s{5}", bf16 ? "bf16" : "f16", headDim,
                          causal ? "causal" : "full", blockK, decodeRows, stages)
@@ -154,8 +156,10 @@ int64_t dkdvInnerRows(const AttentionKernelConfig &config) {
   // head_dim 64 and inner 128).
   if (config.warpgroupMma && config.headDim > 128 && config.dropoutP > 0.0)
     return 32; // (64 spilled 4 bytes at head_dim 256 with dropout)
+  // (The atomic dQ at head_dim 64 spilled 32-44 bytes at 128.)
   if (config.warpgroupMma)
-    return config.headDim > 64 || config.dropoutP > 0.0 ? 64 : config.blockQ;
+    return config.headDim > 64 || config.dropoutP > 0.0 || config.atomicDq ? 64
+                                                                           : config.blockQ;
   return config.headDim > 64 ? std::min<int64_t>(config.blockQ, 32) : config.blockQ;
 }
 int64_t dkdvColumnGroups(const AttentionKernelConfig &config) {
@@ -305,6 +309,22 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
       return failure();
     }
   }
+  if (config.atomicDq && (!backward || !config.warpgroupMma || config.decodeRows ||
+                          config.headDim > 128)) {
+    message = llvm::formatv("the atomic dQ (atomic_dq) is the warpgroup-MMA backward's, at "
+                            "head_dim 64 or 128; got {0}{1}, head_dim {2}",
+                            backward ? "a backward" : "a forward",
+                            config.warpgroupMma ? " with warpgroup MMA" : " with mma.sync",
+                            config.headDim);
+    return failure();
+  }
+  if (config.atomicDq && config.dropoutP > 0.0) {
+    message = llvm::formatv("the atomic dQ (atomic_dq) is not built with dropout (p = {0}): "
+                            "the mask's bits beside dS, dK, dV and dQ spilled; the "
+                            "deterministic backward takes dropout",
+                            config.dropoutP);
+    return failure();
+  }
   if (config.decodeRows)
     return verifyDecodeConfig(config, backward, message);
   if (config.headDim != 64 && config.headDim != 128 && config.headDim != 256) {
@@ -379,7 +399,7 @@ LogicalResult verifyAttentionKernelConfig(const AttentionKernelConfig &config,
   for (auto [kernel, bytes, isBackward] :
        {std::tuple<const char *, int64_t, bool>{"forward", tmaForwardLayout(config).total, false},
         {"backward dK/dV", dkdvPipelineLayout(config).total(), true},
-        {"backward dQ", dqPipelineLayout(config).total(), true}}) {
+        {"backward dQ", config.atomicDq ? 0 : dqPipelineLayout(config).total(), true}}) {
     if (isBackward != backward || bytes <= kMaxSmem)
       continue;
     message = llvm::formatv("the warpgroup-MMA attention {0} with block_q {1}, "
@@ -478,10 +498,19 @@ llvm::SmallVector<KernelSpec> attentionKernelSpecs(const AttentionKernelConfig &
     dkdv.dynamicSmemBytes = dkdvPipelineLayout(config).total();
     dq.threads = 128 + config.blockQ / 64 * 128;
     dq.dynamicSmemBytes = dqPipelineLayout(config).total();
+    if (config.atomicDq) {
+      // dQ comes from the dK/dV kernel's atomics; this kernel scales the f32
+      // accumulator into dq.
+      dq = spec(config, "backward_dq_convert", {"delta", "dq"});
+      dq.threads = kDqConvertThreads;
+      dq.rowsPerBlock = kDqConvertRows;
+    }
     for (auto [kernel, queryRows, keyRows] :
          {std::tuple{&dkdv, inner, config.blockK},
           std::tuple{&dq, config.blockQ, dqInnerRows(config)}})
-      for (KernelParam &param : llvm::MutableArrayRef(kernel->params).take_front(4)) {
+      for (KernelParam &param : kernel->role == "backward_dq_convert"
+                                    ? llvm::MutableArrayRef<KernelParam>()
+                                    : llvm::MutableArrayRef(kernel->params).take_front(4)) {
         bool query = param.name == "q" || param.name == "dout";
         param.kind = KernelParam::Kind::TensorMap;
         param.lenName = query ? "q_len" : "k_len";
@@ -551,7 +580,7 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
     if (!tensorMaps.empty())
       func->setAttr(kGridConstantArgsAttrName, b.getDenseI32ArrayAttr(tensorMaps));
     if (config.warpgroupMma && kernel.role != "backward_preprocess" &&
-        kernel.role != "keep_mask")
+        kernel.role != "keep_mask" && kernel.role != "backward_dq_convert")
       func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
     func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernel.threads), 1, 1}));
@@ -565,6 +594,8 @@ LogicalResult buildAttentionKernels(ModuleOp module, llvm::StringRef moduleName,
       emitPreprocessBody(func, config);
     else if (kernel.role == "keep_mask")
       emitKeepMaskBody(func, config, /*afterDelta=*/backward);
+    else if (kernel.role == "backward_dq_convert")
+      emitDqConvertBody(func, config);
     else if (kernel.role == "backward_dkdv")
       config.warpgroupMma ? emitWarpgroupDkDvBody(func, config) : emitDkDvBody(func, config);
     else

@@ -6,6 +6,7 @@
 // 0 or 1 / (1 - p), redrawn by the forward's rule): dV += (P F)^T dO and
 // dS = P (dP F - delta); delta = rowsum(dO * O) is unchanged.
 #include "AttentionDropout.h"
+#include "BackwardAtomicDq.h"
 #include "KernelBodies.h"
 #include "WarpEmitter.h"
 
@@ -102,6 +103,14 @@ void emitPreprocessBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &
     }
     e.store(sum, e.globalAt(delta, e.mul(e.toI64(flatRow), e.i64c(4))), 4);
   });
+  // The atomic-dQ backward's accumulator rows start at zero.
+  if (config.atomicDq) {
+    Value row0 = e.mul(e.blockId(0), e.i32c(rowsPerBlock));
+    zeroDqAccumulatorRows(e, config, s, dqAccumulator(e, config, s, delta),
+                          e.add(e.mul(e.blockId(2), s.qHeads), e.blockId(1)), row0,
+                          e.minsi(e.i32c(rowsPerBlock), e.sub(s.qLen, row0)), e.threadIdX(),
+                          rowsPerBlock);
+  }
   mlir::gpu::ReturnOp::create(b);
 }
 

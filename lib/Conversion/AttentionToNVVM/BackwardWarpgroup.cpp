@@ -11,6 +11,7 @@
 // from the keep mask the keep-mask kernel drew into the workspace
 // (KeepMask.h) by the forward's rule.
 #include "AttentionDropout.h"
+#include "BackwardAtomicDq.h"
 #include "KeepMask.h"
 #include "TmaPipeline.h"
 
@@ -173,6 +174,11 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
     keepMask.emplace(delta, s, /*afterDelta=*/true);
   }
 
+  // The atomic dQ: the dS tile this consumer shares, the accumulator.
+  std::optional<AtomicDqTile> atomicDq;
+  if (config.atomicDq)
+    atomicDq.emplace(config, ring, consumers);
+
   SmallVector<Value> init(columns, zeroF); // dK (columns / 2 values), then dV
   auto loop = emitConsumerLoop(
       e, ring, iterations, init,
@@ -230,11 +236,22 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
                                                    w.add(tileDout, columnSlabs), streamSlab,
                                                    columns);
         w.wgmmaCommit();
-        w.wgmmaWait(0);
+        if (atomicDq) {
+          // dQ += dS K while dK and dV run (the accumulation waits for all).
+          auto [q0, qHead] = queryTile(w, it);
+          atomicDq->storeDsT(w, it, dsA, localRow0, ids, warpInGroup);
+          atomicDq->accumulate(w, it, dqAccumulator(w, config, s, delta),
+                               w.add(w.mul(batch, s.qHeads), qHead), q0,
+                               s.qLen, ids, warpInGroup);
+        } else {
+          w.wgmmaWait(0);
+        }
         dkAcc.append(dvAcc);
         return dkAcc;
       });
 
+  if (atomicDq)
+    atomicDq->finish(e, warpInGroup);
   Value kvPlane = e.add(e.mul(batch, s.kvHeads), kvHead);
   storeDkDv(e, ids, config, s, loop.getResults(), dk, dv, kvPlane, k0, localRow0, kValid,
             column0);

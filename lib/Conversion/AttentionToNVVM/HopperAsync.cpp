@@ -69,6 +69,24 @@ void WarpEmitter::namedBarrierSync(Value id, int64_t threads) {
   inlineAsm("bar.sync $0, " + std::to_string(threads) + ";", "r", {id});
 }
 
+void WarpEmitter::fenceProxyAsyncShared() {
+  inlineAsm("fence.proxy.async.shared::cta;", "", {});
+}
+
+void WarpEmitter::bulkReduceAddF32(Value globalPtr, Value sharedOffset, int64_t bytes) {
+  inlineAsm("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], " +
+                std::to_string(bytes) + ";",
+            "l,r", {globalPtr, sharedAddress(sharedOffset)});
+}
+
+void WarpEmitter::bulkCommit() { inlineAsm("cp.async.bulk.commit_group;", "", {}); }
+
+void WarpEmitter::bulkWait(int64_t pending, bool readOnly) {
+  inlineAsm(std::string("cp.async.bulk.wait_group") + (readOnly ? ".read " : " ") +
+                std::to_string(pending) + ";",
+            "", {});
+}
+
 void WarpEmitter::namedBarrierArrive(Value id, int64_t threads) {
   inlineAsm("bar.arrive $0, " + std::to_string(threads) + ";", "r", {id});
 }

@@ -18,6 +18,9 @@ inline constexpr int64_t kPreprocessRows = 128;
 /// The keep-mask kernel (KeepMask.h): query rows per CTA and threads.
 inline constexpr int64_t kKeepMaskRows = 64;
 inline constexpr int64_t kKeepMaskThreads = 128;
+/// The atomic-dQ backward's last kernel: query rows per CTA and threads.
+inline constexpr int64_t kDqConvertRows = 64;
+inline constexpr int64_t kDqConvertThreads = 128;
 
 inline int64_t tilePitch(int64_t headDim) { return (headDim + 8) * 2; }
 
@@ -33,6 +36,9 @@ int64_t dqInnerRows(const AttentionKernelConfig &config);
 /// registers).
 int64_t dkdvColumnGroups(const AttentionKernelConfig &config);
 int64_t dkdvConsumers(const AttentionKernelConfig &config);
+/// The atomic-dQ dK/dV kernel's scratch (BackwardAtomicDq.cpp): two dS
+/// tiles and each consumer's f32 staging rows.
+int64_t atomicDqScratchBytes(const AttentionKernelConfig &config);
 
 /// Byte offsets in the warpgroup forward's dynamic shared memory: Q (head_dim
 /// / 64 slabs of [blockQ][64]), the K/V ring (per slot K then V, slabs of
@@ -78,6 +84,9 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
 void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
+/// The atomic-dQ backward (BackwardAtomicDq.cpp): dq = scale * the f32
+/// accumulator.
+void emitDqConvertBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config);
 
 } // namespace weft::gpu
 

@@ -22,7 +22,9 @@ Value mnMajorDescriptor(WarpEmitter &w, Value tile, int64_t slabBytes, int64_t s
 
 TmaPipelineLayout dkdvPipelineLayout(const AttentionKernelConfig &config) {
   int64_t stream = dkdvInnerRows(config);
-  return {config.headDim, config.blockK, stream, config.stages, stream * 8};
+  // The atomic-dQ kernel's two dS tiles and f32 staging rows.
+  int64_t scratch = config.atomicDq ? atomicDqScratchBytes(config) : 0;
+  return {config.headDim, config.blockK, stream, config.stages, stream * 8, scratch};
 }
 
 TmaPipelineLayout dqPipelineLayout(const AttentionKernelConfig &config) {

@@ -31,19 +31,22 @@ mlir::Value mnMajorDescriptor(WarpEmitter &w, mlir::Value tile, int64_t slabByte
                               int64_t step);
 
 /// Byte offsets of a pipeline kernel's dynamic shared memory: the two
-/// resident tiles, the ring (per slot: streamed tile 0, tile 1), per-slot
+/// resident tiles, the ring (per slot: streamed tile 0, tile 1), the
+/// consumers' scratch (the atomic-dQ dK/dV kernel's dS tiles), per-slot
 /// statistics, then 1 + 2 * stages mbarriers (0: resident tiles landed;
 /// 1 + slot: the slot is full; 1 + stages + slot: every consumer thread
-/// released it). Tiles are multiples of 1024 bytes, so every slab keeps the
-/// swizzle's 1024-byte alignment.
+/// released it). Tiles and scratch are multiples of 1024 bytes, so every
+/// slab keeps the swizzle's 1024-byte alignment.
 struct TmaPipelineLayout {
   int64_t headDim, residentRows, streamRows, stages, statsBytesPerSlot;
+  int64_t scratchBytes = 0;
 
   int64_t tileBytes(int64_t rows) const { return rows * headDim * 2; }
   int64_t resident(int64_t i) const { return i * tileBytes(residentRows); }
   int64_t ring() const { return 2 * tileBytes(residentRows); }
   int64_t slotBytes() const { return 2 * tileBytes(streamRows); }
-  int64_t stats() const { return ring() + stages * slotBytes(); }
+  int64_t scratch() const { return ring() + stages * slotBytes(); }
+  int64_t stats() const { return scratch() + scratchBytes; }
   int64_t barriers() const { return stats() + stages * statsBytesPerSlot; }
   int64_t total() const { return barriers() + (1 + 2 * stages) * 8; }
 };

@@ -187,6 +187,15 @@ Value WarpEmitter::opaqueCopy(Value x) {
                                    ArrayAttr())
       .getResult(0);
 }
+Value WarpEmitter::pinned(Value x) {
+  bool wide = x.getType() == i64;
+  return LLVM::InlineAsmOp::create(b, x.getType(), ValueRange{x},
+                                   b.getStringAttr(wide ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;"),
+                                   b.getStringAttr(wide ? "=l,l" : "=r,r"),
+                                   /*has_side_effects=*/b.getUnitAttr(), UnitAttr(),
+                                   LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
 Value WarpEmitter::quadMax(Value x) {
   x = fmax(x, shuffleXor(x, 1));
   return fmax(x, shuffleXor(x, 2));

@@ -82,6 +82,10 @@ public:
   /// every later bit test back to the value the bit was made from and keep
   /// all of those live).
   mlir::Value opaqueCopy(mlir::Value x);
+  /// A copy of an i32 or i64 the optimizer must compute where it stands (an
+  /// asm with side effects: never hoisted out of a loop), so a value cheap
+  /// to recompute is not held in a register across the loop.
+  mlir::Value pinned(mlir::Value x);
   /// x reduced over the four lanes that share an accumulator row.
   mlir::Value quadMax(mlir::Value x);
   mlir::Value quadSum(mlir::Value x);
@@ -153,6 +157,12 @@ public:
                                              mlir::Value descriptorA,
                                              mlir::Value descriptorB, int64_t n,
                                              bool accumulate);
+  /// wgmmaShared with both operands MN-major (transposed): A's M and B's N
+  /// are the contiguous dimension (16-bit types).
+  llvm::SmallVector<mlir::Value> wgmmaSharedTransposed(llvm::ArrayRef<mlir::Value> acc,
+                                                       mlir::Value descriptorA,
+                                                       mlir::Value descriptorB, int64_t n,
+                                                       bool accumulate);
 
   // Hopper asynchronous copies and barriers (HopperAsync.cpp). Barrier and
   // tile offsets are bytes into the dynamic shared memory (i32).
@@ -180,6 +190,16 @@ public:
   /// bar.sync / bar.arrive on named barrier `id` (i32, 1..15; 0 is the
   /// CTA-wide barrier) completed by `threads` threads in all.
   void namedBarrierSync(mlir::Value id, int64_t threads);
+  /// Orders this thread's generic-proxy shared-memory writes before later
+  /// async-proxy (wgmma, TMA) reads of them.
+  void fenceProxyAsyncShared();
+  /// global[0 .. bytes) += shared[0 .. bytes) as f32, by the TMA unit
+  /// (cp.reduce.async.bulk, this thread's bulk group); both 16-byte aligned.
+  void bulkReduceAddF32(mlir::Value globalPtr, mlir::Value sharedOffset, int64_t bytes);
+  void bulkCommit();
+  /// Waits until at most `pending` of this thread's bulk groups are
+  /// outstanding: their shared-memory reads only (`readOnly`), or in full.
+  void bulkWait(int64_t pending, bool readOnly);
   void namedBarrierArrive(mlir::Value id, int64_t threads);
   /// cp.async.cg of 16 bytes from global `source` to shared `destination`
   /// (a byte offset; L2 fetches the whole 128-byte line), reading

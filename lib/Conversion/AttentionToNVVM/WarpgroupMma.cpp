@@ -122,4 +122,10 @@ SmallVector<Value> WarpEmitter::wgmmaShared(ArrayRef<Value> acc, Value descripto
   return emitWgmma(*this, acc, descriptorA, "l", descriptorB, n, accumulate, "1, 1, 0, 0");
 }
 
+SmallVector<Value> WarpEmitter::wgmmaSharedTransposed(ArrayRef<Value> acc, Value descriptorA,
+                                                      Value descriptorB, int64_t n,
+                                                      bool accumulate) {
+  return emitWgmma(*this, acc, descriptorA, "l", descriptorB, n, accumulate, "1, 1, 1, 1");
+}
+
 } // namespace weft::gpu

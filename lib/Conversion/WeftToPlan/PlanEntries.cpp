@@ -286,6 +286,8 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
     config.dropoutP = o.dropout;
     config.rngId = rngId.getInt();
   }
+  if (auto grad = dyn_cast<AttentionGradOp>(op))
+    config.atomicDq = grad.getAtomicDq();
   if (isSeqMajorAttention(op)) {
     config.layout = gpu::AttentionKernelConfig::Layout::SeqMajor;
     std::optional<QkvPacking> packing = packedQkvOf(op);

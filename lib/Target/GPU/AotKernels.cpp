@@ -107,6 +107,12 @@ LogicalResult dropoutOf(OpTy op, AttentionKernelConfig &config) {
   return success();
 }
 
+/// The backward's dQ accumulation (weft.attention_grad's atomic_dq).
+bool atomicDqOf(Operation *op) {
+  auto grad = dyn_cast<AttentionGradOp>(op);
+  return grad && grad.getAtomicDq();
+}
+
 /// What one op needs: its unit's name, configuration and shapes.
 struct AttentionSite {
   Operation *op;
@@ -215,6 +221,7 @@ FailureOr<AttentionSite> describe(Operation *op, const KernelEmitOptions &option
   site.config.bf16 = *bf16;
   site.config.headDim = shapes->headDim;
   chooseAttentionTiles(options, site.config, site.backward);
+  site.config.atomicDq = atomicDqOf(op);
   fitDropoutTiles(site.config, site.backward);
   // A seq-major op's tensors are seq-major whatever --attention-layout says.
   site.config.layout = options.layout;

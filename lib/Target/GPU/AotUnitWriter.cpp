@@ -69,7 +69,8 @@ int64_t workspaceBytes(const AotUnit &unit) {
   const AttentionShapes &s = unit.shapes;
   bool dropout = unit.config.dropoutP > 0.0;
   if (unit.backward)
-    return attentionGradWorkspaceBytes(s.batch * s.qHeads, s.qLen, s.kLen, dropout);
+    return attentionGradWorkspaceBytes(s.batch * s.qHeads, s.qLen, s.kLen, dropout,
+                                       unit.config.atomicDq ? s.headDim : 0);
   // A Hopper forward with dropout draws its keep mask into the workspace.
   return dropout && unit.config.warpgroupMma
              ? attentionKeepMaskBytes(s.batch * s.qHeads, s.qLen, s.kLen)
@@ -216,6 +217,8 @@ std::string writeUnitJson(const AotUnit &unit) {
       if (unit.config.schedule != AttentionKernelConfig::ForwardSchedule::Serial)
         json.attribute("schedule", scheduleName(unit.config.schedule));
       json.attribute("layout", layoutName(unit.config));
+      if (unit.config.atomicDq)
+        json.attribute("atomic_dq", true);
       if (unit.config.dropoutP > 0.0)
         json.attributeObject("dropout", [&] {
           json.attribute("p", unit.config.dropoutP);
@@ -316,6 +319,10 @@ std::string writeUnitJson(const AotUnit &unit) {
         if (unit.config.dropoutP > 0.0)
           json.attribute("keep_mask_offset",
                          attentionKeepMaskOffset(s.batch * s.qHeads * s.qLen));
+        if (unit.config.atomicDq)
+          json.attribute("dq_accumulator_offset",
+                         attentionDqAccumOffset(s.batch * s.qHeads, s.qLen, s.kLen,
+                                                unit.config.dropoutP > 0.0));
       });
     });
   });
@@ -390,7 +397,15 @@ std::string writeUnitHeader(const AotUnit &unit) {
      << (unit.config.decodeRows
              ? "split_workspace: num_splits * batch * q_heads * q_len * (head_dim + 1) * 4"
              : unit.backward
-                 ? (unit.config.dropoutP > 0.0
+                 ? (unit.config.atomicDq
+                        ? (unit.config.dropoutP > 0.0
+                               ? "delta_workspace: batch * q_heads * q_len * 4, then at a "
+                                 "256-byte boundary the keep mask, then at the next the f32 dQ "
+                                 "accumulator, batch * q_heads * q_len * head_dim * 4"
+                               : "delta_workspace: batch * q_heads * q_len * 4, then at a "
+                                 "256-byte boundary the f32 dQ accumulator, batch * q_heads * "
+                                 "q_len * head_dim * 4")
+                    : unit.config.dropoutP > 0.0
                         ? "delta_workspace: batch * q_heads * q_len * 4, then at a 256-byte "
                           "boundary the keep mask"
                         : "batch * q_heads * q_len * 4")

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 FORMAT_VERSION = 1
 DIRECTIONS = ("forward", "backward")
-ROLES = ("forward", "backward_preprocess", "keep_mask", "backward_dkdv", "backward_dq")
+ROLES = ("forward", "backward_preprocess", "keep_mask", "backward_dkdv", "backward_dq",
+         "backward_dq_convert")
 # A unit's MMA kind (its JSON config "mma"; absent in older units = warp).
 MMA_KINDS = ("warp", "warpgroup")
 # A warpgroup forward's schedule (its JSON config "schedule"; absent = serial):
@@ -57,15 +58,19 @@ class Kernel:
     tensor_maps: dict = field(default_factory=dict)
 
 
-def grad_workspace_bytes(batch, q_heads, q_len, k_len, dropout):
+def grad_workspace_bytes(batch, q_heads, q_len, k_len, dropout, atomic_dq_head_dim=0):
     """The backward's workspace (weft/Dialect/AttentionWorkspace.h's
-    attentionGradWorkspaceBytes): delta [batch, q_heads, q_len] f32, and with
-    dropout the tiled keep mask after it at a 256-byte boundary."""
+    attentionGradWorkspaceBytes): delta [batch, q_heads, q_len] f32, with
+    dropout the tiled keep mask after it at a 256-byte boundary, and with the
+    atomic dQ (atomic_dq_head_dim > 0) the f32 accumulator [batch * q_heads,
+    q_len, head_dim] at the next."""
     planes = batch * q_heads
     delta = 4 * planes * q_len
-    if not dropout:
-        return delta
-    return (delta + 255) // 256 * 256 + keep_mask_bytes(batch, q_heads, q_len, k_len)
+    end = delta if not dropout else \
+        (delta + 255) // 256 * 256 + keep_mask_bytes(batch, q_heads, q_len, k_len)
+    if not atomic_dq_head_dim:
+        return end
+    return (end + 255) // 256 * 256 + 4 * planes * q_len * atomic_dq_head_dim
 
 
 def keep_mask_bytes(batch, q_heads, q_len, k_len):
@@ -81,7 +86,9 @@ def workspace_floats(unit, batch, q_heads, q_len, k_len):
     if unit.direction == "forward":
         hopper_mask = unit.dropout_p > 0.0 and unit.mma == "warpgroup"
         return keep_mask_bytes(batch, q_heads, q_len, k_len) // 4 if hopper_mask else 0
-    return grad_workspace_bytes(batch, q_heads, q_len, k_len, unit.dropout_p > 0.0) // 4
+    atomic_dq = getattr(unit, "atomic_dq", False)
+    return grad_workspace_bytes(batch, q_heads, q_len, k_len, unit.dropout_p > 0.0,
+                                unit.head_dim if atomic_dq else 0) // 4
 
 
 @dataclass
@@ -106,6 +113,9 @@ class Unit:
     # rng_id; the kernels then take a `seed` pointer (one int64).
     dropout_p: float = 0.0
     rng_id: int = 0
+    # A Hopper backward whose dQ the dK/dV kernel adds with atomics (the
+    # config's "atomic_dq"; its last kernel is backward_dq_convert).
+    atomic_dq: bool = False
 
     @property
     def config_key(self):
@@ -251,8 +261,14 @@ def parse_unit(obj, directory, where):
     # A Hopper unit with dropout draws the keep mask in its own kernel first
     # (the backward's after the delta preprocess).
     keep_mask = dropout_p > 0.0 and mma == "warpgroup"
+    atomic_dq = config.get("atomic_dq", False)
+    if not isinstance(atomic_dq, bool) or (atomic_dq and direction != "backward"):
+        raise UnitError(f"{where}: config atomic_dq {atomic_dq!r} is not a backward's true / "
+                        f"false")
+    skipped = ("backward_dq" if atomic_dq else "backward_dq_convert",) + \
+        (() if keep_mask else ("keep_mask",))
     expected = ((["keep_mask"] if keep_mask else []) + ["forward"] if direction == "forward"
-                else [r for r in ROLES[1:] if r != "keep_mask" or keep_mask])
+                else [r for r in ROLES[1:] if r not in skipped])
     roles = [k.role for k in kernels]
     if roles != expected:
         raise UnitError(f"{where}: a {direction} unit needs kernels with roles "
@@ -290,7 +306,7 @@ def parse_unit(obj, directory, where):
                 arch=obj.get("arch", "?"), cubin_path=cubin, kernels=kernels,
                 workspaces=workspaces, mma=mma, stages=config.get("stages", 2), layout=layout,
                 schedule=schedule,
-                dropout_p=dropout_p, rng_id=int(dropout.get("rng_id", 0)))
+                dropout_p=dropout_p, rng_id=int(dropout.get("rng_id", 0)), atomic_dq=atomic_dq)
 
 
 def load_units(root):
@@ -375,6 +391,7 @@ def pair_name(group):
     ('fwd q128k64 wgmma / ...' for a warpgroup-MMA forward)."""
     short = {"forward": "fwd", "backward": "bwd"}
     parts = [f"{short[d]} q{u.block_q}k{u.block_k}{mma_suffix(u.mma, schedule=u.schedule)}"
+             + (" adq" if u.atomic_dq else "")
              for d, u in sorted(
         group.items(), key=lambda item: item[0] != "forward")]
     unit = next(iter(group.values()))

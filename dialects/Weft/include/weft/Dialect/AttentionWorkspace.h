@@ -9,7 +9,11 @@
 // probabilities follows at keepMaskOffset(rows) (256-byte aligned): the
 // Hopper backward's keep-mask kernel draws it, its dK/dV and dQ kernels read
 // it instead of running the Philox rounds in their loops (the mma.sync
-// kernels draw in their loops and leave both masks unused). The mask is
+// kernels draw in their loops and leave both masks unused). With
+// `atomic_dq` (the Hopper backward's non-deterministic dQ, as FlashAttention-3
+// has it) an f32 dQ accumulator [batch * q_heads, q_len, head_dim] follows at
+// the next 256-byte boundary: the delta kernel zeroes it, the dK/dV kernel
+// adds dS K into it with atomics, a last kernel scales it into dq. The mask is
 // tiled: tile (r, c)
 // of flat query-row group r (8 rows of one (batch, head), rows 8r .. 8r + 7)
 // and key chunk c (keys 16c .. 16c + 15) is 16 bytes at
@@ -36,9 +40,24 @@ inline int64_t attentionKeepMaskBytes(int64_t planes, int64_t qLen, int64_t kLen
   return planes * ((qLen + 7) / 8) * ((kLen + 15) / 16) * 16;
 }
 
-inline int64_t attentionGradWorkspaceBytes(int64_t planes, int64_t qLen, int64_t kLen,
-                                           bool dropout) {
+/// Where the f32 dQ accumulator of the atomic-dQ backward starts: after
+/// delta (and the keep mask), at a 256-byte boundary.
+inline int64_t attentionDqAccumOffset(int64_t planes, int64_t qLen, int64_t kLen,
+                                      bool dropout) {
   int64_t rows = planes * qLen;
+  int64_t end = dropout ? attentionKeepMaskOffset(rows) + attentionKeepMaskBytes(planes, qLen, kLen)
+                        : attentionDeltaBytes(rows);
+  return (end + 255) / 256 * 256;
+}
+
+/// `atomicDqHeadDim` > 0: the backward accumulates dQ with atomics
+/// (weft.attention_grad's `atomic_dq`) into [planes, q_len, head_dim] f32 at
+/// attentionDqAccumOffset.
+inline int64_t attentionGradWorkspaceBytes(int64_t planes, int64_t qLen, int64_t kLen,
+                                           bool dropout, int64_t atomicDqHeadDim = 0) {
+  int64_t rows = planes * qLen;
+  if (atomicDqHeadDim > 0)
+    return attentionDqAccumOffset(planes, qLen, kLen, dropout) + 4 * rows * atomicDqHeadDim;
   if (!dropout)
     return attentionDeltaBytes(rows);
   return attentionKeepMaskOffset(rows) + attentionKeepMaskBytes(planes, qLen, kLen);

@@ -121,7 +121,10 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> 
     Attributes and `weft.rng_id` match the forward's (causal is bottom-right
     aligned when `sq < sk`; the reference interpreter and the CPU tiles
     differentiate it, the GPU backward kernels refuse it); with `seq_major`,
-    dout, q, k, v, out and the gradients are `[b, s, h, d]`.
+    dout, q, k, v, out and the gradients are `[b, s, h, d]`. With `atomic_dq`
+    the GPU backward accumulates dq with f32 atomics in its workspace
+    (FlashAttention-3's non-deterministic dQ: one kernel forms dK, dV and dQ,
+    the sum's order varies between runs); the value is the same math.
     ```mlir
     %dq, %dk, %dv = weft.attention_grad %do, %q, %k, %v, %o, %lse {causal} : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
     ```
@@ -132,7 +135,8 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad", [], ["getWorkspaceBytes"]> 
                        Variadic<Weft_RngOperand>:$rng,
                        UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
-                       UnitAttr:$seq_major, OptionalAttr<I64Attr>:$dropout_heads);
+                       UnitAttr:$seq_major, OptionalAttr<I64Attr>:$dropout_heads,
+                       UnitAttr:$atomic_dq);
   let results = (outs Weft_FloatTensor:$dq, Weft_FloatTensor:$dk,
                       Weft_FloatTensor:$dv);
   let extraClassDeclaration = [{
