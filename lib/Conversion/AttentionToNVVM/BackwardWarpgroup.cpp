@@ -5,8 +5,10 @@
 // and computes S^T = K Q^T and dP^T = V dO^T (both operands by descriptor),
 // P^T and dS^T in registers, then dV += P^T dO and dK += dS^T Q with the
 // register fragments as A. dQ per query block: Q and dO stay, K and V
-// stream; S = Q K^T, dP = dO V^T, dQ += dS K. Accumulators live in
-// registers across the whole loop; no atomics. With dropout (factors F, 0
+// stream; S = Q K^T, dP = dO V^T, dQ += dS K. S and dP are two wgmma
+// groups: P is computed under wait_group 1 while dP still runs.
+// Accumulators live in registers across the whole loop; no atomics (unless
+// atomic_dq: BackwardAtomicDq.cpp). With dropout (factors F, 0
 // or 1 / (1 - p)): dV += (P F)^T dO and dS = P (dP F - delta), F read
 // from the keep mask the keep-mask kernel drew into the workspace
 // (KeepMask.h) by the forward's rule.
@@ -49,21 +51,35 @@ void computeMaybeMasked(WarpEmitter &w, Value maskNeeded, MutableArrayRef<Quad> 
 }
 
 /// Two m64 x n accumulators from wgmma with both operands in shared memory
-/// (K-major, head_dim deep): A0 B0^T and A1 B1^T, issued as one group.
+/// (K-major, head_dim deep): A0 B0^T and A1 B1^T, issued as two groups.
+/// `onFirst` runs on the first product while the second is still on the
+/// tensor cores (wgmma.wait_group 1, FlashAttention-3's overlap of the
+/// softmax with the next matmul); both are then complete.
 std::pair<SmallVector<Quad>, SmallVector<Quad>>
 twoScoreMatmuls(WarpEmitter &w, std::array<Value, 2> a, int64_t aSlab, std::array<Value, 2> bT,
-                int64_t bSlab, int64_t n, int64_t headDim, Value zero) {
+                int64_t bSlab, int64_t n, int64_t headDim, Value zero,
+                llvm::function_ref<void(MutableArrayRef<Quad>)> onFirst) {
   std::array<SmallVector<Value>, 2> acc = {SmallVector<Value>(n / 2, zero),
                                            SmallVector<Value>(n / 2, zero)};
   w.wgmmaFence();
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 2; ++i) {
     for (int64_t step = 0; step < headDim / 16; ++step)
       acc[i] = w.wgmmaShared(acc[i], kMajorDescriptor(w, a[i], aSlab, step),
                              kMajorDescriptor(w, bT[i], bSlab, step), n,
                              /*accumulate=*/step != 0);
-  w.wgmmaCommit();
+    w.wgmmaCommit();
+  }
+  // The first group is done; the fences keep every use of its registers
+  // (and of the second's) after its wait.
+  w.wgmmaWait(1);
+  SmallVector<Quad> first = toQuads(w.fenceOperands(acc[0]));
+  onFirst(first);
   w.wgmmaWait(0);
-  return {toQuads(acc[0]), toQuads(acc[1])};
+  SmallVector<Value> firstValues = flattenQuads(first);
+  firstValues.append(acc[1].begin(), acc[1].end());
+  SmallVector<Value> fenced = w.fenceOperands(firstValues);
+  return {toQuads(ArrayRef<Value>(fenced).take_front(n / 2)),
+          toQuads(ArrayRef<Value>(fenced).drop_front(n / 2))};
 }
 
 /// acc += A B for A as register fragments (16 of the k dimension each) and
@@ -192,8 +208,6 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
           keep = keepMask->loadTransposed(w, inner / 8, w.add(w.mul(batch, s.qHeads), qHead),
                                           first, w.add(k0, localRow0), ids);
         }
-        auto [scores, dpT] = twoScoreMatmuls(w, {kTile, vTile}, residentSlab,
-                                             {tileQ, tileDout}, streamSlab, inner, d, zeroF);
         // The statistics of this lane's query columns, read where they are
         // used: holding all of them (inner / 2 values) would spill.
         Value stats = ring.stats(w, ring.slot(w, it));
@@ -201,23 +215,28 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
           Value at = w.add(stats, w.mul(w.add(colBase, w.i32c(column)), w.i32c(4)));
           return w.load(w.f32, w.sharedAt(w.add(at, w.i32c(which * inner * 4))), 4);
         };
-        // P^T = exp2(S^T scale - lse); causal blocks that reach past the
-        // diagonal zero keys above their query.
+        // P^T = exp2(S^T scale - lse), while dP^T runs; causal blocks that
+        // reach past the diagonal zero keys above their query.
         Value q0 = queryTile(w, it).first;
         Value maskNeeded;
         if (config.causal)
           maskNeeded = w.lt(q0, w.add(groupKey0, w.i32c(63)));
-        computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
-          for (int64_t nt = 0; nt < inner / 8; ++nt)
-            for (int j = 0; j < 4; ++j) {
-              Value x = w.exp2(w.fsub(w.fmul(p[nt][j], scaleLog2), rowStat(nt * 8 + j % 2, 0)));
-              if (mask) {
-                Value query = w.add(w.add(q0, colBase), w.i32c(nt * 8 + j % 2));
-                x = w.select(w.le(keys[j / 2], query), x, zeroF);
+        auto toP = [&](MutableArrayRef<Quad> scores) {
+          computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
+            for (int64_t nt = 0; nt < inner / 8; ++nt)
+              for (int j = 0; j < 4; ++j) {
+                Value x =
+                    w.exp2(w.fsub(w.fmul(p[nt][j], scaleLog2), rowStat(nt * 8 + j % 2, 0)));
+                if (mask) {
+                  Value query = w.add(w.add(q0, colBase), w.i32c(nt * 8 + j % 2));
+                  x = w.select(w.le(keys[j / 2], query), x, zeroF);
+                }
+                p[nt][j] = x;
               }
-              p[nt][j] = x;
-            }
-        });
+          });
+        };
+        auto [scores, dpT] = twoScoreMatmuls(w, {kTile, vTile}, residentSlab,
+                                             {tileQ, tileDout}, streamSlab, inner, d, zeroF, toP);
         // dS^T = P^T (dP^T F - delta), then P^T F for dV.
         for (int64_t nt = 0; nt < inner / 8; ++nt)
           for (int j = 0; j < 4; ++j) {
@@ -332,10 +351,9 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
         if (keepMask)
           keep = keepMask->loadRows(w, blockK / 8, plane, w.add(block.q0, localRow0),
                                     w.mul(it, w.i32c(blockK)), ids);
-        auto [scores, ds] = twoScoreMatmuls(w, {qTile, doutTile}, residentSlab, {tileK, tileV},
-                                            streamSlab, blockK, d, zeroF);
-        // P = exp2(S scale - lse), zero for keys at or past k_len and (causal)
-        // above the diagonal; only blocks that reach there are masked.
+        // P = exp2(S scale - lse) while dP runs, zero for keys at or past
+        // k_len and (causal) above the diagonal; only blocks that reach
+        // there are masked.
         Value k0 = w.mul(it, w.i32c(blockK));
         Value kBlockEnd = w.add(k0, w.i32c(blockK));
         Value maskNeeded = w.lt(s.kLen, kBlockEnd);
@@ -343,24 +361,28 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
           maskNeeded = arith::OrIOp::create(w.b, maskNeeded,
                                             w.lt(w.add(groupRow0, w.i32c(1)), kBlockEnd));
         Value colBase = w.add(k0, w.mul(ids.t, w.i32c(2)));
+        auto toP = [&](MutableArrayRef<Quad> scores) {
+          computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
+            for (int64_t nt = 0; nt < blockK / 8; ++nt)
+              for (int j = 0; j < 4; ++j) {
+                Value x = w.exp2(w.fsub(w.fmul(p[nt][j], scaleLog2), rowLse[j / 2]));
+                if (mask) {
+                  Value col = w.add(colBase, w.i32c(nt * 8 + j % 2));
+                  Value valid = w.lt(col, s.kLen);
+                  if (config.causal)
+                    valid = w.andi(valid, w.le(col, rows[j / 2]));
+                  x = w.select(valid, x, zeroF);
+                }
+                p[nt][j] = x;
+              }
+          });
+        };
+        auto [scores, ds] = twoScoreMatmuls(w, {qTile, doutTile}, residentSlab, {tileK, tileV},
+                                            streamSlab, blockK, d, zeroF, toP);
         if (dropout)
           for (int64_t nt = 0; nt < blockK / 8; ++nt)
             for (int j = 0; j < 4; ++j)
               ds[nt][j] = w.fmul(ds[nt][j], dropout->factorAt(w, keep, nt, j));
-        computeMaybeMasked(w, maskNeeded, scores, [&](MutableArrayRef<Quad> p, bool mask) {
-          for (int64_t nt = 0; nt < blockK / 8; ++nt)
-            for (int j = 0; j < 4; ++j) {
-              Value x = w.exp2(w.fsub(w.fmul(p[nt][j], scaleLog2), rowLse[j / 2]));
-              if (mask) {
-                Value col = w.add(colBase, w.i32c(nt * 8 + j % 2));
-                Value valid = w.lt(col, s.kLen);
-                if (config.causal)
-                  valid = w.andi(valid, w.le(col, rows[j / 2]));
-                x = w.select(valid, x, zeroF);
-              }
-              p[nt][j] = x;
-            }
-        });
         // dS = P (dP F - delta); dQ += dS K.
         for (int64_t nt = 0; nt < blockK / 8; ++nt)
           for (int j = 0; j < 4; ++j)
