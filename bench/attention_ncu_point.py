@@ -5,11 +5,12 @@ forward and backward units of one configuration), run three times each,
 in the order given. From the repository root, e.g. the deterministic and
 the atomic-dQ backward side by side:
 
-  ncu --kernel-name regex:backward --launch-skip 4 --metrics \\
-gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,\\
-smsp__average_warp_latency_issue_stalled_barrier.ratio \\
-    python3 bench/attention_ncu_point.py build/dev/base build/dev/atomic_dq
+  ncu --kernel-name regex:"backward_(dkdv|dq)" --launch-count 12 \
+      --section SpeedOfLight --section WarpStateStats --section LaunchStats \
+      python3 bench/attention_ncu_point.py build/dev2/base build/dev2/atomic_dq
 
+  (the command of bench/results/h100-2026-11-28-attention-atomic-dq-ncu.log,
+  build/dev2 holding units of build/ck/ir/*.mlir and *_atomic_dq.mlir).
   (PYTHONPATH is set here; WEFT_RUNTIME_LIB as for the other GPU scripts.)
 """
 import os
