@@ -51,13 +51,14 @@ void computeMaybeMasked(WarpEmitter &w, Value maskNeeded, MutableArrayRef<Quad> 
 }
 
 /// Two m64 x n accumulators from wgmma with both operands in shared memory
-/// (K-major, head_dim deep): A0 B0^T and A1 B1^T, issued as two groups.
-/// `onFirst` runs on the first product while the second is still on the
-/// tensor cores (wgmma.wait_group 1, FlashAttention-3's overlap of the
-/// softmax with the next matmul); both are then complete.
+/// (K-major, head_dim deep): A0 B0^T and A1 B1^T. With `overlap` they are
+/// two groups and `onFirst` runs on the first product while the second is
+/// still on the tensor cores (wgmma.wait_group 1, FlashAttention-3's overlap
+/// of the softmax with the next matmul); else one group, `onFirst` after
+/// both. Both are complete on return.
 std::pair<SmallVector<Quad>, SmallVector<Quad>>
 twoScoreMatmuls(WarpEmitter &w, std::array<Value, 2> a, int64_t aSlab, std::array<Value, 2> bT,
-                int64_t bSlab, int64_t n, int64_t headDim, Value zero,
+                int64_t bSlab, int64_t n, int64_t headDim, Value zero, bool overlap,
                 llvm::function_ref<void(MutableArrayRef<Quad>)> onFirst) {
   std::array<SmallVector<Value>, 2> acc = {SmallVector<Value>(n / 2, zero),
                                            SmallVector<Value>(n / 2, zero)};
@@ -67,7 +68,14 @@ twoScoreMatmuls(WarpEmitter &w, std::array<Value, 2> a, int64_t aSlab, std::arra
       acc[i] = w.wgmmaShared(acc[i], kMajorDescriptor(w, a[i], aSlab, step),
                              kMajorDescriptor(w, bT[i], bSlab, step), n,
                              /*accumulate=*/step != 0);
-    w.wgmmaCommit();
+    if (overlap || i == 1)
+      w.wgmmaCommit();
+  }
+  if (!overlap) {
+    w.wgmmaWait(0);
+    SmallVector<Quad> first = toQuads(acc[0]);
+    onFirst(first);
+    return {first, toQuads(acc[1])};
   }
   // The first group is done; the fences keep every use of its registers
   // (and of the second's) after its wait.
@@ -235,8 +243,11 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
               }
           });
         };
+        // (Two groups at head_dim 64, 128 queries wide, spilled 4 bytes in
+        // the packed grouped unit: one group there.)
         auto [scores, dpT] = twoScoreMatmuls(w, {kTile, vTile}, residentSlab,
-                                             {tileQ, tileDout}, streamSlab, inner, d, zeroF, toP);
+                                             {tileQ, tileDout}, streamSlab, inner, d, zeroF,
+                                             /*overlap=*/inner <= 64, toP);
         // dS^T = P^T (dP^T F - delta), then P^T F for dV.
         for (int64_t nt = 0; nt < inner / 8; ++nt)
           for (int j = 0; j < 4; ++j) {
@@ -378,7 +389,7 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
           });
         };
         auto [scores, ds] = twoScoreMatmuls(w, {qTile, doutTile}, residentSlab, {tileK, tileV},
-                                            streamSlab, blockK, d, zeroF, toP);
+                                            streamSlab, blockK, d, zeroF, /*overlap=*/true, toP);
         if (dropout)
           for (int64_t nt = 0; nt < blockK / 8; ++nt)
             for (int j = 0; j < 4; ++j)
