@@ -6,7 +6,8 @@
 // P^T and dS^T in registers, then dV += P^T dO and dK += dS^T Q with the
 // register fragments as A. dQ per query block: Q and dO stay, K and V
 // stream; S = Q K^T, dP = dO V^T, dQ += dS K. S and dP are two wgmma
-// groups: P is computed under wait_group 1 while dP still runs.
+// groups: P is computed under wait_group 1 while dP still runs (one group
+// in the dK/dV kernel where its score tiles are 128 queries wide).
 // Accumulators live in registers across the whole loop; no atomics (unless
 // atomic_dq: BackwardAtomicDq.cpp). With dropout (factors F, 0
 // or 1 / (1 - p)): dV += (P F)^T dO and dS = P (dP F - delta), F read
