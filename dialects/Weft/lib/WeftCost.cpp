@@ -90,11 +90,14 @@ int64_t AttentionOp::getWorkspaceBytes() {
   if ((*this)->getNumOperands() < 3 || getDropoutP().convertToDouble() <= 0.0)
     return 0;
   int seqDim = getSeqMajor() ? 1 : 2, headDim = getSeqMajor() ? 2 : 1;
-  int64_t planes = dim(getQ(), 0) * dim(getQ(), headDim);
+  // Sizes past int64 (an absurd but valid shape) clamp instead of wrapping:
+  // the products are formed in double first.
+  double planeCount = double(dim(getQ(), 0)) * double(dim(getQ(), headDim));
   int64_t qLen = dim(getQ(), seqDim), kLen = dim(getK(), seqDim);
-  double estimate = 2.0 * planes * qLen * kLen / 8.0;
-  if (estimate > 1e18)
+  double estimate = 2.0 * planeCount * qLen * kLen / 8.0;
+  if (estimate > 1e18 || planeCount > 1e18)
     return clampToInt64(estimate);
+  int64_t planes = dim(getQ(), 0) * dim(getQ(), headDim);
   return attentionKeepMaskBytes(planes, qLen, kLen);
 }
 
@@ -111,15 +114,17 @@ int64_t AttentionGradOp::getWorkspaceBytes() {
   if ((*this)->getNumOperands() < 6 || (*this)->getNumOperands() > 7)
     return 0;
   int seqDim = getSeqMajor() ? 1 : 2, headDim = getSeqMajor() ? 2 : 1;
-  int64_t planes = dim(getQ(), 0) * dim(getQ(), headDim);
+  // Sizes past int64 (an absurd but valid shape) clamp instead of wrapping:
+  // the products are formed in double first.
+  double planeCount = double(dim(getQ(), 0)) * double(dim(getQ(), headDim));
   int64_t qLen = dim(getQ(), seqDim), kLen = dim(getK(), seqDim);
   bool dropout = getDropoutP().convertToDouble() > 0.0;
-  // Sizes past int64 (an absurd but valid shape) clamp instead of wrapping.
   int64_t accumulatorDim = getAtomicDq() ? dim(getQ(), 3) : 0;
-  double estimate = 4.0 * planes * qLen * (1.0 + accumulatorDim) +
-                    (dropout ? 2.0 * planes * qLen * kLen / 8.0 : 0.0);
-  if (estimate > 1e18)
+  double estimate = 4.0 * planeCount * qLen * (1.0 + accumulatorDim) +
+                    (dropout ? 2.0 * planeCount * qLen * kLen / 8.0 : 0.0);
+  if (estimate > 1e18 || planeCount > 1e18)
     return clampToInt64(estimate);
+  int64_t planes = dim(getQ(), 0) * dim(getQ(), headDim);
   return attentionGradWorkspaceBytes(planes, qLen, kLen, dropout, accumulatorDim);
 }
 

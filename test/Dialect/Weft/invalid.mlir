@@ -1673,6 +1673,25 @@ func.func @workspace_offset_negative(%do: tensor<1x2x4x8xf32>, %lse: tensor<1x2x
 
 // -----
 
+// Regression (fuzzer): the workspace of an op whose shapes the op verifier
+// has not yet refused is asked for by weft.workspace_offset's verifier first;
+// batch x heads = 2^32 x (2^47 + 1) overflowed int64 there (UBSan).
+func.func @workspace_offset_huge_grad(%do: tensor<4294967296x140737488355329x1x1xf32>, %lse: tensor<4294967296x140737488355329x1xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op expects at most 2^48 elements, operand #0 is 'tensor<4294967296x140737488355329x1x1xf32>'}}
+  %dq, %dk, %dv = weft.attention_grad %do, %do, %do, %do, %do, %lse {atomic_dq, weft.workspace_offset = 0 : i64} : (tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1xf32>) -> (tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1x1xf32>)
+  return
+}
+
+// -----
+
+func.func @workspace_offset_huge_dropout(%q: tensor<4294967296x140737488355329x1x1xf32>) {
+  // expected-error @+1 {{'weft.attention' op expects at most 2^48 elements, operand #0 is 'tensor<4294967296x140737488355329x1x1xf32>'}}
+  %0 = weft.attention %q, %q, %q {dropout_p = 0.1 : f64, weft.workspace_offset = 0 : i64} : (tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1x1xf32>, tensor<4294967296x140737488355329x1x1xf32>) -> tensor<4294967296x140737488355329x1x1xf32>
+  return
+}
+
+// -----
+
 func.func @workspace_offset_without_workspace(%x: tensor<16xf32>) {
   // expected-error @+1 {{'weft.gelu' op has 'weft.workspace_offset' but no workspace}}
   %0 = weft.gelu %x {weft.workspace_offset = 0 : i64} : (tensor<16xf32>) -> tensor<16xf32>
