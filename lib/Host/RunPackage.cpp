@@ -214,6 +214,13 @@ int loadStep(const RunPackageOptions &options, LoadedStep &loaded) {
                             : options.collectives == "copy-engine" ? WEFT_COLLECTIVES_COPY_ENGINE
                             : options.collectives == "auto"        ? WEFT_COLLECTIVES_AUTO
                                                                    : WEFT_COLLECTIVES_DEFAULT;
+  stepOptions.comm_priority = options.commPriority == "high"     ? WEFT_COMM_PRIORITY_HIGH
+                              : options.commPriority == "normal" ? WEFT_COMM_PRIORITY_NORMAL
+                                                                 : WEFT_COMM_PRIORITY_DEFAULT;
+  // 0 asks the runtime for its default; an explicit 0 is "none" (-1 there).
+  stepOptions.gemm_sm_margin = options.gemmSmMargin < 0    ? 0
+                               : options.gemmSmMargin == 0 ? -1
+                                                           : options.gemmSmMargin;
   weft_step *raw = nullptr;
   weft_status status;
   if (int code = joinRun(options, bytes, loaded, stepOptions))

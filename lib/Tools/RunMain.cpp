@@ -168,6 +168,17 @@ cl::opt<std::string> collectiveEngine(
              "this node with peer access) or auto (the copy engine when every rank can use "
              "it); default $WEFT_COLLECTIVES, else nccl"),
     cl::value_desc("ENGINE"), cl::cat(packageCategory));
+cl::opt<std::string> commPriority(
+    "comm-priority",
+    cl::desc("The priority of a partitioned step's communication streams: normal or high "
+             "(a collective's kernels get the SMs that free up before the compute's); "
+             "default $WEFT_COMM_PRIORITY, else normal"),
+    cl::value_desc("PRIORITY"), cl::cat(packageCategory));
+cl::opt<int> gemmSmMargin(
+    "gemm-sm-margin",
+    cl::desc("SMs the GEMMs beside a collective leave to it (cuBLASLt's SM count target); "
+             "default $WEFT_GEMM_SM_MARGIN, else 0"),
+    cl::value_desc("N"), cl::init(-1), cl::cat(packageCategory));
 cl::opt<std::string> gatherState(
     "gather-state",
     cl::desc("Gather the per-rank shards of INDEX (a multi-GPU --save-state or "
@@ -356,6 +367,8 @@ int runPackageFile() {
   options.deviceGiven = deviceOrdinal.getNumOccurrences() > 0;
   options.collectiveTimeout = collectiveTimeout;
   options.collectives = collectiveEngine;
+  options.commPriority = commPriority;
+  options.gemmSmMargin = gemmSmMargin;
   options.initState = initState;
   options.timeSegments = timeSegmentRuns;
   options.timingJson = timingJson;
@@ -567,6 +580,11 @@ int weft::weftRunMain(int argc, char **argv) {
       collectiveEngine != "copy-engine" && collectiveEngine != "auto")
     return fail(kExitUsage, "--collectives takes nccl, copy-engine or auto, got '" +
                                 collectiveEngine + "'");
+  if (!commPriority.empty() && commPriority != "normal" && commPriority != "high")
+    return fail(kExitUsage, "--comm-priority takes normal or high, got '" + commPriority + "'");
+  if (gemmSmMargin.getNumOccurrences() && (gemmSmMargin < 0 || gemmSmMargin > 1024))
+    return fail(kExitUsage, "--gemm-sm-margin takes a number of SMs from 0 to 1024, got " +
+                                std::to_string(int(gemmSmMargin)));
   if (!gatherState.empty() || !splitState.empty())
     return runShardTool();
   if (checkPackage)

@@ -459,7 +459,8 @@ class _StepOptions(ctypes.Structure):
     _fields_ = [("device", ctypes.c_int), ("graph", ctypes.c_int),
                 ("debug_buffers", ctypes.c_int), ("stream", ctypes.c_void_p),
                 ("arena", ctypes.c_uint64), ("arena_bytes", ctypes.c_size_t),
-                ("collectives", ctypes.c_int)]
+                ("collectives", ctypes.c_int), ("comm_priority", ctypes.c_int),
+                ("gemm_sm_margin", ctypes.c_int)]
 
 
 class _StepBuffer(ctypes.Structure):

@@ -278,7 +278,26 @@ typedef struct weft_step_options {
    * (weft_collective_engine): 0 takes $WEFT_COLLECTIVES ("nccl",
    * "copy-engine", "auto"; unset: NCCL). Every rank must choose the same. */
   int collectives;
+  /* The priority of the streams that carry a partitioned step's collectives
+   * (weft_comm_priority): 0 takes $WEFT_COMM_PRIORITY ("normal", "high";
+   * unset: normal). High: the block scheduler gives a collective's kernels
+   * the SMs that free up before the waiting compute's blocks, so a
+   * collective beside a GEMM is not starved until the GEMM drains. */
+  int comm_priority;
+  /* SMs a GEMM leaves to the collectives while one of them runs beside it
+   * (cuBLASLt's SM_COUNT_TARGET = the device's SMs - margin, for the GEMMs
+   * the schedule issues between a collective on another stream and the wait
+   * for it; their algorithms are chosen again for that target): > 0 that
+   * many, 0 takes $WEFT_GEMM_SM_MARGIN (unset: none), < 0 none. */
+  int gemm_sm_margin;
 } weft_step_options;
+
+/* The priority of a partitioned step's communication streams. */
+typedef enum weft_comm_priority {
+  WEFT_COMM_PRIORITY_DEFAULT = 0,
+  WEFT_COMM_PRIORITY_NORMAL = 1,
+  WEFT_COMM_PRIORITY_HIGH = 2
+} weft_comm_priority;
 
 /* The engine of a partitioned step's data-movement collectives. Copy
  * engine: every rank's arena is mapped into every other rank's context

@@ -41,6 +41,8 @@ namespace weft::runtime {
   X(cuMemcpyDtoH_v2)                                                                               \
   X(cuMemcpyDtoDAsync_v2)                                                                          \
   X(cuStreamCreate)                                                                                \
+  X(cuStreamCreateWithPriority)                                                                    \
+  X(cuCtxGetStreamPriorityRange)                                                                   \
   X(cuStreamDestroy_v2)                                                                            \
   X(cuStreamSynchronize)                                                                           \
   X(cuStreamQuery)                                                                                 \

@@ -58,13 +58,13 @@ std::string algoKey(const weft_gemm_algo &algo) {
 // Everything that shapes the cuBLASLt objects; alpha and beta are passed per
 // call, only whether C is read matters; the aux pitch is part of the
 // descriptor (EPILOGUE_AUX_LD), the aux pointer is set per call.
-std::string gemmKey(const weft_gemm_desc &g, CUdevice device, long long auxLd) {
+std::string gemmKey(const weft_gemm_desc &g, CUdevice device, long long auxLd, int smCount) {
   bool batched = g.batch > 1;
-  return format("%d|%d,%d,%d|%d|%lld,%lld,%lld,%lld|%d,%d|%d|%d|%d|%lld",
+  return format("%d|%d,%d,%d|%d|%lld,%lld,%lld,%lld|%d,%d|%d|%d|%d|%lld|%d",
                 static_cast<int>(device), g.m, g.n, g.k, g.batch, batched ? g.stride_a : 0,
                 batched ? g.stride_b : 0, batched ? g.stride_c : 0, batched ? g.stride_d : 0,
                 g.trans_a, g.trans_b, static_cast<int>(g.dtype), static_cast<int>(g.epilogue),
-                g.beta != 0.0f ? 1 : 0, epilogueHasAux(g.epilogue) ? auxLd : 0);
+                g.beta != 0.0f ? 1 : 0, epilogueHasAux(g.epilogue) ? auxLd : 0, smCount);
 }
 
 weft_status handleFor(const CublasLtApi &api, CUdevice device, const weft_gemm_desc &desc,
@@ -118,10 +118,11 @@ weft_status setOpAttribute(const CublasLtApi &api, const weft_gemm_desc &desc,
 }
 
 // The cached cuBLASLt objects for `desc` (and the aux pitch of an aux
-// epilogue) on `device`; call with gemmMutex held.
+// epilogue, and the SMs it targets when > 0) on `device`; call with
+// gemmMutex held.
 weft_status prepare(const CublasLtApi &api, const weft_gemm_desc &desc, long long auxLd,
-                    CUdevice device, PreparedGemm *&out) {
-  std::string key = gemmKey(desc, device, auxLd);
+                    int smCount, CUdevice device, PreparedGemm *&out) {
+  std::string key = gemmKey(desc, device, auxLd, smCount);
   auto found = preparedGemms.find(key);
   if (found != preparedGemms.end()) {
     out = found->second.get();
@@ -152,6 +153,13 @@ weft_status prepare(const CublasLtApi &api, const weft_gemm_desc &desc, long lon
                            "EPILOGUE_AUX_LD", ld))
       return status;
   }
+  // Fewer SMs than the device has: the heuristic sizes the kernel (a
+  // persistent one's grid) for what a concurrent stream leaves free.
+  if (smCount > 0)
+    if (weft_status status = setOpAttribute(api, desc, gemm->op,
+                                            CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                                            "SM_COUNT_TARGET", int32_t(smCount)))
+      return status;
   if (weft_status status = createLayout(api, desc, plan.first, plan.batch, "B", gemm->first))
     return status;
   if (weft_status status = createLayout(api, desc, plan.second, plan.batch, "A", gemm->second))
@@ -200,20 +208,21 @@ struct GemmSession {
 };
 
 weft_status openGemm(const char *caller, const weft_gemm_desc &desc, long long auxLd,
-                     GemmSession &session) {
+                     int smCount, GemmSession &session) {
   if (weft_status status = gemmContext(caller, session.api, session.device))
     return status;
   session.problem = describeGemm(desc);
   session.lock = std::unique_lock<std::mutex>(gemmMutex);
   if (weft_status status = handleFor(*session.api, session.device, desc, session.handle))
     return status;
-  return prepare(*session.api, desc, auxLd, session.device, session.gemm);
+  return prepare(*session.api, desc, auxLd, smCount, session.device, session.gemm);
 }
 
 weft_status selectAlgo(const char *caller, const weft_gemm_desc &desc, long long auxLd,
-                       size_t workspaceLimit, weft_gemm_algo &algo, size_t &workspaceBytes) {
+                       int smCount, size_t workspaceLimit, weft_gemm_algo &algo,
+                       size_t &workspaceBytes) {
   GemmSession session;
-  if (weft_status status = openGemm(caller, desc, auxLd, session))
+  if (weft_status status = openGemm(caller, desc, auxLd, smCount, session))
     return status;
   const CublasLtApi *api = session.api;
   const std::string &problem = session.problem;
@@ -333,10 +342,10 @@ weft_status checkRunArguments(const char *caller, const weft_gemm_desc &desc,
 
 weft_status runGemm(const char *caller, const weft_gemm_desc &desc, const weft_gemm_algo &algo,
                     const void *a, const void *b, const void *c, void *d, const void *bias,
-                    void *aux, long long auxLd, void *workspace, size_t workspaceBytes,
-                    CUstream stream) {
+                    void *aux, long long auxLd, int smCount, void *workspace,
+                    size_t workspaceBytes, CUstream stream) {
   GemmSession session;
-  if (weft_status status = openGemm(caller, desc, auxLd, session))
+  if (weft_status status = openGemm(caller, desc, auxLd, smCount, session))
     return status;
   const CublasLtApi *api = session.api;
   const std::string &problem = session.problem;
@@ -384,6 +393,28 @@ weft_status runGemm(const char *caller, const weft_gemm_desc &desc, const weft_g
 
 } // namespace
 
+weft_status selectGemmOnSms(const weft_gemm_desc &desc, long long auxLd, int smCount,
+                            size_t workspaceLimit, weft_gemm_algo &algo, size_t &workspaceBytes) {
+  const char *caller = "a step's GEMM beside a collective";
+  if (weft_status status = checkGemmDesc(&desc, caller))
+    return status;
+  algo.valid = 0;
+  workspaceBytes = 0;
+  return selectAlgo(caller, desc, auxLd, smCount, workspaceLimit, algo, workspaceBytes);
+}
+
+weft_status runGemmOnSms(const weft_gemm_desc &desc, const weft_gemm_algo &algo, const void *a,
+                         const void *b, const void *c, void *d, const void *bias, void *aux,
+                         long long auxLd, int smCount, void *workspace, size_t workspaceBytes,
+                         CUstream stream) {
+  const char *caller = "a step's GEMM beside a collective";
+  if (weft_status status = checkRunArguments(caller, desc, &algo, a, b, c, d, bias, aux,
+                                             workspace, workspaceBytes))
+    return status;
+  return runGemm(caller, desc, algo, a, b, c, d, bias, aux, auxLd, smCount, workspace,
+                 workspaceBytes, stream);
+}
+
 } // namespace weft::runtime
 
 using namespace weft::runtime;
@@ -421,7 +452,7 @@ weft_status weft_gemm_select(const weft_gemm_desc *desc, size_t workspace_limit,
     algo->valid = 0;
     *workspace_bytes = 0;
     // An aux epilogue's matrix as plans lay it out: rows of exactly n.
-    return selectAlgo("weft_gemm_select", *desc, desc->n, workspace_limit, *algo,
+    return selectAlgo("weft_gemm_select", *desc, desc->n, 0, workspace_limit, *algo,
                       *workspace_bytes);
   });
 }
@@ -444,7 +475,7 @@ weft_status weft_gemm_select_aux(const weft_gemm_desc *desc, long long aux_ld,
                   format("%s: %s is NULL", caller, !algo ? "algo" : "workspace_bytes"));
     algo->valid = 0;
     *workspace_bytes = 0;
-    return selectAlgo(caller, *desc, aux_ld, workspace_limit, *algo, *workspace_bytes);
+    return selectAlgo(caller, *desc, aux_ld, 0, workspace_limit, *algo, *workspace_bytes);
   });
 }
 
@@ -462,7 +493,7 @@ weft_status weft_gemm_run(const weft_gemm_desc *desc, const weft_gemm_algo *algo
     if (weft_status status = checkRunArguments(caller, *desc, algo, a, b, c, d, bias, nullptr,
                                                workspace, workspace_bytes))
       return status;
-    return runGemm(caller, *desc, *algo, a, b, c, d, bias, nullptr, 0, workspace,
+    return runGemm(caller, *desc, *algo, a, b, c, d, bias, nullptr, 0, 0, workspace,
                    workspace_bytes, stream);
   });
 }
@@ -484,7 +515,7 @@ weft_status weft_gemm_run_aux(const weft_gemm_desc *desc, const weft_gemm_algo *
     if (weft_status status = checkRunArguments(caller, *desc, algo, a, b, c, d, bias, aux,
                                                workspace, workspace_bytes))
       return status;
-    return runGemm(caller, *desc, *algo, a, b, c, d, bias, aux, aux_ld, workspace,
+    return runGemm(caller, *desc, *algo, a, b, c, d, bias, aux, aux_ld, 0, workspace,
                    workspace_bytes, stream);
   });
 }

@@ -46,6 +46,18 @@ weft_status requireCublasLt(const CublasLtApi *&api, const char *caller);
 weft_status failCublas(const CublasLtApi &api, cublasStatus_t status, const std::string &call,
                        const std::string &problem);
 
+// weft_gemm_select(_aux) and weft_gemm_run(_aux) for a GEMM that targets
+// `smCount` SMs (cuBLASLt's SM_COUNT_TARGET; 0: the device's), as a step runs
+// the GEMMs beside its collectives (weft_step_options.gemm_sm_margin). An
+// algorithm selected for a target runs only with that target. `auxLd` is
+// read for the aux epilogues only.
+weft_status selectGemmOnSms(const weft_gemm_desc &desc, long long auxLd, int smCount,
+                            size_t workspaceLimit, weft_gemm_algo &algo, size_t &workspaceBytes);
+weft_status runGemmOnSms(const weft_gemm_desc &desc, const weft_gemm_algo &algo, const void *a,
+                         const void *b, const void *c, void *d, const void *bias, void *aux,
+                         long long auxLd, int smCount, void *workspace, size_t workspaceBytes,
+                         CUstream stream);
+
 } // namespace weft::runtime
 
 #endif // WEFT_RUNTIME_GEMMLIBRARY_H

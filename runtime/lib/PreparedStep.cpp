@@ -2,6 +2,8 @@
 // given sm and resolves every launch, tensor map, GEMM and poison point, so
 // the device half only allocates, loads and encodes.
 #include "PreparedStep.h"
+
+#include "CommOverlap.h"
 #include "Image.h"
 #include "Nccl.h"
 #include "Status.h"
@@ -445,6 +447,12 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
 
   for (const pkg::Entry &entry : package.schedule)
     prepared.schedule.push_back({entry.kind, entry.item, {}});
+  if (weft_status status =
+          resolveCommOptions(options, prepared.commPriority, prepared.gemmSmMargin))
+    return status;
+  CommOverlap overlap = findCommOverlap(package);
+  prepared.commStreams = std::move(overlap.commStreams);
+  prepared.gemmBesideCollective = std::move(overlap.gemmBeside);
   if (options.debug_buffers) {
     // A buffer dies after the last entry at or before the end of its live
     // range; one live to the step's last index (results, parameters) never.

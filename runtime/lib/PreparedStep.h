@@ -92,6 +92,11 @@ struct PreparedStep {
   uint32_t numEvents = 0;
   // A partitioned step: the run's ranks and this one (0: one GPU).
   int worldSize = 0, rank = 0;
+  // The streams that carry collectives and the GEMMs beside them
+  // (CommOverlap.h), with the options that use them resolved:
+  // WEFT_COMM_PRIORITY_NORMAL / _HIGH, and the SMs those GEMMs leave.
+  std::vector<bool> commStreams, gemmBesideCollective;
+  int commPriority = WEFT_COMM_PRIORITY_NORMAL, gemmSmMargin = 0;
 };
 
 // "sm_90a" -> 90 and whether the arch is specific ('a'); false otherwise.

@@ -3,6 +3,7 @@
 // encodes tensor maps and fills every launch's argument blob, so a run only
 // issues launches, GEMMs, events (and poison memsets) -- or one graph launch.
 #include "Driver.h"
+#include "GemmLibrary.h"
 #include "PreparedStep.h"
 #include "Status.h"
 #include "StepState.h"
@@ -166,13 +167,39 @@ weft_status loadModules(weft_step &step) {
 weft_status prepareGemms(weft_step &step) {
   PreparedStep &prepared = step.prepared;
   step.gemmWorkspace.assign(prepared.gemms.size(), 0);
+  step.gemmSms.assign(prepared.gemms.size(), 0);
+  int deviceSms = 0;
+  if (prepared.gemmSmMargin > 0) {
+    CUdevice device = 0;
+    if (weft_status status = currentDevice(*step.api, device, "weft_step_load"))
+      return status;
+    if (weft_status status =
+            deviceAttribute(*step.api, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                            "MULTIPROCESSOR_COUNT", deviceSms))
+      return status;
+    if (prepared.gemmSmMargin >= deviceSms)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("gemm_sm_margin %d leaves no SM of the device's %d to a GEMM",
+                         prepared.gemmSmMargin, deviceSms));
+  }
   for (size_t i = 0; i < prepared.gemms.size(); ++i) {
     ResolvedGemm &gemm = prepared.gemms[i];
     size_t limit = gemm.workspace == pkg::kNone ? 0 : prepared.package.buffers[gemm.workspace].size;
     step.gemmWorkspace[i] = limit;
+    size_t needed = 0;
+    if (deviceSms > 0 && prepared.gemmBesideCollective[i]) {
+      // Chosen again for the SMs the collective leaves, over a package's choice.
+      step.gemmSms[i] = deviceSms - prepared.gemmSmMargin;
+      if (weft_status status = selectGemmOnSms(gemm.desc, gemm.auxLd, step.gemmSms[i], limit,
+                                               gemm.algo, needed))
+        return fail(status, format("gemm %zu (m %d, n %d, k %d) on %d SMs: choosing its "
+                                   "algorithm: %s",
+                                   i, gemm.desc.m, gemm.desc.n, gemm.desc.k, step.gemmSms[i],
+                                   weft_last_error()));
+      continue;
+    }
     if (gemm.algo.valid)
       continue;
-    size_t needed = 0;
     // An aux epilogue's algorithm is chosen for the planned aux pitch.
     weft_status status =
         gemm.aux == pkg::kNone
@@ -192,10 +219,24 @@ weft_status weft::runtime::createStreams(weft_step &step) {
   // Debug mode runs everything on one stream: poisoning must follow every use.
   unsigned count = step.prepared.options.debug_buffers ? 1 : step.prepared.package.numStreams;
   step.streams.assign(count, nullptr);
-  for (CUstream &stream : step.streams)
+  // A collective's stream at the greatest priority when asked for
+  // (weft_step_options.comm_priority).
+  int least = 0, greatest = 0; // least: the default priority
+  bool high = count > 1 && step.prepared.commPriority == WEFT_COMM_PRIORITY_HIGH;
+  if (high)
+    if (CUresult result = api.cuCtxGetStreamPriorityRange(&least, &greatest))
+      return failCuda(result, "cuCtxGetStreamPriorityRange");
+  for (unsigned i = 0; i < count; ++i) {
+    bool comm = high && i < step.prepared.commStreams.size() && step.prepared.commStreams[i];
     // Blocking streams: they wait for the synchronous copies of weft_step_bind.
-    if (CUresult result = api.cuStreamCreate(&stream, CU_STREAM_DEFAULT))
+    if (comm) {
+      if (CUresult result =
+              api.cuStreamCreateWithPriority(&step.streams[i], CU_STREAM_DEFAULT, greatest))
+        return failCuda(result, "cuStreamCreateWithPriority");
+    } else if (CUresult result = api.cuStreamCreate(&step.streams[i], CU_STREAM_DEFAULT)) {
       return failCuda(result, "cuStreamCreate");
+    }
+  }
   auto create = [&](std::vector<CUevent> &list, size_t n) -> weft_status {
     list.assign(n, nullptr);
     for (CUevent &event : list)
@@ -261,7 +302,11 @@ weft_status weft::runtime::issue(weft_step &step,
            *d = at(g.d, g.offsets[3]);
       CUstream stream = step.streams[debug ? 0 : g.stream];
       weft_status status =
-          g.aux == pkg::kNone
+          step.gemmSms[entry.item] > 0
+              ? runGemmOnSms(g.desc, g.algo, a, b, c, d, at(g.bias), at(g.aux, g.offsets[4]),
+                             g.auxLd, step.gemmSms[entry.item], at(g.workspace),
+                             step.gemmWorkspace[entry.item], stream)
+          : g.aux == pkg::kNone
               ? weft_gemm_run(&g.desc, &g.algo, a, b, c, d, at(g.bias), at(g.workspace),
                               step.gemmWorkspace[entry.item], stream)
               : weft_gemm_run_aux(&g.desc, &g.algo, a, b, c, d, at(g.bias),

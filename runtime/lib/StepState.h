@@ -35,6 +35,8 @@ struct weft_step {
   std::vector<std::vector<weft::runtime::BlobChunk>> blobs;
   std::vector<std::vector<void *>> params;
   std::vector<size_t> gemmWorkspace; // bytes per GEMM
+  // Per GEMM, the SMs it targets beside a collective (0: the device's).
+  std::vector<int> gemmSms;
   std::vector<CUstream> streams;
   std::vector<CUevent> events, forks, joins;
   std::vector<CUevent> timing; // weft_step_run_timed: one before and one after each entry

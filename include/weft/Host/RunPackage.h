@@ -32,6 +32,13 @@ struct RunPackageOptions {
   /// "nccl", "copy-engine", "auto" (weft_step_options.collectives); "": the
   /// runtime's default ($WEFT_COLLECTIVES, else NCCL).
   std::string collectives;
+  /// "normal", "high" (weft_step_options.comm_priority); "": the runtime's
+  /// default ($WEFT_COMM_PRIORITY, else normal).
+  std::string commPriority;
+  /// SMs the GEMMs beside a collective leave to it
+  /// (weft_step_options.gemm_sm_margin); -1: the runtime's default
+  /// ($WEFT_GEMM_SM_MARGIN, else none).
+  int gemmSmMargin = -1;
   /// >= 0: parameters and optimizer state that no file gives are drawn on
   /// the host from this seed (StepTiming.h: drawStateBytes).
   int64_t initState = -1;

@@ -66,6 +66,15 @@
 // NPROC-DRY: error: --nproc-per-node runs a package (weft-compile --grid=... --emit=package), without --dry-run
 // RUN: not weft-run %t.tp2sp.weftpkg --nproc-per-node 2 --collectives ce 2>&1 | FileCheck %s --check-prefix=ENGINE
 // ENGINE: error: --collectives takes nccl, copy-engine or auto, got 'ce'
+// The communication streams' priority and the SMs the GEMMs beside a
+// collective leave to it (the runtime's weft_step_options).
+// RUN: not weft-run %t.tp2sp.weftpkg --nproc-per-node 2 --comm-priority urgent 2>&1 | FileCheck %s --check-prefix=PRIORITY
+// PRIORITY: error: --comm-priority takes normal or high, got 'urgent'
+// RUN: not weft-run %t.tp2sp.weftpkg --nproc-per-node 2 --gemm-sm-margin -3 2>&1 | FileCheck %s --check-prefix=MARGIN
+// MARGIN: error: --gemm-sm-margin takes a number of SMs from 0 to 1024, got -3
+// RUN: env WORLD_SIZE=2 RANK=1 MASTER_PORT=9 WEFT_GEMM_SM_MARGIN=lots not weft-run %t.tp2sp.weftpkg --dry-run --data %t.in.npz 2>&1 | FileCheck %s --check-prefix=MARGIN-ENV
+// MARGIN-ENV: $WEFT_GEMM_SM_MARGIN is 'lots', not a number of SMs from 0 to 1024
+// RUN: env WORLD_SIZE=2 RANK=1 MASTER_PORT=9 WEFT_GEMM_SM_MARGIN=8 WEFT_COMM_PRIORITY=high weft-run %t.tp2sp.weftpkg --dry-run --data %t.in.npz | FileCheck %s --check-prefix=RANK1
 // A bad engine in the environment is the runtime's load error (no GPU here:
 // the driver's is first), so it is a unit test (PeerArenaEngine).
 
