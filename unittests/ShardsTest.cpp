@@ -2,6 +2,7 @@
 // a rank's block is along the grid's split axis, slicing and placing blocks,
 // and gathering shard files back into the single-GPU file they came from.
 #include "weft/Host/Shards.h"
+#include "weft/Host/StepTiming.h"
 
 #include "gtest/gtest.h"
 
@@ -94,3 +95,40 @@ TEST(Shards, SplitThenGatherIsTheSameFile) {
 }
 
 } // namespace
+
+// --init-state on a rank draws only its block, with the values the whole
+// tensor's draw holds there (so every grid starts from the same state).
+TEST(ShardsTest, DrawnBlocksAreBlocksOfTheWholeDraw) {
+  struct Case {
+    const char *dtype;
+    std::vector<int64_t> shape;
+    int dim;
+    int64_t parts;
+  };
+  for (const Case &c : {Case{"bf16", {12, 8}, 0, 4}, Case{"bf16", {12, 8}, 1, 2},
+                        Case{"f32", {3, 8, 6}, 1, 4}, Case{"f16", {2, 3, 16}, 2, 8},
+                        Case{"f32", {16}, 0, 2}}) {
+    size_t width = std::string(c.dtype) == "f32" ? 4 : 2;
+    weft_step_buffer info = {};
+    info.name = "w";
+    info.type = "t";
+    info.dtype = c.dtype;
+    info.role = WEFT_ROLE_PARAMETER;
+    info.arg = 5;
+    info.rank = int(c.shape.size());
+    int64_t elements = 1;
+    for (size_t d = 0; d < c.shape.size(); ++d) {
+      info.shape[d] = c.shape[d];
+      elements *= c.shape[d];
+    }
+    info.size = size_t(elements) * width;
+    std::string whole, error;
+    ASSERT_TRUE(drawStateBytes(info, 3, whole, error)) << error;
+    for (int64_t part = 0; part < c.parts; ++part) {
+      std::string block;
+      ASSERT_TRUE(drawStateBytes(info, 3, block, error, c.dim, c.parts, part)) << error;
+      EXPECT_EQ(block, blockBytes(whole.data(), c.shape, c.dim, c.parts, part, width))
+          << c.dtype << " dim " << c.dim << " part " << part << " of " << c.parts;
+    }
+  }
+}

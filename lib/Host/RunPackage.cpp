@@ -591,27 +591,25 @@ private:
     return blockValues(start, buffer.global, buffer.splitDim, layout.parts(), layout.part());
   }
 
-  /// Draws the whole tensor (so every grid draws the same state) and keeps
-  /// this rank's block.
+  /// Draws this rank's block of the whole tensor (so every grid draws the
+  /// same state).
   bool draw(const BufferView &buffer, std::string &host, const char *dtype = nullptr) {
     weft_step_buffer info = buffer.info;
     if (dtype) {
       info.dtype = dtype;
       info.size = size_t(buffer.elements) * 4;
     }
-    size_t width = info.size / std::max<size_t>(size_t(buffer.elements), 1);
     if (buffer.splitDim >= 0) {
       info.size *= size_t(layout.parts());
       info.shape[buffer.splitDim] *= layout.parts();
     }
     std::string why;
-    if (!drawStateBytes(info, uint64_t(initState), host, why)) {
+    bool split = buffer.splitDim >= 0;
+    if (!drawStateBytes(info, uint64_t(initState), host, why, split ? buffer.splitDim : -1,
+                        split ? layout.parts() : 1, split ? layout.part() : 0)) {
       error(kExitUsage, why);
       return false;
     }
-    if (buffer.splitDim >= 0)
-      host = blockBytes(host.data(), buffer.global, buffer.splitDim, layout.parts(),
-                        layout.part(), width);
     return true;
   }
 

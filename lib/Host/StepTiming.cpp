@@ -84,7 +84,7 @@ std::string jsonString(const std::string &text) {
 } // namespace
 
 bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &bytes,
-                    std::string &error) {
+                    std::string &error, int splitDim, int64_t parts, int64_t part) {
   std::string dtype = info.dtype;
   size_t width = dtype == "f32" ? 4 : (dtype == "bf16" || dtype == "f16") ? 2 : 0;
   if (!width || info.rank < 0) {
@@ -92,8 +92,20 @@ bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &by
             "' is " + (info.type[0] ? info.type : "untyped");
     return false;
   }
-  size_t count = info.size / width;
-  bytes.assign(count * width, '\0');
+  // The block: `outer` runs of `run` elements, `stride` apart from `first`.
+  int64_t count = int64_t(info.size / width), outer = 1, run = count, stride = 0, first = 0;
+  if (parts > 1 && splitDim >= 0 && splitDim < info.rank) {
+    int64_t inner = 1;
+    for (int d = 0; d < splitDim; ++d)
+      outer *= info.shape[d];
+    for (int d = splitDim + 1; d < info.rank; ++d)
+      inner *= info.shape[d];
+    int64_t size = info.shape[splitDim] / parts;
+    stride = info.shape[splitDim] * inner;
+    run = size * inner;
+    first = part * size * inner;
+  }
+  bytes.assign(size_t(outer * run) * width, '\0');
   if (info.role == WEFT_ROLE_OPTIMIZER_STATE)
     return true;
   // Uniform in [center - half, center + half].
@@ -102,17 +114,23 @@ bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &by
     center = 0.0;
     half = std::sqrt(3.0 / double(std::max<long long>(info.shape[info.rank - 1], 1)));
   }
-  uint64_t state = seed * 0x2545f4914f6cdd1dull + uint64_t(info.arg) + 1;
+  // Element i of the whole tensor takes the (i + 1)-th draw of splitmix64
+  // from `base`, whose state advances by a constant: any block starts there.
+  uint64_t base = seed * 0x2545f4914f6cdd1dull + uint64_t(info.arg) + 1;
   char *out = bytes.data();
-  for (size_t i = 0; i < count; ++i) {
-    double u = double(splitmix64(state) >> 11) * 0x1.0p-53; // [0, 1)
-    double v = center + half * (2.0 * u - 1.0);
-    if (width == 4) {
-      float f = float(v);
-      std::memcpy(out + 4 * i, &f, 4);
-    } else {
-      uint16_t bits = dtype == "bf16" ? bf16Bits(v) : f16Bits(v);
-      std::memcpy(out + 2 * i, &bits, 2);
+  size_t i = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    uint64_t state = base + uint64_t(first + o * stride) * 0x9e3779b97f4a7c15ull;
+    for (int64_t e = 0; e < run; ++e, ++i) {
+      double u = double(splitmix64(state) >> 11) * 0x1.0p-53; // [0, 1)
+      double v = center + half * (2.0 * u - 1.0);
+      if (width == 4) {
+        float f = float(v);
+        std::memcpy(out + 4 * i, &f, 4);
+      } else {
+        uint16_t bits = dtype == "bf16" ? bf16Bits(v) : f16Bits(v);
+        std::memcpy(out + 2 * i, &bits, 2);
+      }
     }
   }
   return true;

@@ -39,8 +39,14 @@ std::vector<Segment> classifySegments(const std::vector<std::string> &names,
 /// draws a split master (its i16 low half's buffer) as that buffer in f32, so
 /// it gets the values a converted package's f32 master of the same argument
 /// gets, and splits them.
+///
+/// With `parts` > 1 only block `part` of `parts` along dimension `splitDim`
+/// of that whole tensor is drawn (the values the whole draw would hold
+/// there: each element's is a function of its index), as a rank of a
+/// partitioned step keeps.
 bool drawStateBytes(const weft_step_buffer &info, uint64_t seed, std::string &bytes,
-                    std::string &error);
+                    std::string &error, int splitDim = -1, int64_t parts = 1,
+                    int64_t part = 0);
 
 /// Runs the step `runs` times with weft_step_run_timed and prints one
 /// "segments:" line and, when `jsonPath` is set, writes per-entry medians and
