@@ -510,19 +510,27 @@ public:
   }
 
   /// Binds `b` for step `s`: a split master's halves, a draw, or the step's
-  /// slice of a tensor.
+  /// slice of a tensor. An input slice's bytes are converted once and kept:
+  /// steps that bind the same slice again (every step, for a file of one)
+  /// only copy them.
   bool bind(const Binding &b, int64_t s) {
     if (b.high)
       return bindSplit(b);
-    std::string host;
     if (b.draw) {
-      if (!draw(*b.buffer, host))
-        return false;
-    } else {
-      std::vector<double> values = localValues(b, s);
-      host = toBytes(values, 0, values.size(), b.buffer->info.dtype);
+      std::string host;
+      return draw(*b.buffer, host) && bindBytes(*b.buffer, host);
     }
-    return bindBytes(*b.buffer, host);
+    if (isState(b.buffer->info)) { // bound once
+      std::vector<double> values = localValues(b, s);
+      return bindBytes(*b.buffer, toBytes(values, 0, values.size(), b.buffer->info.dtype));
+    }
+    int64_t slice = b.steps ? s % b.steps : 0;
+    auto [it, fresh] = sliceBytes.try_emplace({&b, slice});
+    if (fresh) {
+      std::vector<double> values = localValues(b, s);
+      it->second = toBytes(values, 0, values.size(), b.buffer->info.dtype);
+    }
+    return bindBytes(*b.buffer, it->second);
   }
 
   bool readRaw(const BufferView &buffer, std::string &host) {
@@ -581,6 +589,9 @@ public:
   }
 
 private:
+  /// The bytes of each tensor binding's slices bound so far.
+  std::map<std::pair<const Binding *, int64_t>, std::string> sliceBytes;
+
   /// Step s's value of a tensor binding, this rank's block when split.
   std::vector<double> localValues(const Binding &b, int64_t s) {
     const BufferView &buffer = *b.buffer;
