@@ -114,6 +114,16 @@ WEFT_API weft_status weft_function_set_dynamic_smem(CUfunction fn, size_t bytes)
  * cuLaunchKernel. */
 WEFT_API weft_status weft_launch(CUfunction fn, const unsigned grid[3], const unsigned block[3],
                                  size_t dynamic_smem, CUstream stream, void **args);
+/* weft_launch as a programmatic dependent of the kernel before it on `stream`
+ * (cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION):
+ * it may start once every CTA of that kernel ran griddepcontrol.launch_dependents
+ * or exited, and must run griddepcontrol.wait before it reads that kernel's
+ * results. For kernels built for it (a unit's "programmatic" kernels, such
+ * as the decode combine kernel); a driver without cuLaunchKernelEx launches
+ * plainly. */
+WEFT_API weft_status weft_launch_dependent(CUfunction fn, const unsigned grid[3],
+                                           const unsigned block[3], size_t dynamic_smem,
+                                           CUstream stream, void **args);
 
 /* cuTensorMapEncodeTiled for a row-major tensor: rank 1..5; dims[rank] and
  * box[rank] innermost first, as the driver wants; strides_bytes[rank - 1] the

@@ -68,7 +68,8 @@ namespace weft::runtime {
   X(cuMemGetAddressRange_v2)
 
 // Newer (CUDA 12.4+) entry points that only improve checks and messages, and
-// the event timing of weft_step_run_timed (cuEventElapsedTime_v2: CUDA 12.8+);
+// the event timing of weft_step_run_timed (cuEventElapsedTime_v2: CUDA 12.8+),
+// and weft_launch_dependent's attribute (cuLaunchKernelEx: CUDA 12.0+);
 // the runtime works without them on older drivers.
 #define WEFT_DRIVER_OPTIONAL(X)                                                                    \
   X(cuFuncGetParamInfo)                                                                            \
@@ -76,7 +77,8 @@ namespace weft::runtime {
   X(cuModuleEnumerateFunctions)                                                                    \
   X(cuFuncGetName)                                                                                 \
   X(cuEventSynchronize)                                                                            \
-  X(cuEventElapsedTime_v2)
+  X(cuEventElapsedTime_v2)                                                                         \
+  X(cuLaunchKernelEx)
 
 struct DriverApi {
 #define WEFT_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

@@ -97,51 +97,93 @@ weft_status weft_function_set_dynamic_smem(CUfunction fn, size_t bytes) {
   });
 }
 
+} // extern "C"
+
+/// weft_launch and weft_launch_dependent: the checks, then the launch, with
+/// the programmatic stream serialization attribute when `dependent`.
+static weft_status launchChecked(const char *caller, CUfunction fn, const unsigned grid[3],
+                                 const unsigned block[3], size_t dynamic_smem, CUstream stream,
+                                 void **args, bool dependent) {
+  if (weft_status status = checkLaunchShape(fn, grid, block, dynamic_smem))
+    return status;
+  const DriverApi *api = nullptr;
+  if (weft_status status = requireDriver(api))
+    return status;
+  // A few attribute reads per launch (well under a microsecond) buy a
+  // message naming the limit instead of CUDA_ERROR_INVALID_VALUE.
+  int maxThreads = 0, maxDynamic = 0;
+  if (weft_status status = funcAttribute(*api, fn, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                         "MAX_THREADS_PER_BLOCK", maxThreads))
+    return status;
+  unsigned threads = block[0] * block[1] * block[2];
+  if (threads > static_cast<unsigned>(maxThreads))
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("%s: block (%u, %u, %u) has %u threads but this kernel allows "
+                       "at most %d (its register use limits it)",
+                       caller, block[0], block[1], block[2], threads, maxThreads));
+  if (weft_status status =
+          funcAttribute(*api, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        "MAX_DYNAMIC_SHARED_SIZE_BYTES", maxDynamic))
+    return status;
+  if (dynamic_smem > static_cast<size_t>(maxDynamic))
+    return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                format("%s: %zu bytes of dynamic shared memory exceed the kernel's "
+                       "limit of %d bytes; call weft_function_set_dynamic_smem(fn, %zu) first",
+                       caller, dynamic_smem, maxDynamic, dynamic_smem));
+  if (!args && api->cuFuncGetParamInfo) {
+    size_t offset = 0, bytes = 0;
+    if (api->cuFuncGetParamInfo(fn, 0, &offset, &bytes) == CUDA_SUCCESS)
+      return fail(WEFT_ERROR_INVALID_ARGUMENT,
+                  format("%s: args is NULL but the kernel takes parameters (the "
+                         "first is %zu bytes)",
+                         caller, bytes));
+  }
+  std::string shape = format("grid (%u, %u, %u), block (%u, %u, %u), %zu bytes dynamic shared "
+                             "memory",
+                             grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                             dynamic_smem);
+  // A driver without cuLaunchKernelEx (before CUDA 12) launches plainly: the
+  // stream orders the kernels as before, only later.
+  if (dependent && api->cuLaunchKernelEx) {
+    CUlaunchAttribute attribute = {};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config = {};
+    config.gridDimX = grid[0];
+    config.gridDimY = grid[1];
+    config.gridDimZ = grid[2];
+    config.blockDimX = block[0];
+    config.blockDimY = block[1];
+    config.blockDimZ = block[2];
+    config.sharedMemBytes = static_cast<unsigned>(dynamic_smem);
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    if (CUresult result = api->cuLaunchKernelEx(&config, fn, args, nullptr))
+      return failCuda(result, "cuLaunchKernelEx(programmatic dependent, " + shape + ")");
+    return WEFT_OK;
+  }
+  if (CUresult result =
+          api->cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                              static_cast<unsigned>(dynamic_smem), stream, args, nullptr))
+    return failCuda(result, "cuLaunchKernel(" + shape + ")");
+  return WEFT_OK;
+}
+
+extern "C" {
+
 weft_status weft_launch(CUfunction fn, const unsigned grid[3], const unsigned block[3],
                         size_t dynamic_smem, CUstream stream, void **args) {
   return apiCall("weft_launch", [&]() -> weft_status {
-    if (weft_status status = checkLaunchShape(fn, grid, block, dynamic_smem))
-      return status;
-    const DriverApi *api = nullptr;
-    if (weft_status status = requireDriver(api))
-      return status;
-    // A few attribute reads per launch (well under a microsecond) buy a
-    // message naming the limit instead of CUDA_ERROR_INVALID_VALUE.
-    int maxThreads = 0, maxDynamic = 0;
-    if (weft_status status = funcAttribute(*api, fn, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                           "MAX_THREADS_PER_BLOCK", maxThreads))
-      return status;
-    unsigned threads = block[0] * block[1] * block[2];
-    if (threads > static_cast<unsigned>(maxThreads))
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("weft_launch: block (%u, %u, %u) has %u threads but this kernel allows "
-                         "at most %d (its register use limits it)",
-                         block[0], block[1], block[2], threads, maxThreads));
-    if (weft_status status =
-            funcAttribute(*api, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                          "MAX_DYNAMIC_SHARED_SIZE_BYTES", maxDynamic))
-      return status;
-    if (dynamic_smem > static_cast<size_t>(maxDynamic))
-      return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                  format("weft_launch: %zu bytes of dynamic shared memory exceed the kernel's "
-                         "limit of %d bytes; call weft_function_set_dynamic_smem(fn, %zu) first",
-                         dynamic_smem, maxDynamic, dynamic_smem));
-    if (!args && api->cuFuncGetParamInfo) {
-      size_t offset = 0, bytes = 0;
-      if (api->cuFuncGetParamInfo(fn, 0, &offset, &bytes) == CUDA_SUCCESS)
-        return fail(WEFT_ERROR_INVALID_ARGUMENT,
-                    format("weft_launch: args is NULL but the kernel takes parameters (the "
-                           "first is %zu bytes)",
-                           bytes));
-    }
-    if (CUresult result =
-            api->cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                static_cast<unsigned>(dynamic_smem), stream, args, nullptr))
-      return failCuda(result, format("cuLaunchKernel(grid (%u, %u, %u), block (%u, %u, %u), "
-                                     "%zu bytes dynamic shared memory)",
-                                     grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                     dynamic_smem));
-    return WEFT_OK;
+    return launchChecked("weft_launch", fn, grid, block, dynamic_smem, stream, args, false);
+  });
+}
+
+weft_status weft_launch_dependent(CUfunction fn, const unsigned grid[3], const unsigned block[3],
+                                  size_t dynamic_smem, CUstream stream, void **args) {
+  return apiCall("weft_launch_dependent", [&]() -> weft_status {
+    return launchChecked("weft_launch_dependent", fn, grid, block, dynamic_smem, stream, args,
+                         true);
   });
 }
 

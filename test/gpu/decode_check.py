@@ -27,7 +27,9 @@ points it had no time for as NOT RUN (a failure) and the timings as NOT TIMED.
 
 --time: per point, the median over --iters runs (CUDA events around 20
 back-to-back launches queued behind a GPU sleep, so host overhead is not
-timed) of Weft's two kernels, of its split kernel alone and of SDPA
+timed) of Weft's two kernels (the combine kernel a programmatic dependent
+launch, as the unit's C launcher does it; "plain": launched plainly), of its
+split kernel alone and of SDPA
 (enable_gqa, same mask), as achieved K+V read bandwidth (bytes of K and V /
 time) beside the device copy bandwidth (a 1 GiB torch copy, read + write
 bytes / time), printed as a table and kept in the --json file's "timings"
@@ -228,6 +230,7 @@ def time_point(unit, iters):
     tensors = {"q": q, "k": k, "v": v, "out": out, "lse": lse}
     kv_bytes = 2 * k.numel() * k.element_size()
     weft_ms = median_ms(unit.prepare(tensors, ws), iters)
+    plain_ms = median_ms(unit.prepare(tensors, ws, programmatic=False), iters)
     split_ms = median_ms(unit.prepare(tensors, ws, roles=("decode_split",)), iters)
     try:
         mask = mask_of(unit)
@@ -235,7 +238,7 @@ def time_point(unit, iters):
     except RuntimeError as error:  # a backend without this mask / GQA
         print(f"  sdpa: {error}".splitlines()[0])
         sdpa_ms = float("nan")
-    return kv_bytes, weft_ms, split_ms, sdpa_ms
+    return kv_bytes, weft_ms, plain_ms, split_ms, sdpa_ms
 
 
 _units = {}
@@ -290,7 +293,7 @@ def main():
         copy = copy_bandwidth(args.iters)
         print(f"\ndevice copy bandwidth (1 GiB torch copy, read + write): {copy:.0f} GB/s")
         print(f"{'point':36s} {'KV MiB':>8s} {'weft us':>9s} {'GB/s':>7s} {'%copy':>6s} "
-              f"{'split us':>9s} {'sdpa us':>9s} {'GB/s':>7s} {'speedup':>7s}")
+              f"{'plain us':>9s} {'split us':>9s} {'sdpa us':>9s} {'GB/s':>7s} {'speedup':>7s}")
         for meta in sorted(metas, key=point_name):
             if not re.search(args.time_points, point_name(meta)):
                 continue
@@ -298,10 +301,10 @@ def main():
                 print(f"NOT TIMED {point_name(meta)} (deadline)")
                 continue
             unit = load_unit(meta)
-            kv_bytes, weft_ms, split_ms, sdpa_ms = time_point(unit, args.iters)
+            kv_bytes, weft_ms, plain_ms, split_ms, sdpa_ms = time_point(unit, args.iters)
             timings.append({"point": point_name(meta), "kv_bytes": kv_bytes, "weft_us": weft_ms * 1e3,
-                            "split_us": split_ms * 1e3, "sdpa_us": sdpa_ms * 1e3,
-                            "copy_gbps": copy})
+                            "plain_us": plain_ms * 1e3, "split_us": split_ms * 1e3,
+                            "sdpa_us": sdpa_ms * 1e3, "copy_gbps": copy})
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump({"results": results, "failures": failures, "timings": timings},
@@ -309,7 +312,8 @@ def main():
             weft_bw = kv_bytes / (weft_ms * 1e-3) / 1e9
             sdpa_bw = kv_bytes / (sdpa_ms * 1e-3) / 1e9 if sdpa_ms == sdpa_ms else float("nan")
             print(f"{point_name(meta):36s} {kv_bytes / 2**20:8.1f} {weft_ms * 1e3:9.1f} "
-                  f"{weft_bw:7.0f} {100 * weft_bw / copy:5.0f}% {split_ms * 1e3:9.1f} "
+                  f"{weft_bw:7.0f} {100 * weft_bw / copy:5.0f}% {plain_ms * 1e3:9.1f} "
+                  f"{split_ms * 1e3:9.1f} "
                   f"{sdpa_ms * 1e3:9.1f} "
                   f"{sdpa_bw:7.0f} {sdpa_ms / weft_ms:7.2f}"
                   f"{'  L2' if kv_bytes < 40 * 2**20 else ''}", flush=True)

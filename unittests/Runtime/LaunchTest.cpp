@@ -71,4 +71,21 @@ TEST(Launch, ValidShapeReachesTheDriver) {
   EXPECT_EQ(weft_function_set_dynamic_smem(fakeFunction(), 1024), WEFT_ERROR_DRIVER_MISSING);
 }
 
+// weft_launch_dependent makes the same checks before its launch, and says
+// which call refused.
+TEST(Launch, DependentLaunchChecksAlike) {
+  unsigned grid[3] = {4, 0, 1}, block[3] = {128, 1, 1};
+  EXPECT_EQ(weft_launch_dependent(fakeFunction(), grid, block, 0, nullptr, nullptr),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("grid (4, 0, 1)"), std::string::npos) << lastError();
+  EXPECT_EQ(weft_launch_dependent(nullptr, grid, block, 0, nullptr, nullptr),
+            WEFT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("fn is NULL"), std::string::npos) << lastError();
+  if (driverOverridden() || driverLibraryPresent())
+    return;
+  unsigned fine[3] = {1, 1, 1};
+  EXPECT_EQ(weft_launch_dependent(fakeFunction(), fine, block, 0, nullptr, nullptr),
+            WEFT_ERROR_DRIVER_MISSING);
+}
+
 } // namespace

@@ -169,6 +169,10 @@ struct KernelSpec {
   bool overKeys = false;
   /// Dynamic shared memory the launch must ask for (bytes).
   int64_t dynamicSmemBytes = 0;
+  /// Built to be launched as a programmatic dependent of the kernel before
+  /// it (weft_launch_dependent): it runs griddepcontrol.wait before it reads
+  /// that kernel's results, which runs griddepcontrol.launch_dependents.
+  bool programmatic = false;
 };
 
 /// The kernels one configuration needs: {forward} or the three backward

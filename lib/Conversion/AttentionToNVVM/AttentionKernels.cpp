@@ -429,6 +429,8 @@ llvm::SmallVector<KernelSpec> decodeKernelSpecs(const AttentionKernelConfig &con
   combine.threads = decodeCombineThreads(config);
   combine.dynamicSmemBytes = decodeCombineSmemBytes(config);
   combine.rowsPerBlock = 1;
+  // Its launch overlaps the split kernel's tail (DecodeCombine.cpp waits).
+  combine.programmatic = true;
   return {split, combine};
 }
 

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -88,6 +89,11 @@ void emitDecodeCombineBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   const int64_t perRound = kCombineLanes * kSplitsAtOnce;
   Value rounds = e.ceilDiv(numSplits, perRound);
   Value lastSplit = e.sub(numSplits, e.i32c(1));
+  // Launched as the split kernel's programmatic dependent (its launch then
+  // overlaps the split kernel's tail), the partials are read only after
+  // that grid completed and its writes are visible; launched plainly, the
+  // stream already ordered them and this does nothing.
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
 
   SmallVector<Value> init{minusInf, zeroF, zeroF, zeroF, zeroF, zeroF};
   auto loop = scf::ForOp::create(

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -192,6 +193,12 @@ void emitDecodeSplitBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
         scf::YieldOp::create(lb, next);
       });
   ValueRange state = loop.getResults();
+  // Programmatic dependent launch: once every CTA has read its keys, the
+  // combine kernel (launched with the programmatic stream serialization
+  // attribute, "programmatic" in the unit) may start; its griddepcontrol.wait
+  // still waits for this grid's writes below. Without the attribute both
+  // instructions do nothing.
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);
 
   // The split's partial O (normalised by its own row sum) and lse, f32:
   // o_partial [num_splits, rows, d], lse_partial [num_splits, rows] with rows

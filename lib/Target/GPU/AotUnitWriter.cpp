@@ -279,6 +279,10 @@ std::string writeUnitJson(const AotUnit &unit) {
           json.attribute("spill_load_bytes", resources.spillLoadBytes);
           json.attribute("stack_bytes", resources.stackBytes);
           json.attribute("static_smem_bytes", resources.sharedBytes);
+          // Launch it with weft_launch_dependent (cuLaunchKernelEx's
+          // programmatic stream serialization) after the kernel before it.
+          if (kernel.programmatic)
+            json.attribute("programmatic", true);
         });
       }
     });
@@ -679,7 +683,8 @@ void writeLauncher(llvm::raw_ostream &os, const AotUnit &unit,
        << "    const unsigned grid[3] = {" << grid[0] << "u, " << grid[1] << "u, "
        << grid[2] << "u};\n"
        << "    const unsigned block[3] = {" << kernel.threads << "u, 1u, 1u};\n"
-       << "    status = weft_launch(module->functions[" << index << "], grid, block, "
+       << "    status = " << (kernel.programmatic ? "weft_launch_dependent" : "weft_launch")
+       << "(module->functions[" << index << "], grid, block, "
        << kernel.dynamicSmemBytes << ", stream, args);\n"
        << "    if (status != WEFT_OK)\n"
        << "      return weft_status_to_cu_result(status);\n  }\n";

@@ -29,6 +29,36 @@ def driver():
     return _driver
 
 
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: the id, padding to 8 bytes, a 64-byte value union."""
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_char * 64)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig of cuLaunchKernelEx."""
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared_mem_bytes", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)), ("num_attrs", ctypes.c_uint)]
+
+
+# CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h).
+_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+def dependent_config(grid, threads, smem, stream):
+    """A cuLaunchKernelEx config launching a programmatic dependent of the
+    kernel before it on `stream`; None where the driver has no
+    cuLaunchKernelEx (the kernel then launches plainly)."""
+    if not hasattr(driver(), "cuLaunchKernelEx"):
+        return None
+    attribute = _LaunchAttribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
+    attribute.value = (1).to_bytes(4, "little") + bytes(60)
+    config = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(threads, 1, 1),
+                           smem, stream, ctypes.pointer(attribute), 1)
+    config._attribute = attribute  # kept alive with the config
+    return config
+
+
 def check(result, what):
     if result != 0:
         name = ctypes.c_char_p()
@@ -137,10 +167,13 @@ class DecodeUnit:
         (torch's current one)."""
         self.prepare(tensors, workspace, stream)()
 
-    def prepare(self, tensors, workspace, stream=None, roles=ROLES):
+    def prepare(self, tensors, workspace, stream=None, roles=ROLES, programmatic=True):
         """Checks the arguments once; returns a function that enqueues the two
-        kernels (only the cuLaunchKernel calls, for timing); `roles` keeps
-        some of them (the split kernel alone, to time it)."""
+        kernels (only the launch calls, for timing); `roles` keeps some of
+        them (the split kernel alone, to time it). A kernel the unit marks
+        "programmatic" (the combine kernel) launches as a programmatic
+        dependent of the one before it, as the unit's C launcher does
+        (weft_launch_dependent); programmatic=False launches it plainly."""
         import torch
         self.check_arguments(tensors, workspace)
         stream = ctypes.c_void_p((stream or torch.cuda.current_stream()).cuda_stream)
@@ -170,11 +203,20 @@ class DecodeUnit:
             pointers = (ctypes.c_void_p * len(storage))(
                 *[ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in storage])
             gx, gy, gz = kernel["grid"]
+            config = (dependent_config(kernel["grid"], kernel["threads"],
+                                       kernel["dynamic_smem_bytes"], stream)
+                      if programmatic and kernel.get("programmatic") else None)
             launches.append((function, gx, gy, gz, kernel["threads"],
-                             kernel["dynamic_smem_bytes"], pointers, storage, kernel["name"]))
+                             kernel["dynamic_smem_bytes"], pointers, storage, kernel["name"],
+                             config))
 
         def enqueue():
-            for function, gx, gy, gz, threads, smem, pointers, _, name in launches:
+            for function, gx, gy, gz, threads, smem, pointers, _, name, config in launches:
+                if config is not None:
+                    check(driver().cuLaunchKernelEx(ctypes.byref(config), function, pointers,
+                                                    None),
+                          f"cuLaunchKernelEx({name}, programmatic)")
+                    continue
                 check(driver().cuLaunchKernel(function, gx, gy, gz, threads, 1, 1, smem,
                                               stream, pointers, None),
                       f"cuLaunchKernel({name})")

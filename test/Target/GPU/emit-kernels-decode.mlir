@@ -101,6 +101,7 @@
 // WIDE-NEXT: "spill_load_bytes": 0,
 // WIDE: "role": "decode_combine",
 // WIDE: "threads": 512,
+// WIDE: "programmatic": true
 
 // 128 keys are below the decode threshold (256): the training forward.
 // SHORT-NOT: "decode": {
@@ -114,7 +115,11 @@
 // SRC: CUdeviceptr lse_partial = split_workspace + 2097152u;
 // SRC-NEXT: int num_splits = 32, keys_per_split = 512;
 // SRC: const unsigned grid[3] = {32u, 4u, 1u};
+// SRC: status = weft_launch(module->functions[0], grid, block, 217600, stream, args);
 // SRC: const unsigned grid[3] = {128u, 1u, 1u};
+// The combine kernel: a programmatic dependent launch, its start overlapping
+// the split kernel's tail.
+// SRC: status = weft_launch_dependent(module->functions[1], grid, block, 6144, stream, args);
 // SRC: return (size_t)2113536u;
 
 // 16-byte K/V loads and the bf16 mma.
@@ -127,7 +132,13 @@
 // PTX: ld.global.v4.b32
 // PTX: cp.async.wait_group 1;
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// After its loop the split kernel lets the combine kernel launch; the
+// combine kernel waits for the split grid before its first read.
+// PTX: griddepcontrol.launch_dependents;
+// PTX: st.global
 // PTX: .entry weft_attn_decode_combine_bf16_d128_causal_k128_dec32_s3
+// PTX: griddepcontrol.wait;
+// PTX: ld.global
 
 func.func @decode(%q: tensor<1x32x4x128xbf16>, %k: tensor<1x4x16384x128xbf16>,
                   %q2: tensor<2x32x16x256xf16>, %k2: tensor<2x4x4096x256xf16>,
