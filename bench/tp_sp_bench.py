@@ -291,6 +291,8 @@ def run(args):
         raise SystemExit(f"unknown phases {sorted(unknown)}: the phases are "
                          f"{DEFAULT_PHASES + OPTIONAL_PHASES}")
     tps = sorted(parse_tps(args.tp) if args.tp else config["tps"], reverse=True)
+    margins = [int(m) for m in (getattr(args, "gemm_sm_margins", None) or "").split(",")
+               if m.strip()]
     missing = [t for t in tps if t not in config["tps"]]
     if missing:
         raise SystemExit(f"tp {missing} not prepared (prepared: {config['tps']})")
@@ -426,6 +428,14 @@ def run(args):
             for tp in tps:
                 unit(phase, tp, lambda tp=tp: [weft_unit("weft", ph.timing, v, tp, "TIME")()
                                                for v, _ in chosen(tp, phase)])
+                # The same packages with their GEMMs beside collectives
+                # leaving SMs to them (weft-run --gemm-sm-margin), as
+                # "<variant>@m<N>".
+                for margin in margins:
+                    unit(phase, tp, lambda tp=tp, m=margin: [weft_unit(
+                        "weft", lambda s, c, n, r: ph.timing(s, c, n.split("@")[0], r,
+                                                             sm_margin=m),
+                        f"{v}@m{m}", tp, "TIME")() for v, _ in chosen(tp, phase)])
         elif phase == "adam":
             for model in ["anchor"] + (["llama"] if 2 in tps and not args.dry_run else []):
                 unit(phase, 0, adam_unit(model, "one", 1))
@@ -508,6 +518,9 @@ def options(parser):
                         "time and adam phases, comma-separated (e.g. tp2sp,tp2splf); the "
                         "one-GPU time only when 'one' is among them, the other phases' "
                         "one-GPU parts as always")
+    parser.add_argument("--gemm-sm-margins",
+                        help="run: the time phase also times each package with weft-run "
+                        "--gemm-sm-margin N for each N of this comma list, as '<variant>@mN'")
     parser.add_argument("--dry-run", action="store_true",
                         help="run: print the commands, run nothing")
 

@@ -225,17 +225,21 @@ def data_file(directory, config, steps, name, dry=False):
     return path
 
 
-def timing(sh, config, name, ranks, engine=None):
+def timing(sh, config, name, ranks, engine=None, sm_margin=None):
     """Median wall of STEPS graph replays after WARMUP (max over ranks) and
     the memory equation per rank of one gradient-step package; `engine`:
-    weft-run --collectives (nccl, copy-engine, auto), else its default."""
+    weft-run --collectives (nccl, copy-engine, auto), else its default;
+    `sm_margin`: weft-run --gemm-sm-margin (the SMs the GEMMs beside a
+    collective leave to it), else its default."""
     data = data_file(sh.dir, config, 1, "anchor_x.npz", dry=sh.dry)
     free = gpu_free(sh, ranks)
     # A new engine's hang costs a minute, not the default 300 s.
     engine_args = ["--collectives", engine, "--collective-timeout", 60] if engine else []
+    margin_args = ["--gemm-sm-margin", sm_margin] if sm_margin is not None else []
     out = sh.weft(f"anchor_{name}.weftpkg", "--steps", WARMUP + STEPS, "--graph", "--init-state",
-                  0, "--data", data, "--print-memory", *engine_args, ranks=ranks,
-                  log=f"time_{name}" + (f"_{engine}" if engine else ""))
+                  0, "--data", data, "--print-memory", *engine_args, *margin_args, ranks=ranks,
+                  log=f"time_{name}" + (f"_{engine}" if engine else "") +
+                  (f"_m{sm_margin}" if sm_margin is not None else ""))
     if sh.dry:
         return None
     per_rank = [rank_steps(out, r) for r in range(ranks)]
@@ -513,13 +517,20 @@ def markdown(results, torch_one=None, torch_one_source=""):
         best_sp = min((v["ms"] for k, v in ok.items() if k.startswith("tp_sp")), default=None)
         ref = {f"tp{tp}": ok.get("tp_compiled", {}).get("ms"), f"tp{tp}sp": best_sp,
                f"tp{tp}spc2": best_sp, f"tp{tp}spnf": best_sp}
-        for key, label in ((f"tp{tp}", "TP"), (f"tp{tp}sp", "TP+SP"),
-                           (f"tp{tp}spnf", "TP+SP, --fill-collective-waits=false"),
-                           (f"tp{tp}spc2", "TP+SP, collective matmul 2 chunks")):
+        rows = [(f"tp{tp}", "TP"), (f"tp{tp}sp", "TP+SP"),
+                (f"tp{tp}spnf", "TP+SP, --fill-collective-waits=false"),
+                (f"tp{tp}spc2", "TP+SP, collective matmul 2 chunks")]
+        # The runs with an SM margin for the collectives ("<variant>@mN").
+        rows += [(key, f"{dict(rows).get(key.split('@')[0], key.split('@')[0])}, "
+                  f"--gemm-sm-margin {key.split('@m')[1]}")
+                 for key in sorted(weft) if "@m" in key and key.startswith(f"tp{tp}")
+                 and key.split("@")[0] in dict(rows)]
+        for key, label in rows:
             w = weft.get(key)
             if not w:
                 continue
-            ratio = f"{w['ms'] / ref[key]:.3f}" if ref[key] else "–"
+            base = ref.get(key.split("@")[0])
+            ratio = f"{w['ms'] / base:.3f}" if base else "–"
             lines.append(f"| Weft {label}, tp = {tp} | {tp} | {w['ms']:.2f} | "
                          f"{w['planned_gib']:.2f} | {w['in_use_gib']:.2f} | {ratio} | "
                          f"{eff(w['ms'], tp, one)} |")

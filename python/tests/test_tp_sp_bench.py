@@ -119,6 +119,30 @@ def test_dry_run_of_chosen_variants(tmp_path, capsys):
     assert timed == ["anchor_tp2sp", "anchor_tp2spnolf"], runs
 
 
+def test_dry_run_of_sm_margins(tmp_path, capsys):
+    """--gemm-sm-margins times each chosen package again with weft-run
+    --gemm-sm-margin N, and the table names the margin beside the variant."""
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"tps": [2], "tp": 2, "models": {"2": ["small"]},
+         "configs": {"anchor": b.ANCHOR, "small": b.SMALL}}))
+    (tmp_path / "torch_one_anchor.json").write_text(json.dumps(
+        {"runs": {"tp_compiled": {"ms": 78.9}}}))
+    args = types.SimpleNamespace(dir=str(tmp_path), budget=540, only="time", with_phases=None,
+                                 tp=None, out=None, dry_run=True, variants="tp2,tp2sp",
+                                 gemm_sm_margins="8,16")
+    assert b.run(args) == 0
+    runs = [l for l in capsys.readouterr().out.splitlines() if l.startswith("DRY")]
+    timed = sorted((re.search(r"(anchor_\w+)\.weftpkg", l).group(1),
+                    (re.search(r"--gemm-sm-margin (\d+)", l) or [None, "-"])[1]) for l in runs)
+    assert timed == [("anchor_tp2", "-"), ("anchor_tp2", "16"), ("anchor_tp2", "8"),
+                     ("anchor_tp2sp", "-"), ("anchor_tp2sp", "16"), ("anchor_tp2sp", "8")], runs
+    eq = ph.memory_equation({0: rank()}, None)
+    weft = {k: {"ms": ms, "planned_gib": 1.0, "in_use_gib": 1.5, "equation": eq}
+            for k, ms in (("one", 80.0), ("tp2sp", 45.0), ("tp2sp@m8", 44.0))}
+    md = ph.markdown({"tps": [2], "weft": weft, "torch": {}})
+    assert "| Weft TP+SP, --gemm-sm-margin 8, tp = 2 | 2 | 44.00 |" in md
+
+
 def test_adamw_reference_is_the_interpreters_step(tmp_path):
     """tp_sp_adam's float64 PyTorch run (AdamW at weft-compile's defaults,
     blocks recomputed, attention a few heads at a time) takes the inputs in
