@@ -27,6 +27,7 @@ From the checkout's root, with PYTHONPATH=python:
       on 2 cores (+4 min with --simulate).
   run (on max(T) GPUs):  tp_sp_bench.py run DIR [--tp 4,2] [--only P,..] [--with P,..]
                                         [--budget 540] [--out OUT] [--dry-run]
+                                        [--gemm-sm-margins 8,16]
       phase by phase, each at every T, largest first (tp = 2 has earlier
       results), each phase's one-GPU part once. The default phases, in
       order, with the seconds expected (one-GPU part + each T; estimates,
