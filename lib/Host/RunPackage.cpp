@@ -510,9 +510,9 @@ public:
   }
 
   /// Binds `b` for step `s`: a split master's halves, a draw, or the step's
-  /// slice of a tensor. An input slice's bytes are converted once and kept:
-  /// steps that bind the same slice again (every step, for a file of one)
-  /// only copy them.
+  /// slice of a tensor. An input's bytes are converted once per slice:
+  /// steps that bind the slice bound last again (every step, for a file of
+  /// one) only copy them.
   bool bind(const Binding &b, int64_t s) {
     if (b.high)
       return bindSplit(b);
@@ -525,12 +525,13 @@ public:
       return bindBytes(*b.buffer, toBytes(values, 0, values.size(), b.buffer->info.dtype));
     }
     int64_t slice = b.steps ? s % b.steps : 0;
-    auto [it, fresh] = sliceBytes.try_emplace({&b, slice});
-    if (fresh) {
+    auto &[kept, bytes] = lastSlice[&b];
+    if (bytes.empty() || kept != slice) {
       std::vector<double> values = localValues(b, s);
-      it->second = toBytes(values, 0, values.size(), b.buffer->info.dtype);
+      bytes = toBytes(values, 0, values.size(), b.buffer->info.dtype);
+      kept = slice;
     }
-    return bindBytes(*b.buffer, it->second);
+    return bindBytes(*b.buffer, bytes);
   }
 
   bool readRaw(const BufferView &buffer, std::string &host) {
@@ -589,8 +590,9 @@ public:
   }
 
 private:
-  /// The bytes of each tensor binding's slices bound so far.
-  std::map<std::pair<const Binding *, int64_t>, std::string> sliceBytes;
+  /// Per input binding, the slice it bound last and its bytes (one, so a
+  /// file of many steps costs no more host memory than before).
+  std::map<const Binding *, std::pair<int64_t, std::string>> lastSlice;
 
   /// Step s's value of a tensor binding, this rank's block when split.
   std::vector<double> localValues(const Binding &b, int64_t s) {
