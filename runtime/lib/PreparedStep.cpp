@@ -579,6 +579,10 @@ std::string describeStep(const PreparedStep &prepared) {
                       [](unsigned long long o) { return o != 0; }))
         text += format(", byte offsets a %llu b %llu c %llu d %llu aux %llu", g.offsets[0],
                        g.offsets[1], g.offsets[2], g.offsets[3], g.offsets[4]);
+      // The SMs it leaves to the collective it runs beside (gemm_sm_margin).
+      if (prepared.gemmSmMargin > 0 && step.item < prepared.gemmBesideCollective.size() &&
+          prepared.gemmBesideCollective[step.item])
+        text += format(", beside a collective: leaves %d SMs", prepared.gemmSmMargin);
       text += "\n";
     } else if (step.kind == pkg::EntryKind::Collective) {
       const pkg::Collective &c = package.collectives[step.item];

@@ -74,7 +74,14 @@
 // MARGIN: error: --gemm-sm-margin takes a number of SMs from 0 to 1024, got -3
 // RUN: env WORLD_SIZE=2 RANK=1 MASTER_PORT=9 WEFT_GEMM_SM_MARGIN=lots not weft-run %t.tp2sp.weftpkg --dry-run --data %t.in.npz 2>&1 | FileCheck %s --check-prefix=MARGIN-ENV
 // MARGIN-ENV: $WEFT_GEMM_SM_MARGIN is 'lots', not a number of SMs from 0 to 1024
-// RUN: env WORLD_SIZE=2 RANK=1 MASTER_PORT=9 WEFT_GEMM_SM_MARGIN=8 WEFT_COMM_PRIORITY=high weft-run %t.tp2sp.weftpkg --dry-run --data %t.in.npz | FileCheck %s --check-prefix=RANK1
+// RUN: env WORLD_SIZE=2 RANK=1 MASTER_PORT=9 WEFT_GEMM_SM_MARGIN=8 WEFT_COMM_PRIORITY=high weft-run %t.tp2sp.weftpkg --dry-run --data %t.in.npz > %t.margin.txt
+// RUN: FileCheck %s --check-prefix=RANK1 < %t.margin.txt
+// RUN: FileCheck %s --check-prefix=BESIDE < %t.margin.txt
+// RUN: env WORLD_SIZE=2 RANK=1 MASTER_PORT=9 weft-run %t.tp2sp.weftpkg --dry-run --data %t.in.npz | FileCheck %s --check-prefix=NOT-BESIDE
+// The GEMMs the schedule issues while a collective runs on the other stream
+// leave it 8 SMs.
+// BESIDE: gemm {{[0-9]+}} at {{[0-9]+}} stream 0: {{.*}}, beside a collective: leaves 8 SMs
+// NOT-BESIDE-NOT: beside a collective
 // A bad engine in the environment is the runtime's load error (no GPU here:
 // the driver's is first), so it is a unit test (PeerArenaEngine).
 
