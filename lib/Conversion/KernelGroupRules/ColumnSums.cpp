@@ -41,7 +41,10 @@ std::optional<ColumnSumScratch> weft::getColumnSumScratch(Operation *op) {
   if (!norm || norm->getNumOperands() < 2)
     return std::nullopt;
   auto x = dyn_cast<RankedTensorType>(norm->getOperand(1).getType());
-  if (!x || !x.hasStaticShape() || x.getRank() == 0)
+  // Over 2^48 elements the op's verifier refuses it; asked first (the
+  // workspace offset's attribute verifier), the sizes below must not wrap.
+  if (!x || !x.hasStaticShape() || x.getRank() == 0 ||
+      tensorElements(x) > (int64_t(1) << 48))
     return std::nullopt;
   scratch.cols = x.getShape().back();
   for (int64_t d : x.getShape().drop_back())

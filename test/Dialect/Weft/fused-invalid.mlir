@@ -101,3 +101,20 @@ func.func @yield_outside(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{'weft.yield' op expects parent op 'weft.fused'}}
   weft.yield %x : tensor<4x8xf32>
 }
+
+// -----
+
+// Regression: a layer-norm-gradient group's column-sum scratch is asked for
+// by weft.workspace_offset's verifier before the op's own verifier refuses
+// its 2^79 elements; its row count wrapped int64 (UBSan). Over 2^48 elements
+// it has no workspace.
+func.func @huge_column_sum_scratch(%dy: tensor<4294967296x140737488355329x128xbf16>, %g: tensor<128xbf16>) {
+  // expected-error @+1 {{'weft.fused' op has 'weft.workspace_offset' but no workspace}}
+  %0:3 = weft.fused %dy, %dy, %g, %dy {kind = "layer_norm_grad+add", weft.workspace_offset = 0 : i64} : (tensor<4294967296x140737488355329x128xbf16>, tensor<4294967296x140737488355329x128xbf16>, tensor<128xbf16>, tensor<4294967296x140737488355329x128xbf16>) -> (tensor<128xbf16>, tensor<128xbf16>, tensor<4294967296x140737488355329x128xbf16>) {
+  ^bb0(%a: tensor<4294967296x140737488355329x128xbf16>, %b: tensor<4294967296x140737488355329x128xbf16>, %c: tensor<128xbf16>, %d: tensor<4294967296x140737488355329x128xbf16>):
+    %dx, %dgamma, %dbeta = weft.layer_norm_grad %a, %b, %c : (tensor<4294967296x140737488355329x128xbf16>, tensor<4294967296x140737488355329x128xbf16>, tensor<128xbf16>) -> (tensor<4294967296x140737488355329x128xbf16>, tensor<128xbf16>, tensor<128xbf16>)
+    %s = weft.add %d, %dx : (tensor<4294967296x140737488355329x128xbf16>, tensor<4294967296x140737488355329x128xbf16>) -> tensor<4294967296x140737488355329x128xbf16>
+    weft.yield %dgamma, %dbeta, %s : tensor<128xbf16>, tensor<128xbf16>, tensor<4294967296x140737488355329x128xbf16>
+  }
+  return
+}
