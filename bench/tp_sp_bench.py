@@ -388,7 +388,7 @@ def run(args):
                 results.setdefault(key, {})[name] = r
                 budget.log(label, name, json.dumps(r if key != "weft" else {
                     k: r[k] for k in ("ms", "ms_per_rank", "loss", "in_use_gib", "planned_gib",
-                                      "max_abs_gap")}))
+                                      "max_abs_gap", "startup_s") if k in r}))
         return go
 
     adam = AdamCheck(sh)

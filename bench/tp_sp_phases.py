@@ -129,6 +129,14 @@ def rank_steps(stdout, rank=0):
             for m in re.finditer(pattern, stdout, re.M) if int(m.group(1) or 0) == rank]
 
 
+def rank_startup(stdout):
+    """{rank: (load s, state s)} from weft-run's "start-up:" lines (a one-GPU
+    run's as rank 0)."""
+    pattern = r"^(?:\[rank (\d+)\] )?start-up: load (\S+) s .*?, state (\S+) s$"
+    return {int(m.group(1) or 0): (float(m.group(2)), float(m.group(3)))
+            for m in re.finditer(pattern, stdout, re.M)}
+
+
 def rank_memory(stdout):
     return {int(m.group(1) or 0): json.loads(m.group(2)) for m in
             re.finditer(r"^(?:\[rank (\d+)\] )?memory-json: (.*)$", stdout, re.M)}
@@ -247,6 +255,7 @@ def timing(sh, config, name, ranks, engine=None, sm_margin=None):
     memory = rank_memory(out)
     equation = memory_equation(memory, free)
     return {"ms": max(ms), "ms_per_rank": ms, "loss": per_rank[0][-1][0], "memory": memory,
+            "startup_s": rank_startup(out),
             "free_before": free, "equation": equation,
             "max_abs_gap": max(abs(r["gap"]) for r in equation.values()),
             "in_use_gib": max(r["in_use"] for r in equation.values()) / GIB,

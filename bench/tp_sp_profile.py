@@ -83,6 +83,10 @@ def step_ms(sh, name, ranks, ctas, extra=None, tag=None):
                                    "--data", data)],
                  ranks, f"step_{name}_{tag or f'ctas{ctas}'}", env=env)
     per_rank = [ph.rank_steps(out, r) for r in range(ranks)]
+    startup = ph.rank_startup(out)
+    if startup:
+        print(f"  start-up {name} {tag or ''}: load {max(l for l, _ in startup.values()):.2f} s, "
+              f"state {max(s for _, s in startup.values()):.2f} s (max over ranks)", flush=True)
     return max(statistics.median(t for _, t in steps[WARMUP:]) for steps in per_rank)
 
 

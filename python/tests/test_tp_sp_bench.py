@@ -32,6 +32,11 @@ def test_rank_lines():
     assert ph.rank_steps(out, 1) == [(21.5, 40.0)]
     assert ph.rank_memory(out) == {0: {"planned": 1, "before": 2}}
     assert ph.rank_steps("step 1/1 (7.5 ms)\n") == [(None, 7.5)]
+    startup = ("[rank 1] start-up: load 3.25 s (package, rendezvous, communicators, modules, "
+               "GEMM algorithms), state 0.50 s\n"
+               "start-up: load 1.00 s (package, rendezvous, communicators, modules, "
+               "GEMM algorithms), state 2.00 s\n")
+    assert ph.rank_startup(startup) == {1: (3.25, 0.5), 0: (1.0, 2.0)}
 
 
 def rank(context=1000, nccl=300, planned=3000, extra_arena=2, load=4, buffers=480):
