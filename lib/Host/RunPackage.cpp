@@ -8,6 +8,8 @@
 // and joined back into them.
 #include "weft/Host/RunPackage.h"
 
+#include "StepTransfer.h"
+
 #include "weft/Host/HostBytes.h"
 #include "weft/Host/Rendezvous.h"
 #include "weft/Host/Shards.h"
@@ -33,52 +35,9 @@
 
 namespace weft {
 
+using namespace run;
+
 namespace {
-
-int error(ExitCode code, const llvm::Twine &message) {
-  printToolError("weft-run", message);
-  return code;
-}
-
-struct BufferView {
-  size_t index = 0;
-  weft_step_buffer info = {};
-  std::vector<int64_t> shape;
-  int64_t elements = 1;
-  /// A partitioned step's argument or result split along `splitDim`: the
-  /// whole tensor's shape (files hold it; the buffer holds this rank's block).
-  int splitDim = -1;
-  std::vector<int64_t> global;
-  int64_t globalElements = 1;
-  std::string type() const { return info.type[0] ? info.type : "(untyped)"; }
-};
-
-/// A buffer with weft.copy_of and its master. Carried: an f32 master and its
-/// bf16/f16 copy (the master rounded to nearest even). Split: the master
-/// argument holds the i16 low half and the copy the bf16 high half of one f32
-/// master (splitMasterHigh / splitMasterLow).
-struct CopyPair {
-  const BufferView *copy = nullptr, *master = nullptr;
-  bool split = false;
-};
-
-/// Where a buffer's bytes come from before each step.
-struct Binding {
-  const BufferView *buffer = nullptr;
-  /// A split master's high half: the f32 master bound to `buffer` is split,
-  /// its low half written there and its high half here.
-  const BufferView *high = nullptr;
-  const Tensor *tensor = nullptr;
-  std::string source; // for the dry-run listing
-  int64_t steps = 0;  // > 0: the tensor has a leading step dim of this size
-  bool draw = false;  // state drawn from --init-state's seed
-  bool local = false; // this rank's shard (a shard index), not the whole tensor
-};
-
-bool isState(const weft_step_buffer &info) {
-  return info.arg >= 0 &&
-         (info.role == WEFT_ROLE_PARAMETER || info.role == WEFT_ROLE_OPTIMIZER_STATE);
-}
 
 struct StepFree {
   void operator()(weft_step *step) const { weft_step_free(step); }
@@ -494,167 +453,6 @@ void printDryRun(const RunPackageOptions &options, const LoadedStep &loaded,
     llvm::outs() << "loss: buffer '" << loaded.loss->info.name << "'\n";
 }
 
-/// Moves bytes between the host and a loaded step's buffers; every failure
-/// is printed and returns false.
-class StepTransfer {
-public:
-  StepTransfer(weft_step *step, int64_t initState, const RankLayout &layout)
-      : step(step), initState(initState), layout(layout) {}
-
-  bool bindBytes(const BufferView &buffer, const std::string &host) {
-    if (weft_step_bind(step, buffer.index, host.data(), host.size())) {
-      error(kExitFailed, llvm::Twine("binding '") + buffer.info.name + "': " + weft_last_error());
-      return false;
-    }
-    return true;
-  }
-
-  /// Binds `b` for step `s`: a split master's halves, a draw, or the step's
-  /// slice of a tensor. An input's bytes are converted once per slice:
-  /// steps that bind the slice bound last again (every step, for a file of
-  /// one) only copy them.
-  bool bind(const Binding &b, int64_t s) {
-    if (b.high)
-      return bindSplit(b);
-    if (b.draw) {
-      std::string host;
-      return draw(*b.buffer, host) && bindBytes(*b.buffer, host);
-    }
-    if (isState(b.buffer->info)) { // bound once
-      std::vector<double> values = localValues(b, s);
-      return bindBytes(*b.buffer, toBytes(values, 0, values.size(), b.buffer->info.dtype));
-    }
-    int64_t slice = b.steps ? s % b.steps : 0;
-    auto &[kept, bytes] = lastSlice[&b];
-    if (bytes.empty() || kept != slice) {
-      std::vector<double> values = localValues(b, s);
-      bytes = toBytes(values, 0, values.size(), b.buffer->info.dtype);
-      kept = slice;
-    }
-    return bindBytes(*b.buffer, bytes);
-  }
-
-  bool readRaw(const BufferView &buffer, std::string &host) {
-    host.assign(buffer.info.size, '\0');
-    if (weft_step_read(step, buffer.index, host.data(), host.size())) {
-      error(kExitFailed, llvm::Twine("reading '") + buffer.info.name + "': " + weft_last_error());
-      return false;
-    }
-    return true;
-  }
-
-  bool readBack(const BufferView &buffer, Tensor &tensor) {
-    std::string host;
-    if (!readRaw(buffer, host))
-      return false;
-    tensor.shape = buffer.shape;
-    tensor.dtype = *tensorDType(buffer.info.dtype);
-    tensor.data = fromBytes(host, buffer.info.dtype);
-    tensor.data.resize(size_t(buffer.elements));
-    return true;
-  }
-
-  /// A carried copy: its master as bound (from a file, drawn, or the
-  /// package's bytes), rounded to nearest even as the step's convert does.
-  bool deriveCopy(const BufferView &copy, const BufferView &master) {
-    std::string host, bytes(copy.info.size, '\0');
-    if (!readRaw(master, host))
-      return false;
-    bool bf16 = std::string(copy.info.dtype) == "bf16";
-    for (int64_t i = 0; i < copy.elements; ++i) {
-      float f;
-      std::memcpy(&f, host.data() + 4 * i, 4);
-      uint16_t bits = bf16 ? bf16Bits(f) : f16Bits(f);
-      std::memcpy(bytes.data() + 2 * i, &bits, 2);
-    }
-    return bindBytes(copy, bytes);
-  }
-
-  /// The f32 master of a split pair joined from its halves' bits, so one
-  /// state file serves converted, carried and split packages alike.
-  bool joinSplit(const BufferView &low, const BufferView &high, Tensor &tensor) {
-    std::string lowBytes, highBytes;
-    if (!readRaw(low, lowBytes) || !readRaw(high, highBytes))
-      return false;
-    tensor.shape = low.shape;
-    tensor.dtype = DType::F32;
-    tensor.data.resize(size_t(low.elements));
-    for (size_t i = 0; i < tensor.data.size(); ++i) {
-      uint16_t hi;
-      int16_t lo;
-      std::memcpy(&hi, highBytes.data() + 2 * i, 2);
-      std::memcpy(&lo, lowBytes.data() + 2 * i, 2);
-      tensor.data[i] = joinMaster(hi, lo);
-    }
-    return true;
-  }
-
-private:
-  /// Per input binding, the slice it bound last and its bytes (one, so a
-  /// file of many steps costs no more host memory than before).
-  std::map<const Binding *, std::pair<int64_t, std::string>> lastSlice;
-
-  /// Step s's value of a tensor binding, this rank's block when split.
-  std::vector<double> localValues(const Binding &b, int64_t s) {
-    const BufferView &buffer = *b.buffer;
-    size_t count = size_t(b.local ? buffer.elements : buffer.globalElements);
-    const double *start = b.tensor->data.data() + (b.steps ? size_t(s % b.steps) * count : 0);
-    if (buffer.splitDim < 0 || b.local)
-      return std::vector<double>(start, start + count);
-    return blockValues(start, buffer.global, buffer.splitDim, layout.parts(), layout.part());
-  }
-
-  /// Draws this rank's block of the whole tensor (so every grid draws the
-  /// same state).
-  bool draw(const BufferView &buffer, std::string &host, const char *dtype = nullptr) {
-    weft_step_buffer info = buffer.info;
-    if (dtype) {
-      info.dtype = dtype;
-      info.size = size_t(buffer.elements) * 4;
-    }
-    if (buffer.splitDim >= 0) {
-      info.size *= size_t(layout.parts());
-      info.shape[buffer.splitDim] *= layout.parts();
-    }
-    std::string why;
-    bool split = buffer.splitDim >= 0;
-    if (!drawStateBytes(info, uint64_t(initState), host, why, split ? buffer.splitDim : -1,
-                        split ? layout.parts() : 1, split ? layout.part() : 0)) {
-      error(kExitUsage, why);
-      return false;
-    }
-    return true;
-  }
-
-  /// A split master: the f32 master (from a file, or drawn exactly as the f32
-  /// master of a converted package is) split into its two halves.
-  bool bindSplit(const Binding &b) {
-    const BufferView &low = *b.buffer, &high = *b.high;
-    std::vector<float> master(size_t(low.elements));
-    if (b.draw) {
-      std::string host;
-      if (!draw(low, host, "f32"))
-        return false;
-      std::memcpy(master.data(), host.data(), master.size() * 4);
-    } else {
-      std::vector<double> values = localValues(b, 0);
-      for (size_t i = 0; i < master.size(); ++i)
-        master[i] = float(values[i]);
-    }
-    std::string lowBytes(low.info.size, '\0'), highBytes(high.info.size, '\0');
-    for (size_t i = 0; i < master.size(); ++i) {
-      int16_t lo = splitMasterLow(master[i]);
-      uint16_t hi = splitMasterHigh(master[i]);
-      std::memcpy(lowBytes.data() + 2 * i, &lo, 2);
-      std::memcpy(highBytes.data() + 2 * i, &hi, 2);
-    }
-    return bindBytes(low, lowBytes) && bindBytes(high, highBytes);
-  }
-
-  weft_step *step;
-  int64_t initState;
-  RankLayout layout;
-};
 
 /// Binds the state once (the step updates it in place), derives the carried
 /// copies, then runs the steps, binding inputs before every step, even a
