@@ -459,6 +459,47 @@ TEST(Package, RankOffsetsRoundTripAndChecks) {
       << error;
 }
 
+// Rank-relative launch immediates (RANK_ARGS): round trip, byte for byte,
+// and what the reader refuses.
+TEST(Package, RankArgsRoundTripAndChecks) {
+  Package p = makePackage();
+  p.grid = {2};
+  std::string plain = writePackage(p);
+  p.launches[0].args[2].rankAxes = 1;
+  p.launches[0].args[2].rankScale = 32;
+  std::string bytes = writePackage(p), error;
+  EXPECT_EQ(bytes.size(), plain.size() + 24 + 32); // a record and its table entry
+  Package q;
+  ASSERT_TRUE(readPackage(bytes.data(), bytes.size(), q, error)) << error;
+  EXPECT_EQ(q.launches[0].args[2].rankAxes, 1u);
+  EXPECT_EQ(q.launches[0].args[2].rankScale, 32);
+  EXPECT_EQ(q.launches[0].args[1].rankAxes, 0u);
+  EXPECT_EQ(writePackage(q), bytes);
+
+  Package noGrid = p;
+  noGrid.grid.clear();
+  std::string noGridBytes = writePackage(noGrid);
+  EXPECT_FALSE(readPackage(noGridBytes.data(), noGridBytes.size(), q, error));
+  EXPECT_NE(error.find("section RANK_ARGS needs a GRID section"), std::string::npos) << error;
+
+  Package pointer = p;
+  pointer.launches[0].args[2].rankAxes = 0;
+  pointer.launches[0].args[0].rankAxes = 1; // a buffer argument
+  std::string pointerBytes = writePackage(pointer);
+  EXPECT_FALSE(readPackage(pointerBytes.data(), pointerBytes.size(), q, error));
+  EXPECT_NE(error.find("argument 0 of launch 0 is not an i32 or i64 immediate"),
+            std::string::npos)
+      << error;
+
+  Package axis = p;
+  axis.launches[0].args[2].rankAxes = 2; // grid axis 1 of a one-axis grid
+  std::string axisBytes = writePackage(axis);
+  EXPECT_FALSE(readPackage(axisBytes.data(), axisBytes.size(), q, error));
+  EXPECT_NE(error.find("grid axes mask 2 is empty or names an axis the 1-axis grid lacks"),
+            std::string::npos)
+      << error;
+}
+
 // The COLLECTIVES section's all_to_all and send_recv records on a 2 x 4 grid
 // (axis 1: 4 ranks): both buffers hold the whole count; send_recv's shift
 // and rotate travel in the reduction slot (PackageFormat.h), a negative

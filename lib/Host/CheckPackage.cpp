@@ -5,6 +5,7 @@
 #include "weft/Package/Package.h"
 #include "weft/Support/ExitCode.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
@@ -94,6 +95,17 @@ int checkPackageFile(llvm::StringRef path, bool allowMissingImages) {
       llvm::outs() << "  split along grid axis " << package.splitAxis << ": " << args
                    << " arguments, " << results << " results\n";
     }
+    // Shards' offsets in their global tensors (vocabulary rows, dropout
+    // blocks, head offsets), each rank's from its grid position.
+    size_t rankArgs = 0, launches = 0;
+    for (const pkg::Launch &launch : package.launches) {
+      size_t here = llvm::count_if(launch.args, [](const pkg::Arg &a) { return a.rankAxes; });
+      rankArgs += here;
+      launches += here > 0;
+    }
+    if (rankArgs)
+      llvm::outs() << "  " << rankArgs << " rank-relative immediates in " << launches
+                   << " launches\n";
   }
   if (!missing.empty()) {
     std::string names;

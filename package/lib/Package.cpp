@@ -97,7 +97,7 @@ const char *format::sectionName(uint32_t kind) {
       "?",       "STRINGS", "STEP",   "BUFFERS",  "KERNELS", "PARAM_KINDS",
       "LAUNCHES", "ARGS",   "GEMMS",  "EVENTS",   "SCHEDULE", "IMAGES",
       "CUBIN",   "PTX",     "INIT_DATA", "TENSOR_MAPS", "GRID", "COLLECTIVES",
-      "SPLITS",  "OFFSETS", "BOUND", "RANK_OFFSETS"};
+      "SPLITS",  "OFFSETS", "BOUND", "RANK_OFFSETS", "RANK_ARGS"};
   return kind <= kLastKind ? names[kind] : "?";
 }
 

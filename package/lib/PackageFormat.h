@@ -87,8 +87,14 @@ enum SectionKind : uint32_t {
                      //   offsets grow by ((position + shift) mod ranks) x
                      //   stride on the rank at `position` of its group
                      //   along the axes (a local-first collective matmul)
+  kRankArgs = 22,    // optional, at most once, needs kGrid; 24: u32 launch,
+                     //   u32 argument (its position in the launch), u32
+                     //   grid axes (bit per axis), u32 0, i64 scale: the
+                     //   launch's i64 (or i32) immediate is value + position x
+                     //   scale on the rank at `position` of its group
+                     //   along the axes (a shard's global offset)
 };
-inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kRankOffsets;
+inline constexpr uint32_t kFirstKind = kStrings, kLastKind = kRankArgs;
 inline constexpr uint32_t kLastRequiredKind = kImages;
 
 inline constexpr size_t kStepBytes = 32;
@@ -105,6 +111,7 @@ inline constexpr size_t kCollectiveBytes = 40;
 inline constexpr size_t kOffsetsBytes = 48;
 inline constexpr size_t kBoundBytes = 4;
 inline constexpr size_t kRankOffsetsBytes = 56;
+inline constexpr size_t kRankArgsBytes = 24;
 
 const char *sectionName(uint32_t kind);
 

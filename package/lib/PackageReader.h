@@ -88,6 +88,7 @@ private:
   bool readOffsets(Package &package);
   bool readBound(Package &package);
   bool readRankOffsets(Package &package);
+  bool readRankArgs(Package &package);
   bool readKernels(Package &package);
   bool readLaunches(Package &package);
   bool readArg(const Package &package, const uint8_t *record,

@@ -248,6 +248,49 @@ bool PackageReader::readRankOffsets(Package &package) {
   return true;
 }
 
+/// RANK_ARGS (kind 22): rank-relative i32 / i64 immediates of existing launches,
+/// each argument at most once, over grid axes the grid has.
+bool PackageReader::readRankArgs(Package &package) {
+  const SectionRef *found;
+  if (!optionalSection(kRankArgs, found))
+    return false;
+  if (!found)
+    return true;
+  if (package.grid.empty())
+    return fail("section RANK_ARGS needs a GRID section: only a partitioned step has ranks");
+  if (found->length % kRankArgsBytes != 0)
+    return fail("section RANK_ARGS has " + str(found->length) +
+                " bytes, not a multiple of its " + str(kRankArgsBytes) + "-byte records");
+  for (uint64_t i = 0; i < found->length / kRankArgsBytes; ++i) {
+    Cursor c(found->data + i * kRankArgsBytes, kRankArgsBytes);
+    uint32_t item = c.u32(), position = c.u32(), axes = c.u32(), zero = c.u32();
+    int64_t scale = int64_t(c.u64());
+    std::string where = "section RANK_ARGS: record " + str(i);
+    if (item >= package.launches.size())
+      return fail(where + " names launch " + str(item) + ", but the package has " +
+                  str(package.launches.size()));
+    std::vector<Arg> &args = package.launches[item].args;
+    if (position >= args.size())
+      return fail(where + " names argument " + str(position) + " of launch " + str(item) +
+                  ", which has " + str(args.size()));
+    Arg &arg = args[position];
+    if (arg.kind != ArgKind::I64 && arg.kind != ArgKind::I32)
+      return fail(where + ": argument " + str(position) + " of launch " + str(item) +
+                  " is not an i32 or i64 immediate");
+    if (arg.rankAxes)
+      return fail(where + ": argument " + str(position) + " of launch " + str(item) +
+                  " has two records");
+    if (zero != 0)
+      return fail(where + ": reserved field is " + str(zero) + ", not 0");
+    if (axes == 0 || axes >> package.grid.size())
+      return fail(where + ": grid axes mask " + str(axes) + " is empty or names an axis the " +
+                  str(package.grid.size()) + "-axis grid lacks");
+    arg.rankAxes = axes;
+    arg.rankScale = scale;
+  }
+  return true;
+}
+
 /// BOUND (kind 20): argument buffers the caller binds, ascending, each once.
 bool PackageReader::readBound(Package &package) {
   const SectionRef *found;

@@ -469,7 +469,8 @@ bool PackageReader::readBlobs(Package &package) {
   for (const SectionRef &section : sections) {
     if (section.kind <= kLastRequiredKind || section.kind == kTensorMaps ||
         section.kind == kGrid || section.kind == kCollectives || section.kind == kSplits ||
-        section.kind == kOffsets || section.kind == kBound || section.kind == kRankOffsets)
+        section.kind == kOffsets || section.kind == kBound || section.kind == kRankOffsets ||
+        section.kind == kRankArgs)
       continue;
     const char *name = sectionName(section.kind);
     const char *text = reinterpret_cast<const char *>(section.data);
@@ -513,7 +514,7 @@ bool PackageReader::read(Package &package) {
          readKernels(package) && readLaunches(package) && readGemms(package) &&
          readEvents(package) && readGrid(package) && readCollectives(package) &&
          readSplits(package) && readOffsets(package) && readBound(package) &&
-         readRankOffsets(package) &&
+         readRankOffsets(package) && readRankArgs(package) &&
          readSchedule(package) && readBlobs(package);
 }
 

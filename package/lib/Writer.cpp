@@ -270,6 +270,24 @@ std::string rankOffsetsSection(const Package &package) {
   return std::move(out.bytes);
 }
 
+/// RANK_ARGS: a record for each rank-relative launch immediate; empty when
+/// there is none.
+std::string rankArgsSection(const Package &package) {
+  ByteWriter out;
+  for (size_t l = 0; l < package.launches.size(); ++l)
+    for (size_t a = 0; a < package.launches[l].args.size(); ++a) {
+      const Arg &arg = package.launches[l].args[a];
+      if (!arg.rankAxes)
+        continue;
+      out.u32(uint32_t(l));
+      out.u32(uint32_t(a));
+      out.u32(arg.rankAxes);
+      out.u32(0);
+      out.i64(arg.rankScale);
+    }
+  return std::move(out.bytes);
+}
+
 /// BOUND: the indices of the buffers the caller binds, ascending; empty
 /// when there is none.
 std::string boundSection(const Package &package) {
@@ -348,6 +366,9 @@ std::vector<Section> packageSections(const Package &package) {
   // Optional: only the rank-relative partial GEMMs of a local-first gather.
   if (std::string rankOffsets = rankOffsetsSection(package); !rankOffsets.empty())
     sections.push_back({kRankOffsets, 0, std::move(rankOffsets)});
+  // Optional: only shards' offsets (vocabulary rows, dropout blocks).
+  if (std::string rankArgs = rankArgsSection(package); !rankArgs.empty())
+    sections.push_back({kRankArgs, 0, std::move(rankArgs)});
   return sections;
 }
 

@@ -65,7 +65,7 @@ weft_status chooseImage(const pkg::Image &image, int deviceSm, ImageChoice &choi
                      deviceSm, why.c_str()));
 }
 
-weft_status resolveLaunch(const pkg::Package &package, const pkg::Launch &launch,
+weft_status resolveLaunch(const pkg::Package &package, const pkg::Launch &launch, int rank,
                           ResolvedLaunch &out) {
   const pkg::Kernel &kernel = package.kernels[launch.kernel];
   out.kernel = launch.kernel;
@@ -80,7 +80,18 @@ weft_status resolveLaunch(const pkg::Package &package, const pkg::Launch &launch
   for (size_t p = 0; p < kernel.params.size(); ++p) {
     ParamSlot slot;
     slot.kind = kernel.params[p];
-    slot.value = launch.args[p].value;
+    const pkg::Arg &arg = launch.args[p];
+    slot.value = arg.value;
+    // A shard's offset in the global tensor: relative to this rank's
+    // position in its group (one package for every rank).
+    if (arg.rankAxes) {
+      int64_t base = arg.kind == pkg::ArgKind::I32 ? int64_t(int32_t(uint32_t(arg.value)))
+                                                   : int64_t(arg.value);
+      slot.value = uint64_t(base + int64_t(groupPosition(package.grid, arg.rankAxes, rank)) *
+                                       arg.rankScale);
+      if (arg.kind == pkg::ArgKind::I32)
+        slot.value = uint32_t(slot.value);
+    }
     size_t bytes = 8, alignment = 8;
     switch (slot.kind) {
     case pkg::ParamKind::Pointer:
@@ -426,7 +437,7 @@ weft_status prepareStep(const void *bytes, size_t size, int deviceSm,
 
   for (const pkg::Launch &launch : package.launches) {
     ResolvedLaunch resolved;
-    if (weft_status status = resolveLaunch(package, launch, resolved))
+    if (weft_status status = resolveLaunch(package, launch, prepared.rank, resolved))
       return status;
     prepared.launches.push_back(std::move(resolved));
   }

@@ -54,3 +54,26 @@ func.func @causal_decode(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x2x16x64xbf16>) 
   %o, %lse = weft.attention %q, %k, %k {causal} : (tensor<1x4x2x64xbf16>, tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>) -> (tensor<1x4x2x64xbf16>, tensor<1x4x2xf32>)
   return %o : tensor<1x4x2x64xbf16>
 }
+
+// -----
+
+// A shard's offset must be a launch immediate: constants and the grid
+// position, not a function argument.
+func.func @offset_argument(%ids: tensor<4xi64>, %table: tensor<8x64xbf16>, %off: index) -> tensor<4x64xbf16> {
+  // expected-error @+1 {{cannot plan weft.embedding: its index operand is not a launch immediate: it is a block argument, not computed from the grid position}}
+  %y = weft.embedding %ids, %table, %off : (tensor<4xi64>, tensor<8x64xbf16>, index) -> tensor<4x64xbf16>
+  return %y : tensor<4x64xbf16>
+}
+
+// -----
+
+shard.grid @grid2(shape = 2x2)
+
+// Two grid positions multiplied: not base + position x scale.
+func.func @offset_product(%ids: tensor<4xi64>, %table: tensor<8x64xbf16>) -> tensor<4x64xbf16> {
+  %i, %j = shard.process_multi_index on @grid2 axes = [0, 1] : index, index
+  %off = arith.muli %i, %j : index
+  // expected-error @+1 {{cannot plan weft.embedding: its index operand is not a launch immediate: it multiplies two grid positions}}
+  %y = weft.embedding %ids, %table, %off : (tensor<4xi64>, tensor<8x64xbf16>, index) -> tensor<4x64xbf16>
+  return %y : tensor<4x64xbf16>
+}

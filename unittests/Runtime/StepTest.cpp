@@ -143,6 +143,30 @@ TEST(PreparedStep, ResolvesArgumentsIntoAlignedBlobs) {
       << text;
 }
 
+// A shard's offset in its global tensor (RANK_ARGS): each rank of a 2 x 3
+// grid resolves the immediates from its position along their axes (rank =
+// 3 a0 + a1), an i32 one kept to its low 32 bits.
+TEST(PreparedStep, ResolvesRankRelativeImmediatesPerRank) {
+  pkg::Package p = makePackage();
+  p.grid = {2, 3};
+  p.launches[0].args[1].rankAxes = 0b10; // i32 -3 + 5 a1
+  p.launches[0].args[1].rankScale = 5;
+  p.launches[0].args[4].rankAxes = 0b01; // i64 2^40 - 7 a0
+  p.launches[0].args[4].rankScale = -7;
+  std::string bytes = pkg::writePackage(p);
+  for (int rank = 0; rank < 6; ++rank) {
+    runtime::PreparedStep plan;
+    ASSERT_EQ(runtime::prepareStep(bytes.data(), bytes.size(), 90, weft_step_options{}, plan, 6,
+                                   rank),
+              WEFT_OK)
+        << lastError();
+    const runtime::ResolvedLaunch &l = plan.launches[0];
+    EXPECT_EQ(l.params[1].value, uint64_t(uint32_t(-3 + 5 * (rank % 3)))) << rank;
+    EXPECT_EQ(l.params[4].value, uint64_t((int64_t(1) << 40) - 7 * (rank / 3))) << rank;
+    EXPECT_EQ(plan.launches[1].params[1].value, uint64_t(uint32_t(-3))) << rank;
+  }
+}
+
 TEST(PreparedStep, DebugBuffersPoisonAfterTheLastUse) {
   runtime::PreparedStep plan;
   ASSERT_EQ(prepare(makePackage(), 90, plan, /*debug=*/true), WEFT_OK) << lastError();

@@ -111,7 +111,7 @@ int64_t AttentionGradOp::getWorkspaceBytes() {
   // accumulator [planes, q_len, head_dim] f32 follows. An unverified op may lack
   // q (attribute verifiers ask before the op's verifier ran): no workspace
   // then.
-  if ((*this)->getNumOperands() < 6 || (*this)->getNumOperands() > 7)
+  if ((*this)->getNumOperands() < 6 || (*this)->getNumOperands() > 8) // rng: seed, head offset
     return 0;
   int seqDim = getSeqMajor() ? 1 : 2, headDim = getSeqMajor() ? 2 : 1;
   // Sizes past int64 (an absurd but valid shape) clamp instead of wrapping:

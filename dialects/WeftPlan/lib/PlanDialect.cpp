@@ -64,6 +64,29 @@ static LogicalResult verifyExtents(Operation *op, StringRef name,
 /// array<i64: ...>, strides = array<i64: ...>, box = array<i64: ...>,
 /// swizzle = 128}, dims and box innermost first, rank 1..5, rank - 1 byte
 /// strides.
+/// `{base = B : i64, rank_axes = array<i64: ...>, scale = S : i64}`: an
+/// i64 immediate B + p * S on the rank at position p along the axes (an i32
+/// one with `base = B : i32`).
+static LogicalResult verifyRankArg(Operation *op, size_t i, DictionaryAttr arg) {
+  auto fail = [&](const Twine &what) {
+    return op->emitOpError("argument ") << i << " (a rank-relative immediate): " << what;
+  };
+  auto base = arg.getAs<IntegerAttr>("base"), scale = arg.getAs<IntegerAttr>("scale");
+  if (!base || !(base.getType().isInteger(64) || base.getType().isInteger(32)) || !scale ||
+      !scale.getType().isInteger(64))
+    return fail("expects base = N : i64 (or i32) and scale = N : i64");
+  auto axes = arg.getAs<DenseI64ArrayAttr>("rank_axes");
+  if (!axes || axes.empty())
+    return fail("expects rank_axes = array<i64: ...> naming one or more grid axes");
+  for (int64_t axis : axes.asArrayRef())
+    if (axis < 0 || axis >= int64_t(weft::pkg::kMaxGridAxes))
+      return fail("grid axis " + Twine(axis) + " is outside [0, " +
+                  Twine(weft::pkg::kMaxGridAxes) + ")");
+  if (arg.size() != 3)
+    return fail("expects exactly the keys base, rank_axes and scale");
+  return success();
+}
+
 static LogicalResult verifyTensorMapArg(Operation *op, size_t i,
                                         DictionaryAttr map) {
   auto fail = [&](const Twine &what) {
@@ -123,6 +146,11 @@ LogicalResult LaunchOp::verify() {
   for (auto [i, arg] : llvm::enumerate(getArgs())) {
     if (isa<FlatSymbolRefAttr>(arg))
       continue;
+    if (auto map = dyn_cast<DictionaryAttr>(arg); map && map.contains("rank_axes")) {
+      if (failed(verifyRankArg(*this, i, map)))
+        return failure();
+      continue;
+    }
     if (auto map = dyn_cast<DictionaryAttr>(arg)) {
       if (failed(verifyTensorMapArg(*this, i, map)))
         return failure();
@@ -136,8 +164,9 @@ LogicalResult LaunchOp::verify() {
         continue;
     return emitOpError("argument ")
            << i << " is " << arg
-           << ": expected a buffer symbol, an i32, i64 or f32 immediate or a "
-              "tensor map {tensormap = @buffer, ...}";
+           << ": expected a buffer symbol, an i32, i64 or f32 immediate, a "
+              "rank-relative i64 {base, rank_axes, scale} or a tensor map "
+              "{tensormap = @buffer, ...}";
   }
   return success();
 }

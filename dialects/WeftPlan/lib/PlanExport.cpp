@@ -85,6 +85,20 @@ LogicalResult StepExporter::addLaunch(LaunchOp launch, pkg::Package &package) {
       if (failed(buffer))
         return failure();
       value = {pkg::ArgKind::Buffer, *buffer};
+    } else if (auto dict = dyn_cast<DictionaryAttr>(arg); dict && dict.contains("rank_axes")) {
+      // Verified by LaunchOp::verify: base, scale and axes below kMaxGridAxes.
+      auto base = dict.getAs<IntegerAttr>("base");
+      value = {base.getType().isInteger(32) ? pkg::ArgKind::I32 : pkg::ArgKind::I64,
+               uint64_t(base.getInt())};
+      value.rankScale = dict.getAs<IntegerAttr>("scale").getInt();
+      for (int64_t axis : dict.getAs<DenseI64ArrayAttr>("rank_axes").asArrayRef()) {
+        if (axis >= int64_t(package.grid.size())) {
+          error(launch) << "argument " << i << " is relative to grid axis " << axis
+                        << ", but the step's grid has " << package.grid.size() << " axes";
+          return failure();
+        }
+        value.rankAxes |= 1u << axis;
+      }
     } else if (auto dict = dyn_cast<DictionaryAttr>(arg)) {
       // Verified by LaunchOp::verify: every key present, rank 1..5.
       FailureOr<uint32_t> buffer = lookupBuffer(

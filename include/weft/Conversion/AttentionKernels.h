@@ -81,6 +81,12 @@ struct AttentionKernelConfig {
   /// run-time i64 behind the kernels' last parameter, `seed`.
   double dropoutP = 0.0;
   int64_t rngId = 0;
+  /// With dropout, a block of the heads of a partitioned attention
+  /// (weft.attention's head offset and dropout_heads): the global index
+  /// takes `dropoutHeads` q heads, and the block's first head is the
+  /// kernels' i32 `head_offset` parameter (just before `seed`), so each
+  /// rank draws its slice of the global mask. 0: the heads are all there.
+  int64_t dropoutHeads = 0;
   /// The Hopper backward's non-deterministic dQ (weft.attention_grad's
   /// `atomic_dq`, FlashAttention-3's default): the dK/dV kernel also computes
   /// dQ += dS K per key block and adds it with f32 atomics into the
@@ -95,7 +101,8 @@ struct AttentionKernelConfig {
   /// "_ov" (Overlap) or "_pp" (PingPong); SeqMajor adds
   /// "_sm", then "_pqkv" / "_pgrad" for the packed tensors and "_grp" when
   /// they are grouped; the decode kernels "_dec<rows>"; dropout adds
-  /// "_drop<floor(p * 2^32)>_r<rng_id>" (what the mask depends on); the
+  /// "_drop<floor(p * 2^32)>_r<rng_id>" (what the mask depends on), then
+  /// "_dh<dropoutHeads>" for a block of partitioned heads; the
   /// atomic-dQ backward "_adq".
   std::string suffix() const;
   /// "" (Serial), "_ov" or "_pp": the schedule's part of suffix().

@@ -13,15 +13,34 @@ namespace weft::gpu {
 
 static constexpr codegen::PhiloxMultiply kMultiply = codegen::PhiloxMultiply::Nvptx;
 
+Value headOffsetBefore(Value seedPointer) {
+  auto seed = cast<BlockArgument>(seedPointer);
+  return seed.getOwner()->getArgument(seed.getArgNumber() - 1);
+}
+
 AttentionDropout::AttentionDropout(WarpEmitter &e, const AttentionKernelConfig &config,
-                                   Value seedPointer, Value kLen)
-    : p(config.dropoutP), rngId(config.rngId), seed(e.load(e.i64, seedPointer, 8)),
+                                   Value seedPointer, Value kLen, Value qHeads, Value qLen)
+    : p(config.dropoutP), rngId(config.rngId), dropoutHeads(config.dropoutHeads),
+      headOffset(config.dropoutHeads ? headOffsetBefore(seedPointer) : Value()),
+      qHeads(qHeads), qLen(qLen), seed(e.load(e.i64, seedPointer, 8)),
       kLen64(e.toI64(kLen)),
       aligned(arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq,
                                     arith::AndIOp::create(e.b, kLen, e.i32c(3)), e.i32c(0))) {}
 
 Value AttentionDropout::rowIndex(WarpEmitter &w, Value flatRow) const {
-  return arith::MulIOp::create(w.b, w.toI64(flatRow), kLen64);
+  Value row = w.toI64(flatRow);
+  if (dropoutHeads) {
+    // flatRow = (b * q_heads + h) * q_len + i; the global row adds
+    // (b * (dropoutHeads - q_heads) + head_offset) * q_len.
+    ImplicitLocOpBuilder &b = w.b;
+    Value len = w.toI64(qLen), heads = w.toI64(qHeads);
+    Value batch = arith::DivUIOp::create(b, row, arith::MulIOp::create(b, heads, len));
+    Value shift = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, batch, arith::SubIOp::create(b, w.i64c(dropoutHeads), heads)),
+        w.toI64(headOffset));
+    row = arith::AddIOp::create(b, row, arith::MulIOp::create(b, shift, len));
+  }
+  return arith::MulIOp::create(w.b, row, kLen64);
 }
 
 Value AttentionDropout::factorOf(WarpEmitter &w, Value draw) const {

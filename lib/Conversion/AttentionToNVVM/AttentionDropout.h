@@ -12,15 +12,22 @@
 
 namespace weft::gpu {
 
+/// The parameter just before the kernel's `seed` (a block argument of the
+/// gpu.func): `head_offset` when the configuration has dropoutHeads.
+mlir::Value headOffsetBefore(mlir::Value seedPointer);
+
 class AttentionDropout {
 public:
-  /// Reads the i64 seed behind `seedPointer` (the kernels' `seed`); `kLen`
-  /// (i32) is the row length of the probabilities.
+  /// Reads the i64 seed behind `seedPointer` (the kernels' `seed`); `kLen`,
+  /// `qHeads` and `qLen` (i32) are the kernel's scalars. With
+  /// config.dropoutHeads the parameter before the seed is `head_offset`.
   AttentionDropout(WarpEmitter &e, const AttentionKernelConfig &config, mlir::Value seedPointer,
-                   mlir::Value kLen);
+                   mlir::Value kLen, mlir::Value qHeads, mlir::Value qLen);
 
   /// The global index (i64) of element (row, key 0) of the probabilities'
-  /// flat row `flatRow` (i32: (b * q_heads + h) * q_len + query).
+  /// flat row `flatRow` (i32: (b * q_heads + h) * q_len + query); a block of
+  /// partitioned heads moves it to (b * dropoutHeads + head_offset + h) *
+  /// q_len + query.
   mlir::Value rowIndex(WarpEmitter &w, mlir::Value flatRow) const;
 
   /// The factors of a thread's four accumulator elements of one 8-key tile
@@ -76,7 +83,9 @@ private:
   std::array<mlir::Value, 2> pairDraws(WarpEmitter &w, mlir::Value index) const;
 
   double p;
-  int64_t rngId;
+  int64_t rngId, dropoutHeads;
+  /// i32 scalars; headOffset null without dropoutHeads.
+  mlir::Value headOffset, qHeads, qLen;
   mlir::Value seed, kLen64;
   /// k_len % 4 == 0 (i1): a row's Philox blocks start at keys 4m.
   mlir::Value aligned;

@@ -66,8 +66,12 @@ KernelSpec spec(const AttentionKernelConfig &config, llvm::StringRef role,
   // last, so the tensor and scalar indices stay those of the dropout-free
   // kernels. (The Hopper dK/dV and dQ kernels read the keep mask instead,
   // but keep the parameter: one signature per role.)
-  if (config.dropoutP > 0.0 && role != "backward_preprocess")
+  // A block of partitioned heads takes its first global head just before.
+  if (config.dropoutP > 0.0 && role != "backward_preprocess") {
+    if (config.dropoutHeads)
+      result.params.push_back({"head_offset", KernelParam::Kind::I32});
     result.params.push_back(pointer("seed"));
+  }
   return result;
 }
 /// The Hopper kernels' keep-mask kernel (KeepMask.h), writing the workspace
@@ -101,7 +105,8 @@ std::string AttentionKernelConfig::suffix() const {
     layoutPart = std::string("_sm") + (packedQkv ? "_pqkv" : "") + (packedGrads ? "_pgrad" : "") +
                  (groupedQkv ? "_grp" : "");
   if (dropoutP > 0.0)
-    layoutPart += llvm::formatv("_drop{0}_r{1}", dropoutThreshold(dropoutP), rngId).str();
+    layoutPart += llvm::formatv("_drop{0}_r{1}", dropoutThreshold(dropoutP), rngId).str() +
+                  (dropoutHeads ? llvm::formatv("_dh{0}", dropoutHeads).str() : std::string());
   if (atomicDq)
     layoutPart += "_adq";
   if (decodeRows)

@@ -156,7 +156,7 @@ void emitDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config
   std::optional<AttentionDropout> dropout;
   Value keyInQuad;
   if (config.dropoutP > 0.0) {
-    dropout.emplace(e, config, func.getArguments().back(), s.kLen);
+    dropout.emplace(e, config, func.getArguments().back(), s.kLen, s.qHeads, s.qLen);
     keyInQuad = arith::AndIOp::create(b, ids.g, e.i32c(3));
   }
 
@@ -315,7 +315,7 @@ void emitDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &config) 
   std::optional<AttentionDropout> dropout;
   Value rowIndex;
   if (config.dropoutP > 0.0) {
-    dropout.emplace(e, config, func.getArguments().back(), s.kLen);
+    dropout.emplace(e, config, func.getArguments().back(), s.kLen, s.qHeads, s.qLen);
     rowIndex = dropout->rowIndex(e, e.add(qRow0, localRow));
   }
 

@@ -195,7 +195,7 @@ void emitWarpgroupDkDvBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfi
   std::optional<AttentionDropout> dropout;
   std::optional<KeepMask> keepMask;
   if (config.dropoutP > 0.0) {
-    dropout.emplace(e, config, func.getArguments().back(), s.kLen);
+    dropout.emplace(e, config, func.getArguments().back(), s.kLen, s.qHeads, s.qLen);
     keepMask.emplace(delta, s, /*afterDelta=*/true);
   }
 
@@ -347,7 +347,7 @@ void emitWarpgroupDqBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig 
   std::optional<KeepMask> keepMask;
   Value plane;
   if (config.dropoutP > 0.0) {
-    dropout.emplace(e, config, func.getArguments().back(), s.kLen);
+    dropout.emplace(e, config, func.getArguments().back(), s.kLen, s.qHeads, s.qLen);
     keepMask.emplace(delta, s, /*afterDelta=*/true);
     plane = e.add(e.mul(block.batch, s.qHeads), block.head);
   }

@@ -19,7 +19,7 @@ void ForwardRows::initSoftmaxConstants(WarpEmitter &e) {
   minusInf = e.f32c(-std::numeric_limits<double>::infinity());
   zeroF = e.f32c(0.0);
   if (config->dropoutP > 0.0) {
-    dropout.emplace(e, *config, seedPointer, s.kLen);
+    dropout.emplace(e, *config, seedPointer, s.kLen, s.qHeads, s.qLen);
     // Row `rows[0]` of this (batch, head) is flat row statsRow0 + rows[0] - q0.
     rowIndex = dropout->rowIndex(e, e.add(block.statsRow0, e.sub(rows[0], block.q0)));
     if (maskPointer) {

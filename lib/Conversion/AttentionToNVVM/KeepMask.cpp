@@ -2,6 +2,8 @@
 // kernel, read by the dK/dV and dQ kernels.
 #include "KeepMask.h"
 
+#include "AttentionDropout.h"
+
 #include "weft/Codegen/PhiloxBuilder.h"
 #include "weft/Dialect/AttentionWorkspace.h"
 
@@ -127,6 +129,13 @@ void emitKeepMaskBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &co
   Value seed = e.load(e.i64, func.getArguments().back(), 8);
   const int64_t groups = kKeepMaskRows / 8;
   Value plane = e.add(e.mul(e.blockId(2), s.qHeads), e.blockId(1));
+  // The (batch, head) plane the draws index in the global probabilities: a
+  // block of partitioned heads starts at head_offset of dropoutHeads.
+  Value drawPlane = config.dropoutHeads
+                        ? e.add(e.add(e.mul(e.blockId(2), e.i32c(config.dropoutHeads)),
+                                      headOffsetBefore(func.getArguments().back())),
+                                e.blockId(1))
+                        : plane;
   Value group0 = e.mul(e.blockId(0), e.i32c(groups));
   KeepMask::Shape shape = mask.shape(e);
   Value aligned = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
@@ -162,7 +171,7 @@ void emitKeepMaskBody(mlir::gpu::GPUFuncOp func, const AttentionKernelConfig &co
             Value q = w.add(q0, w.i32c(qo));
             Value rowValid = w.lt(q, shape.qLen);
             Value rowIndex = arith::MulIOp::create(
-                lb, w.toI64(w.add(w.mul(plane, shape.qLen), q)), w.toI64(shape.kLen));
+                lb, w.toI64(w.add(w.mul(drawPlane, shape.qLen), q)), w.toI64(shape.kLen));
             for (int quad = 0; quad < 4; ++quad) {
               Value first = arith::AddIOp::create(lb, rowIndex, w.toI64(w.add(k0, w.i32c(4 * quad))));
               // Keys 4m .. 4m + 3 of a row are one Philox block when k_len % 4 == 0.

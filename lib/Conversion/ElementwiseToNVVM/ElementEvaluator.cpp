@@ -91,15 +91,7 @@ Value ElementEvaluator::computeDropout(DropoutOp o) {
   } else {
     draw = codegen::buildPhiloxDraw(m.b, seed, rngId, linear(), codegen::PhiloxMultiply::Nvptx);
   }
-  Value kept = codegen::buildDrawKept(m.b, draw, p);
-  // x / (1 - p) as the reference (float64, then one rounding): the factor
-  // split into two f32s, x * hi + x * lo with one fma, is within about half
-  // an f32 ulp of it; x * f32(1 / (1 - p)) alone would be off by up to one.
-  double factor = 1.0 / (1.0 - p);
-  double factorHigh = static_cast<float>(factor);
-  Value scaled = math::FmaOp::create(m.b, x, m.f32c(factorHigh),
-                                     m.fmul(x, m.f32c(factor - factorHigh)));
-  return m.select(kept, scaled, m.f32c(0.0));
+  return m.dropoutValue(x, draw, p);
 }
 
 Value ElementEvaluator::value(Value v) {

@@ -2,6 +2,9 @@
 // deterministic block reduction of the elementwise kernels.
 #include "KernelEmitter.h"
 
+#include "weft/Codegen/PhiloxBuilder.h"
+
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -215,6 +218,17 @@ SmallVector<Value> ElementMath::blockSums(ArrayRef<Value> xs) {
   }
   barrier();
   return results;
+}
+
+Value ElementMath::dropoutValue(Value x, Value draw, double p) {
+  Value kept = codegen::buildDrawKept(b, draw, p);
+  // x / (1 - p) as the reference (float64, then one rounding): the factor
+  // split into two f32s, x * hi + x * lo with one fma, is within about half
+  // an f32 ulp of it; x * f32(1 / (1 - p)) alone would be off by up to one.
+  double factor = 1.0 / (1.0 - p);
+  double factorHigh = static_cast<float>(factor);
+  Value scaled = math::FmaOp::create(b, x, f32c(factorHigh), fmul(x, f32c(factor - factorHigh)));
+  return select(kept, scaled, f32c(0.0));
 }
 
 } // namespace weft::gpu

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 using namespace mlir;
 
@@ -142,8 +143,13 @@ LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
   SmallVector<Type> argTypes;
   if (isa<arith::ConstantOp>(op))
     argTypes = {globalPtr, b.getI64Type(), b.getF32Type()};
+  else if (isa<shard::AllSliceOp>(op)) // x, the block's first index, y
+    argTypes = {globalPtr, b.getI64Type(), globalPtr};
   else
-    argTypes.assign(op->getNumOperands() + op->getNumResults(), globalPtr);
+    // A pointer per tensor operand and result, an i64 per index operand (a
+    // shard's global offset, as the plan passes it).
+    for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+      argTypes.push_back(type.isIndex() ? Type(b.getI64Type()) : globalPtr);
   FailureOr<KernelGroup> group = failure();
   if (!isShapeKernelOp(op))
     group = analyzeGroup(op, message);

@@ -33,7 +33,9 @@ int64_t embeddingGradRows(int64_t hidden, int64_t threads) {
 /// the ids a chunk of `threads` at a time, compacts each row's hits in the
 /// chunk in token order into shared memory (warp ballots, per-warp counts),
 /// and every thread adds those rows of dy into its columns' f32
-/// accumulators of that row. One scan of the ids serves `rows` rows (a CTA
+/// accumulators of that row. A vocabulary shard (`vocab_offset`, an i64
+/// parameter after the ids) holds global rows [offset, offset + vocab): ids
+/// outside them are skipped. One scan of the ids serves `rows` rows (a CTA
 /// per row read the ids vocab times: 3.3 GB of L2 for GPT-2's 50304 x 8192).
 void emitEmbeddingGrad(ElementMath &m, EmbeddingGradOp grad) {
   ArrayRef<int64_t> table = shapeOf(grad.getDtable());
@@ -44,6 +46,9 @@ void emitEmbeddingGrad(ElementMath &m, EmbeddingGradOp grad) {
   int64_t rows = embeddingGradRows(hidden, threads);
   int64_t groups = (vocab + rows - 1) / rows;
   Type dyElement = elementOf(grad.getDy()), outElement = elementOf(grad.getDtable());
+  bool shard = bool(grad.getVocabOffset());
+  Value firstRow = shard ? m.param(2) : m.i64c(0);
+  Value out = m.param(shard ? 3 : 2);
   // Bytes: the warp counts of every row first, then each row's list.
   const int64_t listOffset = (rows * warps * 4 + 15) / 16 * 16;
   auto countAt = [&](int64_t r, Value w) {
@@ -64,6 +69,7 @@ void emitEmbeddingGrad(ElementMath &m, EmbeddingGradOp grad) {
   m.loop(m.blockId64(), m.i64c(groups), m.gridDim64(), {},
          [&](Value group, ValueRange) -> SmallVector<Value> {
            Value v0 = m.i64Mul(group, m.i64c(rows));
+           Value global0 = m.i64Add(v0, firstRow);
            SmallVector<Value> init(rows * perThread, m.f32c(0.0));
            SmallVector<Value> sums = m.loop(
                m.i64c(0), m.i64c(tokens), m.i64c(threads), init,
@@ -73,7 +79,7 @@ void emitEmbeddingGrad(ElementMath &m, EmbeddingGradOp grad) {
                  Value id = m.loadElement(m.param(1), m.i64, m.select(inRange, t, m.i64c(0)));
                  SmallVector<Value> hits, masks;
                  for (int64_t r = 0; r < rows; ++r) {
-                   hits.push_back(m.andi(inRange, m.i64Eq(id, m.i64Add(v0, m.i64c(r)))));
+                   hits.push_back(m.andi(inRange, m.i64Eq(id, m.i64Add(global0, m.i64c(r)))));
                    masks.push_back(
                        intrinsic("llvm.nvvm.vote.ballot.sync", {m.i32c(-1), hits.back()}));
                  }
@@ -131,7 +137,7 @@ void emitEmbeddingGrad(ElementMath &m, EmbeddingGradOp grad) {
              for (int64_t k = 0; k < perThread; ++k) {
                Value col = m.i64Add(m.i64c(k * threads), tid64);
                m.ifThen(m.andi(m.i64Lt(v, m.i64c(vocab)), m.i64Lt(col, m.i64c(hidden))), [&] {
-                 m.storeElement(m.param(2), outElement,
+                 m.storeElement(out, outElement,
                                 m.i64Add(m.i64Mul(v, m.i64c(hidden)), col),
                                 sums[r * perThread + k]);
                });

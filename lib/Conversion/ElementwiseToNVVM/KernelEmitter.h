@@ -101,6 +101,9 @@ public:
   mlir::Value blockReduce(mlir::Value x, bool max);
   /// Sums of several values over the CTA with one set of barriers.
   llvm::SmallVector<mlir::Value> blockSums(llvm::ArrayRef<mlir::Value> xs);
+  /// weft.dropout of the f32 `x` whose Philox draw (i32) is `draw`: the
+  /// kept value scaled by 1 / (1 - p), or 0.
+  mlir::Value dropoutValue(mlir::Value x, mlir::Value draw, double p);
 };
 
 /// What the evaluators of one vector's lanes share: each leaf's lane values

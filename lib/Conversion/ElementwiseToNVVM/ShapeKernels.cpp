@@ -201,13 +201,16 @@ void emitTiledTranspose(ElementMath &m, TransposeOp transpose) {
 
 bool isShapeKernelOp(Operation *op) {
   return isa<TransposeOp, SplitOp, ConcatOp, EmbeddingOp, EmbeddingGradOp,
-             ReduceSumOp, ReduceMeanOp, arith::ConstantOp>(op);
+             ReduceSumOp, ReduceMeanOp, arith::ConstantOp>(op) ||
+         isRowReduceKernelOp(op) || isBlockKernelOp(op);
 }
 
 LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
                               std::string &message) {
   threads = kThreads;
   for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
+    if (type.isIndex()) // a vocabulary shard's offset: an i64 parameter
+      continue;
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !tensor.hasStaticShape()) {
       message = "the GPU kernels take static tensors";
@@ -218,12 +221,10 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
       return failure();
     }
   }
-  // A vocabulary shard (an offset operand) has no kernel yet.
-  if (op->getNumOperands() > 2 && isShapeKernelOp(op) &&
-      llvm::any_of(op->getOperandTypes(), [](Type t) { return t.isIndex(); })) {
-    message = "a vocabulary-parallel embedding (vocab_offset) has no GPU kernel yet";
-    return failure();
-  }
+  if (isRowReduceKernelOp(op))
+    return planRowReduceKernel(op, gridX, threads, message);
+  if (isBlockKernelOp(op))
+    return planBlockKernel(op, gridX, threads, message);
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
     // Up to 16 f32 accumulators per thread: 256 threads to hidden 4096,
     // 1024 threads to 16384.
@@ -260,6 +261,8 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
   // Every copy kernel here moves up to 16 bytes per thread and step.
   int64_t elements = 0, narrowest = 16;
   for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
+    if (type.isIndex())
+      continue;
     elements = std::max(elements, count(cast<ShapedType>(type).getShape()));
     narrowest = std::min(narrowest, bytesOf(cast<ShapedType>(type).getElementType()));
   }
@@ -268,6 +271,10 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
 }
 
 void emitShapeKernelBody(ElementMath &m, Operation *op) {
+  if (isRowReduceKernelOp(op))
+    return emitRowReduceKernel(m, op);
+  if (isBlockKernelOp(op))
+    return emitBlockKernel(m, op);
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     ArrayRef<int64_t> perm = transpose.getPerm();
     if (swapsLastTwo(perm))
@@ -341,6 +348,11 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
   if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
     ArrayRef<int64_t> table = shapeOf(embedding.getTable());
     int64_t vocab = table[0], hidden = table[1];
+    // A vocabulary shard holds global rows [offset, offset + vocab) (an i64
+    // parameter after the table); other ids give zero rows, which the
+    // ranks' all-reduce sums into the global lookup.
+    bool shard = bool(embedding.getVocabOffset());
+    Value out = m.param(shard ? 3 : 2);
     Type element = elementOf(embedding.getTable());
     // 16-byte vectors of a table row when the hidden size allows.
     int64_t width = vectorWidth(element, hidden);
@@ -349,8 +361,10 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
       Value token = m.i64Div(i, m.i64c(units));
       Value h = m.i64Mul(m.i64Rem(i, m.i64c(units)), m.i64c(width));
       Value id = m.loadElement(m.param(0), m.i64, token);
+      if (shard)
+        id = m.i64Sub(id, m.param(2));
       // An id outside [0, vocab) reads nothing and gives NaN (the reference
-      // interpreter rejects it; a kernel cannot report).
+      // interpreter rejects it; a kernel cannot report), or a shard's zeros.
       Value inRange = m.andi(arith::CmpIOp::create(m.b, arith::CmpIPredicate::sge, id,
                                                    m.i64c(0)),
                              m.i64Lt(id, m.i64c(vocab)));
@@ -358,8 +372,8 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
       SmallVector<Value> lanes = m.loadVector(
           m.param(1), element, m.i64Add(m.i64Mul(safe, m.i64c(hidden)), h), width);
       for (Value &lane : lanes)
-        lane = m.select(inRange, lane, m.f32c(std::nan("")));
-      m.storeVector(m.param(2), element, m.i64Mul(i, m.i64c(width)), lanes);
+        lane = m.select(inRange, lane, m.f32c(shard ? 0.0 : std::nan("")));
+      m.storeVector(out, element, m.i64Mul(i, m.i64c(width)), lanes);
     });
     return;
   }

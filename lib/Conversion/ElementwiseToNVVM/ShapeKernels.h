@@ -18,6 +18,23 @@ mlir::LogicalResult planShapeKernel(mlir::Operation *op, int64_t &gridX,
 /// Emits the body of the op's single kernel.
 void emitShapeKernelBody(ElementMath &m, mlir::Operation *op);
 
+/// Row reductions outside the fusion groups (RowReduceKernels.cpp):
+/// reduce_max of the last dim and the vocabulary-parallel cross-entropy's
+/// partial, combine and gradient ops; the shape kernels' entry points
+/// delegate to these.
+bool isRowReduceKernelOp(mlir::Operation *op);
+mlir::LogicalResult planRowReduceKernel(mlir::Operation *op, int64_t &gridX,
+                                        int64_t &threads, std::string &message);
+void emitRowReduceKernel(ElementMath &m, mlir::Operation *op);
+
+/// A rank's block of a global tensor (BlockKernels.cpp): weft.dropout with
+/// offsets (params x, seed, an i64 per dim, y) and shard.all_slice (params
+/// x, i64 first index along the slice axis, y).
+bool isBlockKernelOp(mlir::Operation *op);
+mlir::LogicalResult planBlockKernel(mlir::Operation *op, int64_t &gridX, int64_t &threads,
+                                    std::string &message);
+void emitBlockKernel(ElementMath &m, mlir::Operation *op);
+
 /// embedding_grad (EmbeddingGradKernel.cpp): the vocabulary rows one CTA of
 /// `threads` sums, and the kernel's body.
 int64_t embeddingGradRows(int64_t hidden, int64_t threads);

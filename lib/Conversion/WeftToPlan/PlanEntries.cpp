@@ -4,6 +4,7 @@
 // attention kernels (attentionKernelSpecs) for attention / attention_grad,
 // one kernel launch per other weft op or fused group, a fill kernel per
 // splat constant.
+#include "RankIndex.h"
 #include "ScheduleBuilder.h"
 
 #include "weft/Analysis/LinkModel.h"
@@ -215,6 +216,10 @@ namespace {
 struct AttentionOperands {
   bool backward;
   Value q, k, v, out, lse, dout, dq, dk, dv, seed;
+  /// A block of partitioned heads: its first global head (index) and the
+  /// global q heads; null and 0 otherwise.
+  Value headOffset;
+  int64_t dropoutHeads = 0;
   double scale, dropout;
   bool causal;
   std::string dtype;
@@ -229,6 +234,8 @@ AttentionOperands attentionOperandsOf(Operation *op) {
     o.scale = forward.getScaleValue();
     o.dropout = forward.getDropoutP().convertToDouble();
     o.seed = forward.getSeed();
+    o.headOffset = forward.getHeadOffset();
+    o.dropoutHeads = int64_t(forward.getDropoutHeads().value_or(0));
     o.causal = forward.getCausal();
   } else {
     auto grad = cast<AttentionGradOp>(op);
@@ -238,6 +245,8 @@ AttentionOperands attentionOperandsOf(Operation *op) {
     o.scale = grad.getScaleValue();
     o.dropout = grad.getDropoutP().convertToDouble();
     o.seed = grad.getSeed();
+    o.headOffset = grad.getHeadOffset();
+    o.dropoutHeads = int64_t(grad.getDropoutHeads().value_or(0));
     o.causal = grad.getCausal();
   }
   o.dtype = elementTypeName(o.q.getType()).str();
@@ -285,6 +294,8 @@ attentionConfigOf(Operation *op, const AttentionOperands &o,
   if (o.dropout > 0.0) {
     config.dropoutP = o.dropout;
     config.rngId = rngId.getInt();
+    if (o.headOffset)
+      config.dropoutHeads = o.dropoutHeads;
   }
   if (auto grad = dyn_cast<AttentionGradOp>(op))
     config.atomicDq = grad.getAtomicDq();
@@ -314,6 +325,8 @@ struct ScheduleBuilder::AttentionCall {
   /// Operands by the kernels' parameter names; delta (attention_grad) and
   /// mask (attention with dropout) are the op's workspace.
   llvm::StringMap<Value> tensors;
+  /// A block of partitioned heads' first global head (index), else null.
+  Value headOffset;
   FlatSymbolRefAttr workspace;
   gpu::AttentionKernelConfig config;
   std::string dtype;
@@ -344,6 +357,19 @@ ScheduleBuilder::attentionArg(Operation *op, const gpu::KernelSpec &spec,
     return std::pair<StringRef, Attribute>{"ptr", *buffer};
   }
   case gpu::KernelParam::Kind::I32: {
+    if (param.name == "head_offset") {
+      // The block's first head: relative to the rank (the partitioner's
+      // grid position times the heads a rank holds).
+      std::string why;
+      FailureOr<RankIndex> first =
+          call.headOffset ? evaluateRankIndex(call.headOffset, why) : FailureOr<RankIndex>();
+      if (failed(first))
+        return op->emitError("cannot plan ")
+               << op->getName() << ": kernel " << spec.name << " takes the head offset, "
+               << (call.headOffset ? "which is not a launch immediate: " + why
+                                   : std::string("which the op does not have"));
+      return std::pair<StringRef, Attribute>{"i32", rankIndexArg(builder, *first, /*i32=*/true)};
+    }
     int64_t value = llvm::StringSwitch<int64_t>(param.name)
                         .Case("batch", call.batch)
                         .Case("q_heads", call.qHeads)
@@ -392,10 +418,6 @@ ScheduleBuilder::attentionArg(Operation *op, const gpu::KernelSpec &spec,
 }
 
 LogicalResult ScheduleBuilder::addAttention(Operation *op, int64_t index) {
-  if (isPartitionedAttention(op))
-    return op->emitError("cannot plan ")
-           << op->getName() << " on a block of heads with dropout: the GPU "
-           << "kernels draw the mask at the block's own heads, not the global ones, yet";
   AttentionOperands o = attentionOperandsOf(op);
   FailureOr<gpu::AttentionKernelConfig> config = attentionConfigOf(op, o, options);
   if (failed(config))
@@ -404,6 +426,7 @@ LogicalResult ScheduleBuilder::addAttention(Operation *op, int64_t index) {
   call.config = *config;
   call.dtype = o.dtype;
   call.scale = o.scale;
+  call.headOffset = o.headOffset;
   call.tensors = {{"q", o.q},     {"k", o.k},       {"v", o.v},
                   {"out", o.out}, {"lse", o.lse},   {"dout", o.dout},
                   {"dq", o.dq},   {"dk", o.dk},     {"dv", o.dv},
@@ -464,6 +487,18 @@ LogicalResult ScheduleBuilder::addKernelPerOp(Operation *op, int64_t index) {
   SmallVector<Attribute> args;
   int64_t elements = 1;
   auto addTensor = [&](Value value) -> LogicalResult {
+    if (value.getType().isIndex()) {
+      // A shard's place in the global tensor (vocabulary rows, a dropout
+      // block): an i64 immediate, relative to the rank when it varies.
+      std::string why;
+      FailureOr<RankIndex> rankIndex = evaluateRankIndex(value, why);
+      if (failed(rankIndex))
+        return op->emitError("cannot plan ")
+               << op->getName() << ": its index operand is not a launch immediate: " << why;
+      kinds.push_back("i64");
+      args.push_back(rankIndexArg(builder, *rankIndex));
+      return success();
+    }
     if (!isa<RankedTensorType>(value.getType()))
       return op->emitError("cannot plan ")
              << op->getName() << ": it has a non-tensor operand or result of type "
@@ -731,10 +766,16 @@ void ScheduleBuilder::waitForCollectives(int64_t index) {
 
 LogicalResult ScheduleBuilder::addOp(Operation *op, int64_t index) {
   waitForCollectives(index);
+  // Index arithmetic on the grid position: the kernels that read it take
+  // the value as a (rank-relative) immediate.
+  if (isRankIndexOp(op))
+    return success();
   if (isa<arith::ConstantOp>(op))
     return addConstant(op, index);
   if (isCommunicating(op))
     return addCollective(op, index);
+  if (isa<shard::AllSliceOp>(op))
+    return addAllSlice(op, index);
   if (!isa<WeftDialect>(op->getDialect()))
     return op->emitError("cannot plan ")
            << op->getName() << ": weft-build-plan has no kernel for ops of the '"

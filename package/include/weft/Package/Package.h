@@ -115,10 +115,16 @@ struct Kernel {
 enum class ArgKind : uint32_t { Buffer, I32, I64, F32, TensorMap };
 inline constexpr uint32_t kNumArgKinds = 5;
 /// A launch argument: a buffer index, an immediate's bits (an i32 or f32
-/// in the low 32 bits), or an index into Package::tensorMaps.
+/// in the low 32 bits), or an index into Package::tensorMaps. An i64 or i32
+/// immediate with `rankAxes` (a bit per grid axis; 0: none) is relative to
+/// the rank: on the rank at position p of its group along those axes it is
+/// `value + p * rankScale` (a shard's offset in the global tensor: a
+/// vocabulary shard's first row, a dropout block's first column).
 struct Arg {
   ArgKind kind = ArgKind::Buffer;
   uint64_t value = 0;
+  uint32_t rankAxes = 0;
+  int64_t rankScale = 0;
 };
 
 /// A TMA descriptor over a buffer (cuTensorMapEncodeTiled's arguments):
