@@ -304,9 +304,15 @@ class GradientCheck:
             with torch.no_grad():
                 for p, v in zip(net.parameters(), bf[:n]):
                     p.copy_(v.to(dtype))
-            tables = {s.kind: v.to("cuda", dtype) for s, v in zip(specs, bf)
-                      if s.kind in ("rope_cos", "rope_sin")}
-            loss = net(bf[n].to("cuda", dtype), None, **tables)
+            # The non-parameter arguments by kind: the hidden input (loss
+            # mean_square) or ids and labels, the rope tables, the dropout
+            # seed (weft's Philox masks: torch_model.weft_dropout).
+            inputs = {s.kind: v.to("cuda", dtype) if v.is_floating_point() else v.to("cuda")
+                      for s, v in zip(specs, bf) if not s.is_param}
+            seed = int(inputs["seed"]) if "seed" in inputs else 0
+            loss = net(inputs["hidden"] if cfg.loss != "cross_entropy" else inputs["ids"],
+                       inputs.get("labels"), inputs.get("rope_cos"), inputs.get("rope_sin"),
+                       seed)
             loss.backward()
             result = (loss.double().item(), [p.grad.double().cpu() for p in net.parameters()])
             del net, loss

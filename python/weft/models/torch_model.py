@@ -14,8 +14,8 @@ from weft.models.arguments import argument_specs
 def weft_dropout(x, p, seed, rng_id):
     if p == 0.0:
         return x
-    keep = torch.from_numpy(philox.keep_mask(tuple(x.shape), p, int(seed), rng_id))
-    return torch.where(keep, x * (1.0 / (1.0 - p)), torch.zeros((), dtype=x.dtype))
+    keep = torch.from_numpy(philox.keep_mask(tuple(x.shape), p, int(seed), rng_id)).to(x.device)
+    return torch.where(keep, x * (1.0 / (1.0 - p)), torch.zeros((), dtype=x.dtype, device=x.device))
 
 
 def rotate_half(x):
@@ -65,7 +65,7 @@ class Attention(nn.Module):
             k = k.repeat_interleave(c.group, dim=1)
             v = v.repeat_interleave(c.group, dim=1)
             scores = (q @ k.transpose(-1, -2)) * c.head_dim ** -0.5
-            causal = torch.ones(s, s, dtype=torch.bool).triu(1)
+            causal = torch.ones(s, s, dtype=torch.bool, device=scores.device).triu(1)
             probs = scores.masked_fill(causal, float("-inf")).softmax(-1)
             probs = weft_dropout(probs, c.dropout, seed, c.rng_id("attn_probs", self.layer))
             o = probs @ v
