@@ -24,11 +24,11 @@ func.func @no_lse(%q: tensor<1x2x16x64xbf16>) -> tensor<1x2x16x64xbf16> {
 
 // -----
 
-func.func @not_splat(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{cannot plan arith.constant: only floating-point splat tensors are filled by a kernel}}
-  %c = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
-  %y = weft.add %x, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-  return %y : tensor<2xf32>
+// A constant other than a float splat lives in a kernel image: at most 1 MiB.
+func.func @dense_too_large(%x: tensor<262145xi64>) -> tensor<262145xi64> {
+  // expected-error @+1 {{cannot plan arith.constant of 'tensor<262145xi64>': a constant of 2097160 bytes: the kernel image holds at most 1048576}}
+  %c = arith.constant dense<1> : tensor<262145xi64>
+  return %c : tensor<262145xi64>
 }
 
 // -----

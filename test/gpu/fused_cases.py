@@ -304,6 +304,15 @@ def step_op_cases(small, pw, rw):
                     op(["dt"], "embedding_grad", ["dy", "ids"], "", [act, ids], [table])))
     out.append(func("reduce_sum_bf16", [("x", act)], [("y", t([hid], d))],
                     op(["y"], "reduce_sum", ["x"], "dims = array<i64: 0, 1>", [act], [t([hid], d)])))
+    # Reductions of the last dim alone (RowReduceKernels: a CTA per row).
+    rows = t([b, s], d)
+    out.append(func("reduce_sum_rows_bf16", [("x", act)], [("y", rows)],
+                    op(["y"], "reduce_sum", ["x"], "dims = array<i64: 2>", [act], [rows])))
+    out.append(func("reduce_mean_rows_bf16", [("x", act)], [("y", rows)],
+                    op(["y"], "reduce_mean", ["x"], "dims = array<i64: 2>", [act], [rows])))
+    logits, maxes = t([b * s, vocab], "f32"), t([b * s], "f32")
+    out.append(func("reduce_max_rows_f32", [("x", logits)], [("y", maxes)],
+                    op(["y"], "reduce_max", ["x"], "dims = array<i64: 1>", [logits], [maxes])))
     out.append(func("add_broadcast_bf16", [("x", act), ("p", t([s, hid], d))], [("y", act)],
                     op(["y"], "add", ["x", "p"], "", [act, t([s, hid], d)], [act])))
     # reduce_mean's gradient: an all-ones [1, 1, 1] value broadcast onto the

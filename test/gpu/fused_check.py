@@ -406,9 +406,10 @@ def run_op(name, attrs, xs, types, reference, keep=None):
     if name == "weft.embedding_grad":
         dy, ids = xs
         raise UnitError("embedding_grad is evaluated by unit_outputs")
-    if name in ("weft.reduce_sum", "weft.reduce_mean"):
+    if name in ("weft.reduce_sum", "weft.reduce_mean", "weft.reduce_max"):
         dims = [int(p) for p in a["dims"].split(":")[1].strip(" >").split(",")]
-        fn = torch.sum if name == "weft.reduce_sum" else torch.mean
+        fn = {"weft.reduce_sum": torch.sum, "weft.reduce_mean": torch.mean,
+              "weft.reduce_max": torch.amax}[name]
         return out(fn(xs[0], dim=dims, keepdim="keepdim" in a))
     raise UnitError(f"the checker has no reference for {name}")
 

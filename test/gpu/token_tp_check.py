@@ -12,12 +12,14 @@ without one), and with sequence parallelism the residual dropouts draw at the
 rank's first sequence row and the position table is the rank's all_slice.
 The masks are weft's Philox rule at global indices, so every rank's mask is
 the global mask's slice and the gathered gradients must equal the one-GPU
-step's.
+step's. Beside it, a LLaMA-style block with one kv head (MQA) at tp = 2:
+weft-expand-kv-heads gathers the kv rows each rank needs by a constant index
+table (a kernel image holding its bytes) sliced per rank (all_slice of i64).
 
   prepare (here, with the build):  token_tp_check.py prepare DIR
-      generates the model (python -m weft.models --preset gpt_block), compiles
-      the one-GPU package and tp = 2 packages (TP, TP+SP, TP with the mma.sync
-      attention kernels) and ships weft-run.
+      generates the models (python -m weft.models --preset gpt_block), compiles
+      the one-GPU packages and tp = 2 packages (TP, TP+SP, and for the token
+      model TP with the mma.sync attention kernels) and ships weft-run.
   check (on 2 GPUs):               token_tp_check.py check DIR
       runs each package (weft-run --nproc-per-node 2 for tp = 2), gathers the
       loss and every parameter gradient and compares them with float64
@@ -29,6 +31,7 @@ Exits 1 on any failure; writes DIR/results.json.
 import json
 import os
 import sys
+import tarfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "bench"))
@@ -40,37 +43,53 @@ from weft.gpu.phases import REPO, run_phases  # noqa: E402
 # head_dim 64: the attention kernels' smallest; vocab 512 = 2 x 256 rows.
 TOKEN = dict(layers=2, hidden=256, heads=4, kv_heads=4, seq=256, batch=1, vocab=512,
              ffn_hidden=1024, dtype="bf16", dropout=0.1)
+# RMSNorm, SwiGLU, RoPE, 4 q heads over one kv head of 128; loss mean(x^2).
+MQA = dict(gsb.SMALL, layers=1, heads=4, kv_heads=1, hidden=512, norm="rmsnorm", mlp="swiglu",
+           rope=True)
+MODELS = {"token": TOKEN, "mqa": MQA}
 FLAGS = ["--fuse-elementwise", "--fold-attention-layout"]
-# (package, ranks, weft-compile flags)
-PACKAGES = [("token_one", 1, []),
-            ("token_tp2", 2, ["--grid=tp=2"]),
-            ("token_tp2sp", 2, ["--grid=tp=2", "--sequence-parallel"]),
-            ("token_tp2mma", 2, ["--grid=tp=2", "--tuning-table=none"])]
+ARCHIVE = "packages.tar.xz"
+# (package, model, ranks, weft-compile flags)
+PACKAGES = [("token_one", "token", 1, []),
+            ("token_tp2", "token", 2, ["--grid=tp=2"]),
+            ("token_tp2sp", "token", 2, ["--grid=tp=2", "--sequence-parallel"]),
+            ("token_tp2mma", "token", 2, ["--grid=tp=2", "--tuning-table=none"]),
+            ("mqa_one", "mqa", 1, []),
+            ("mqa_tp2", "mqa", 2, ["--grid=tp=2"]),
+            ("mqa_tp2sp", "mqa", 2, ["--grid=tp=2", "--sequence-parallel"])]
 
 
 def prepare(args):
     os.makedirs(args.dir, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
-    ir = os.path.join(args.dir, "token.mlir")
-    gsb.generate(TOKEN, ir, env)
-    for name, _, flags in PACKAGES:
-        ok, _, message = gsb.compile_package(args.build, ir, os.path.join(args.dir, name + ".weftpkg"),
+    for model, config in MODELS.items():
+        gsb.generate(config, os.path.join(args.dir, model + ".mlir"), env)
+    for name, model, _, flags in PACKAGES:
+        ok, _, message = gsb.compile_package(args.build, os.path.join(args.dir, model + ".mlir"),
+                                             os.path.join(args.dir, name + ".weftpkg"),
                                              FLAGS + flags, env, try_fused=False)
         print("COMPILE", name, "ok" if ok else "FAILED " + message, flush=True)
         if not ok:
             return 1
+    # xz keeps DIR within a device call's carry (64 MiB with weft-run's libraries).
+    with tarfile.open(os.path.join(args.dir, ARCHIVE), "w:xz") as tar:
+        for name, _, _, _ in PACKAGES:
+            tar.add(os.path.join(args.dir, name + ".weftpkg"), arcname=name + ".weftpkg")
+            os.remove(os.path.join(args.dir, name + ".weftpkg"))
     ship_weft_run(args.dir, args.build)
     return 0
 
 
 def check(args):
+    with tarfile.open(os.path.join(args.dir, ARCHIVE), "r:xz") as tar:
+        tar.extractall(args.dir, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     weft_env = unpack_weft_run(args.dir)
     sh = ph.Shell(args.dir, weft_env, ph.Budget(args.budget))
     grad = ph.GradientCheck(sh)
-    results, failed = {"config": TOKEN}, False
-    for name, ranks, _ in PACKAGES:
+    results, failed = {"configs": MODELS}, False
+    for name, model, ranks, _ in PACKAGES:
         try:
-            r = grad.check("token", TOKEN, name + ".weftpkg", ranks)
+            r = grad.check(model, MODELS[model], name + ".weftpkg", ranks)
         except RuntimeError as e:
             r = {"ok": False, "error": str(e)}
         results[name] = r

@@ -141,7 +141,10 @@ LogicalResult buildElementwiseKernels(ModuleOp module, StringRef name,
 
   Type globalPtr = LLVM::LLVMPointerType::get(context, 1);
   SmallVector<Type> argTypes;
-  if (isa<arith::ConstantOp>(op))
+  if (isDenseConstantOp(op)) {
+    argTypes = {globalPtr}; // the copy's destination; the data is in the image
+    emitDenseConstantGlobal(b, op);
+  } else if (isa<arith::ConstantOp>(op))
     argTypes = {globalPtr, b.getI64Type(), b.getF32Type()};
   else if (isa<shard::AllSliceOp>(op)) // x, the block's first index, y
     argTypes = {globalPtr, b.getI64Type(), globalPtr};

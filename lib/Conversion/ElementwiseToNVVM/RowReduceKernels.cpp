@@ -1,4 +1,5 @@
-// Row kernels outside the fusion groups: reduce_max over the last dim, and
+// Row kernels outside the fusion groups: reduce_max / sum / mean over the
+// last dim, and
 // the vocabulary-parallel cross-entropy (one shard's row statistics, the
 // loss from the global ones, one shard's gradient). A CTA per row
 // (grid-stride), its threads striding the columns, f32 throughout.
@@ -25,12 +26,14 @@ ArrayRef<int64_t> shapeOf(Value v) { return cast<ShapedType>(v.getType()).getSha
 Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
 int64_t elementsOf(Value v) { return cast<ShapedType>(v.getType()).getNumElements(); }
 
-/// A reduce_max of the last dim alone (the vocabulary-parallel loss's
-/// local row maximum).
-bool isLastDimMax(ReduceMaxOp op) {
-  int64_t rank = int64_t(shapeOf(op.getX()).size());
-  ArrayRef<int64_t> dims = op.getDims();
-  return rank >= 1 && dims.size() == 1 && (dims[0] == rank - 1 || dims[0] == -1);
+/// A reduction of the last dim alone of a tensor of rank 2 or more (the
+/// vocabulary-parallel loss's local row maximum): x, then y.
+bool isLastDimReduce(Operation *op) {
+  if (!isa<ReduceMaxOp, ReduceSumOp, ReduceMeanOp>(op))
+    return false;
+  int64_t rank = int64_t(shapeOf(op->getOperand(0)).size());
+  auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims").asArrayRef();
+  return rank >= 2 && dims.size() == 1 && (dims[0] == rank - 1 || dims[0] == -1);
 }
 
 /// The matrix [rows, cols] a row kernel walks: `x`'s last dim and the rest.
@@ -72,17 +75,23 @@ std::pair<Value, Value> localLabel(ElementMath &m, Value labels, Value offset, V
   return {label, held};
 }
 
-void emitRowMax(ElementMath &m, ReduceMaxOp op) {
+/// y[row] = max / sum / mean of x[row, :], in f32 (a fixed order).
+void emitRowReduce(ElementMath &m, Operation *op) {
+  Value x = op->getOperand(0), y = op->getResult(0);
   int64_t rows, cols;
-  std::tie(rows, cols) = rowsAndCols(op.getX());
-  Type in = elementOf(op.getX()), out = elementOf(op.getY());
+  std::tie(rows, cols) = rowsAndCols(x);
+  Type in = elementOf(x), out = elementOf(y);
+  bool max = isa<ReduceMaxOp>(op);
   forEachRow(m, rows, [&](Value row) {
     Value first = m.i64Mul(row, m.i64c(cols));
-    Value local = foldColumns(m, cols, m.f32c(-INFINITY), [&](Value acc, Value col) {
-      return m.fmax(acc, m.loadElement(m.param(0), in, m.i64Add(first, col)));
+    Value local = foldColumns(m, cols, m.f32c(max ? -INFINITY : 0.0), [&](Value acc, Value col) {
+      Value v = m.loadElement(m.param(0), in, m.i64Add(first, col));
+      return max ? m.fmax(acc, v) : m.fadd(acc, v);
     });
-    Value max = m.blockReduce(local, /*max=*/true);
-    onThreadZero(m, [&] { m.storeElement(m.param(1), out, row, max); });
+    Value total = m.blockReduce(local, max);
+    if (isa<ReduceMeanOp>(op))
+      total = m.fdiv(total, m.f32c(double(cols)));
+    onThreadZero(m, [&] { m.storeElement(m.param(1), out, row, total); });
   });
 }
 
@@ -157,8 +166,8 @@ void emitGradPartial(ElementMath &m, CrossEntropyGradPartialOp op) {
 } // namespace
 
 bool isRowReduceKernelOp(Operation *op) {
-  if (auto max = dyn_cast<ReduceMaxOp>(op))
-    return isLastDimMax(max);
+  if (isa<ReduceMaxOp, ReduceSumOp, ReduceMeanOp>(op))
+    return isLastDimReduce(op);
   return isa<CrossEntropyPartialOp, CrossEntropyCombineOp, CrossEntropyGradPartialOp>(op);
 }
 
@@ -182,8 +191,8 @@ LogicalResult planRowReduceKernel(Operation *op, int64_t &gridX, int64_t &thread
 }
 
 void emitRowReduceKernel(ElementMath &m, Operation *op) {
-  if (auto max = dyn_cast<ReduceMaxOp>(op))
-    return emitRowMax(m, max);
+  if (isa<ReduceMaxOp, ReduceSumOp, ReduceMeanOp>(op))
+    return emitRowReduce(m, op);
   if (auto partial = dyn_cast<CrossEntropyPartialOp>(op))
     return emitPartial(m, partial);
   if (auto combine = dyn_cast<CrossEntropyCombineOp>(op))

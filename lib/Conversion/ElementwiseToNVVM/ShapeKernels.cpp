@@ -223,6 +223,8 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
   }
   if (isRowReduceKernelOp(op))
     return planRowReduceKernel(op, gridX, threads, message);
+  if (isDenseConstantOp(op))
+    return planDenseConstant(op, gridX, threads, message);
   if (isBlockKernelOp(op))
     return planBlockKernel(op, gridX, threads, message);
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
@@ -273,6 +275,8 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
 void emitShapeKernelBody(ElementMath &m, Operation *op) {
   if (isRowReduceKernelOp(op))
     return emitRowReduceKernel(m, op);
+  if (isDenseConstantOp(op))
+    return emitDenseConstant(m, op);
   if (isBlockKernelOp(op))
     return emitBlockKernel(m, op);
   if (auto transpose = dyn_cast<TransposeOp>(op)) {

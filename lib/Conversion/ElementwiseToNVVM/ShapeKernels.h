@@ -19,7 +19,7 @@ mlir::LogicalResult planShapeKernel(mlir::Operation *op, int64_t &gridX,
 void emitShapeKernelBody(ElementMath &m, mlir::Operation *op);
 
 /// Row reductions outside the fusion groups (RowReduceKernels.cpp):
-/// reduce_max of the last dim and the vocabulary-parallel cross-entropy's
+/// reduce_max / sum / mean of the last dim and the vocabulary-parallel cross-entropy's
 /// partial, combine and gradient ops; the shape kernels' entry points
 /// delegate to these.
 bool isRowReduceKernelOp(mlir::Operation *op);
@@ -34,6 +34,16 @@ bool isBlockKernelOp(mlir::Operation *op);
 mlir::LogicalResult planBlockKernel(mlir::Operation *op, int64_t &gridX, int64_t &threads,
                                     std::string &message);
 void emitBlockKernel(ElementMath &m, mlir::Operation *op);
+
+/// A constant other than a float splat (ConstantKernels.cpp): its bytes in
+/// the image (emitDenseConstantGlobal, at the gpu.module's top level) and a
+/// kernel (param: the op's buffer) that copies them.
+constexpr int64_t kMaxDenseConstantBytes = 1 << 20;
+bool isDenseConstantOp(mlir::Operation *op);
+mlir::LogicalResult planDenseConstant(mlir::Operation *op, int64_t &gridX, int64_t &threads,
+                                      std::string &message);
+void emitDenseConstantGlobal(mlir::ImplicitLocOpBuilder &b, mlir::Operation *op);
+void emitDenseConstant(ElementMath &m, mlir::Operation *op);
 
 /// embedding_grad (EmbeddingGradKernel.cpp): the vocabulary rows one CTA of
 /// `threads` sums, and the kernel's body.

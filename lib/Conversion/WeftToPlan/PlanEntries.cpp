@@ -552,9 +552,7 @@ LogicalResult ScheduleBuilder::addKernelPerOp(Operation *op, int64_t index) {
 LogicalResult ScheduleBuilder::addConstant(Operation *op, int64_t index) {
   auto value = dyn_cast<SplatElementsAttr>(cast<arith::ConstantOp>(op).getValue());
   if (!value || !isa<FloatType>(value.getElementType()))
-    return op->emitError("cannot plan arith.constant: only floating-point "
-                         "splat tensors are filled by a kernel, got ")
-           << cast<arith::ConstantOp>(op).getValue().getType();
+    return addDenseConstant(op, index);
   FailureOr<FlatSymbolRefAttr> buffer = bufferOf(op, op->getResult(0));
   if (failed(buffer))
     return failure();

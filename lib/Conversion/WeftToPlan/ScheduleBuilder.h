@@ -86,6 +86,9 @@ private:
   attentionArg(mlir::Operation *op, const gpu::KernelSpec &spec,
                const gpu::KernelParam &param, const AttentionCall &call);
   mlir::LogicalResult addConstant(mlir::Operation *op, int64_t index);
+  /// A constant other than a float splat: its bytes in a kernel image that
+  /// copies them to the buffer (BlockEntries.cpp).
+  mlir::LogicalResult addDenseConstant(mlir::Operation *op, int64_t index);
   /// shard.all_slice: a copy kernel of the rank's block (BlockEntries.cpp).
   mlir::LogicalResult addAllSlice(mlir::Operation *op, int64_t index);
   /// A shard all-reduce, all-gather, reduce-scatter, all-to-all or shift:
