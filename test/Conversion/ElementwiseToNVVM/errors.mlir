@@ -4,9 +4,9 @@
 // RUN: not weft-compile %s --emit=elementwise-ir 2>&1 | FileCheck %s
 
 // CHECK: error: no GPU kernel for weft.reduce_sum: weft.reduce_sum over dims that are not the leading ones: the GPU kernel sums over leading dims (column sums)
-func.func @reduce_last(%x: tensor<4x64xbf16>) -> tensor<4xbf16> {
-  %y = weft.reduce_sum %x {dims = array<i64: 1>} : (tensor<4x64xbf16>) -> tensor<4xbf16>
-  return %y : tensor<4xbf16>
+func.func @reduce_middle(%x: tensor<4x8x64xbf16>) -> tensor<4x64xbf16> {
+  %y = weft.reduce_sum %x {dims = array<i64: 1>} : (tensor<4x8x64xbf16>) -> tensor<4x64xbf16>
+  return %y : tensor<4x64xbf16>
 }
 
 // CHECK: error: no GPU kernel for weft.gelu: the GPU kernels take bf16, f16 or f32 tensors (i64 ids, i1 masks, i16 low halves of split masters), got tensor<4x64xf64>
