@@ -23,6 +23,7 @@ carried|$inputs/gpt_bf16.mlir|--memory-budget=64MiB --weight-copies=carried
 tma|$inputs/gpt_bf16.mlir|--memory-budget=64MiB --attention-mma=warpgroup --block-q=128 --block-k=128 --fold-attention-layout --fuse-elementwise
 mean-square|$inputs/gpt_mean_square_bf16.mlir|--fuse-elementwise
 tp-sp|$inputs/gpt_mean_square_bf16.mlir|--grid=tp=2 --sequence-parallel
+shard-offsets|$inputs/gpt_dropout_bf16.mlir|--grid=tp=2 --sequence-parallel
 epilogues|$repo/test/Tools/weft-package-gemms/Inputs/gpt2_bf16.mlir|"
 while IFS='|' read -r name ir options; do
   # shellcheck disable=SC2086 # options are words

@@ -87,8 +87,9 @@ weft_status resolveLaunch(const pkg::Package &package, const pkg::Launch &launch
     if (arg.rankAxes) {
       int64_t base = arg.kind == pkg::ArgKind::I32 ? int64_t(int32_t(uint32_t(arg.value)))
                                                    : int64_t(arg.value);
-      slot.value = uint64_t(base + int64_t(groupPosition(package.grid, arg.rankAxes, rank)) *
-                                       arg.rankScale);
+      // Two's-complement arithmetic in uint64 (a hostile scale wraps, never UB).
+      slot.value = uint64_t(base) + uint64_t(groupPosition(package.grid, arg.rankAxes, rank)) *
+                                        uint64_t(arg.rankScale);
       if (arg.kind == pkg::ArgKind::I32)
         slot.value = uint32_t(slot.value);
     }

@@ -26,7 +26,7 @@ func.func @no_lse(%q: tensor<1x2x16x64xbf16>) -> tensor<1x2x16x64xbf16> {
 
 // A constant other than a float splat lives in a kernel image: at most 1 MiB.
 func.func @dense_too_large(%x: tensor<262145xi64>) -> tensor<262145xi64> {
-  // expected-error @+1 {{cannot plan arith.constant of 'tensor<262145xi64>': a constant of 2097160 bytes: the kernel image holds at most 1048576}}
+  // expected-error @+1 {{cannot plan arith.constant of 'tensor<262145xi64>': a constant of 262145 elements of 8 bytes: the kernel image holds at most 1048576 bytes}}
   %c = arith.constant dense<1> : tensor<262145xi64>
   return %c : tensor<262145xi64>
 }

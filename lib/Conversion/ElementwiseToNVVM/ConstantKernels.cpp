@@ -58,10 +58,13 @@ LogicalResult planDenseConstant(Operation *op, int64_t &gridX, int64_t &threads,
                             element);
     return failure();
   }
-  int64_t bytes = value.getNumElements() * (width / 8);
+  // Elements first: a splat's shape may be any size (no overflow below).
+  int64_t elements = value.getNumElements();
+  int64_t bytes = elements > kMaxDenseConstantBytes ? elements : elements * (width / 8);
   if (bytes > kMaxDenseConstantBytes) {
-    message = llvm::formatv("a constant of {0} bytes: the kernel image holds at most {1}",
-                            bytes, kMaxDenseConstantBytes);
+    message = llvm::formatv("a constant of {0} elements of {1} bytes: the kernel image "
+                            "holds at most {2} bytes",
+                            elements, width / 8, kMaxDenseConstantBytes);
     return failure();
   }
   threads = kThreads;

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -23,8 +24,12 @@ FailureOr<RankIndex> add(const RankIndex &a, const RankIndex &b, int64_t sign,
   if (!a.axes.empty() && !b.axes.empty() && a.axes != b.axes)
     return fail(why, "it adds positions along different grid axes");
   RankIndex out;
-  out.base = a.base + sign * b.base;
-  out.scale = a.scale + sign * b.scale;
+  bool overflow = sign > 0 ? llvm::AddOverflow(a.base, b.base, out.base) |
+                                 llvm::AddOverflow(a.scale, b.scale, out.scale)
+                           : llvm::SubOverflow(a.base, b.base, out.base) |
+                                 llvm::SubOverflow(a.scale, b.scale, out.scale);
+  if (overflow)
+    return fail(why, "its value overflows int64");
   out.axes = a.axes.empty() ? b.axes : a.axes;
   if (out.scale == 0)
     out.axes.clear();
@@ -73,7 +78,10 @@ FailureOr<RankIndex> evaluateRankIndex(Value value, std::string &why) {
       return fail(why, "it multiplies two grid positions");
     const RankIndex &varying = a->axes.empty() ? *b : *a;
     int64_t factor = a->axes.empty() ? a->base : b->base;
-    RankIndex out{varying.base * factor, varying.scale * factor, varying.axes};
+    RankIndex out{0, 0, varying.axes};
+    if (llvm::MulOverflow(varying.base, factor, out.base) |
+        llvm::MulOverflow(varying.scale, factor, out.scale))
+      return fail(why, "its value overflows int64");
     if (out.scale == 0)
       out.axes.clear();
     return out;
