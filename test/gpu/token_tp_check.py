@@ -26,10 +26,15 @@ table (a kernel image holding its bytes) sliced per rank (all_slice of i64).
       PyTorch using the same Philox masks (weft/models/torch_model.py): the
       loss and each gradient within 2x the error of PyTorch in bf16
       (tp_sp_phases.GradientCheck, the criterion of issue 18's checks).
+      A control package, token_tp2 with every rank-relative immediate's
+      scale set to 0 (test/Tools/weft-run/Inputs/edit_package.py rank-scale
+      0: both ranks take rank 0's vocabulary rows and attention heads), must
+      fail the same check, or the check could not tell.
 Exits 1 on any failure; writes DIR/results.json.
 """
 import json
 import os
+import subprocess
 import sys
 import tarfile
 
@@ -57,6 +62,8 @@ PACKAGES = [("token_one", "token", 1, []),
             ("mqa_one", "mqa", 1, []),
             ("mqa_tp2", "mqa", 2, ["--grid=tp=2"]),
             ("mqa_tp2sp", "mqa", 2, ["--grid=tp=2", "--sequence-parallel"])]
+# token_tp2 with the rank offsets zeroed: must fail.
+CONTROL = ("token_tp2_control", "token", 2, None)
 
 
 def prepare(args):
@@ -71,9 +78,13 @@ def prepare(args):
         print("COMPILE", name, "ok" if ok else "FAILED " + message, flush=True)
         if not ok:
             return 1
+    subprocess.run([sys.executable, os.path.join(REPO, "test", "Tools", "weft-run", "Inputs",
+                                                 "edit_package.py"),
+                    os.path.join(args.dir, "token_tp2.weftpkg"),
+                    os.path.join(args.dir, CONTROL[0] + ".weftpkg"), "rank-scale", "0"], check=True)
     # xz keeps DIR within a device call's carry (64 MiB with weft-run's libraries).
     with tarfile.open(os.path.join(args.dir, ARCHIVE), "w:xz") as tar:
-        for name, _, _, _ in PACKAGES:
+        for name, _, _, _ in PACKAGES + [CONTROL]:
             tar.add(os.path.join(args.dir, name + ".weftpkg"), arcname=name + ".weftpkg")
             os.remove(os.path.join(args.dir, name + ".weftpkg"))
     ship_weft_run(args.dir, args.build)
@@ -105,6 +116,15 @@ def check(args):
         for g in r["gradients"]:
             if not g["ok"]:
                 print(f"     {g['param']}: {g['weft_rel_err']:.2e} > 2 x {g['torch_bf16_rel_err']:.2e}")
+    try:
+        r = grad.check("token", TOKEN, CONTROL[0] + ".weftpkg", 2)
+    except RuntimeError as e:
+        r = {"ok": False, "error": str(e)}
+    results[CONTROL[0]] = r
+    print(f"{'ok  ' if not r['ok'] else 'FAIL'} {CONTROL[0]}: the check "
+          f"{'rejects' if not r['ok'] else 'ACCEPTS'} every rank taking rank 0's offsets"
+          + (f" (worst ratio {r['worst_ratio']:.1f})" if "worst_ratio" in r else ""), flush=True)
+    failed |= r["ok"]
     with open(os.path.join(args.dir, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
     print("token_tp_check:", "FAILED" if failed else "all packages within 2x torch bf16's error")

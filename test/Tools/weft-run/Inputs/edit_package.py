@@ -12,12 +12,15 @@ FNV-1a checksums), following package/lib/PackageFormat.h.
                                               FROM with an even count and two
                                               buffers becomes kind TO, its
                                               reduction slot FIELD, e.g. 0x1000001)
+  edit_package.py IN OUT rank-scale S        (every rank-relative launch
+                                              immediate's scale becomes S: 0
+                                              gives every rank rank 0's offsets)
 """
 import struct
 import sys
 
 HEADER, ENTRY = 80, 32
-STEP, BUFFERS, LAUNCHES, ARGS, COLLECTIVES = 2, 3, 6, 7, 17
+STEP, BUFFERS, LAUNCHES, ARGS, COLLECTIVES, RANK_ARGS = 2, 3, 6, 7, 17, 22
 BUFFER_BYTES, LAUNCH_BYTES, ARG_BYTES, COLLECTIVE_BYTES = 56, 48, 16, 40
 
 
@@ -109,6 +112,12 @@ def main():
                 break
         else:
             raise SystemExit("no collective of kind %d to edit" % src_kind)
+        resign(pkg)
+    elif what == "rank-scale":
+        # 24-byte records: u32 launch, argument, axes, 0; i64 scale.
+        off, length = section(pkg, RANK_ARGS)
+        for at in range(off, off + length, 24):
+            struct.pack_into("<q", pkg, at + 16, int(sys.argv[4]))
         resign(pkg)
     elif what == "flip":
         off, length = section(pkg, int(sys.argv[4]))
