@@ -89,6 +89,8 @@ private:
   bool readBound(Package &package);
   bool readRankOffsets(Package &package);
   bool readRankArgs(Package &package);
+  bool rankRecords(const Package &package, uint32_t kind, size_t recordBytes,
+                   const SectionRef *&found);
   bool readKernels(Package &package);
   bool readLaunches(Package &package);
   bool readArg(const Package &package, const uint8_t *record,

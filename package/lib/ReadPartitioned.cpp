@@ -203,19 +203,32 @@ bool PackageReader::readOffsets(Package &package) {
   return true;
 }
 
+/// The optional section `kind` of a partitioned step's rank-relative records
+/// (`recordBytes` each): `found` null when absent; false with the error set
+/// when it is there twice, without a grid or not whole records.
+bool PackageReader::rankRecords(const Package &package, uint32_t kind, size_t recordBytes,
+                                const SectionRef *&found) {
+  if (!optionalSection(kind, found))
+    return false;
+  if (!found)
+    return true;
+  std::string name = sectionName(kind);
+  if (package.grid.empty())
+    return fail("section " + name + " needs a GRID section: only a partitioned step has ranks");
+  if (found->length % recordBytes != 0)
+    return fail("section " + name + " has " + str(found->length) +
+                " bytes, not a multiple of its " + str(recordBytes) + "-byte records");
+  return true;
+}
+
 /// RANK_OFFSETS (kind 21): rank-relative row blocks of existing GEMMs, each
 /// GEMM at most once, over grid axes the grid has, strides not negative.
 bool PackageReader::readRankOffsets(Package &package) {
   const SectionRef *found;
-  if (!optionalSection(kRankOffsets, found))
+  if (!rankRecords(package, kRankOffsets, kRankOffsetsBytes, found))
     return false;
   if (!found)
     return true;
-  if (package.grid.empty())
-    return fail("section RANK_OFFSETS needs a GRID section: only a partitioned step has ranks");
-  if (found->length % kRankOffsetsBytes != 0)
-    return fail("section RANK_OFFSETS has " + str(found->length) +
-                " bytes, not a multiple of its " + str(kRankOffsetsBytes) + "-byte records");
   std::vector<bool> seen(package.gemms.size());
   for (uint64_t i = 0; i < found->length / kRankOffsetsBytes; ++i) {
     Cursor c(found->data + i * kRankOffsetsBytes, kRankOffsetsBytes);
@@ -252,15 +265,10 @@ bool PackageReader::readRankOffsets(Package &package) {
 /// each argument at most once, over grid axes the grid has.
 bool PackageReader::readRankArgs(Package &package) {
   const SectionRef *found;
-  if (!optionalSection(kRankArgs, found))
+  if (!rankRecords(package, kRankArgs, kRankArgsBytes, found))
     return false;
   if (!found)
     return true;
-  if (package.grid.empty())
-    return fail("section RANK_ARGS needs a GRID section: only a partitioned step has ranks");
-  if (found->length % kRankArgsBytes != 0)
-    return fail("section RANK_ARGS has " + str(found->length) +
-                " bytes, not a multiple of its " + str(kRankArgsBytes) + "-byte records");
   for (uint64_t i = 0; i < found->length / kRankArgsBytes; ++i) {
     Cursor c(found->data + i * kRankArgsBytes, kRankArgsBytes);
     uint32_t item = c.u32(), position = c.u32(), axes = c.u32(), zero = c.u32();
