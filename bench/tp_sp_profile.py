@@ -112,6 +112,9 @@ def main():
     parser.add_argument("--settings", default="")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--steps-only", action="store_true")
+    parser.add_argument("--names", default="",
+                        help="NAME:RANKS,...: profile anchor_NAME.weftpkg on RANKS GPUs "
+                             "instead of tp{t} and tp{t}sp")
     parser.add_argument("--skip-one", action="store_true",
                         help="with --settings: no one-GPU step (the comparisons need none)")
     args = parser.parse_args()
@@ -123,6 +126,9 @@ def main():
     tps = [int(t) for t in args.tp.split(",")]
     ctas = [int(c) for c in args.ctas.split(",")]
     names = [("one", 1)] + [(n, t) for t in tps for n in (f"tp{t}", f"tp{t}sp")]
+    if args.names:  # anchor_NAME.weftpkg on RANKS GPUs instead of tp{t} and tp{t}sp
+        names = names[:1] + [(n, int(r)) for n, r in
+                             (item.split(":") for item in args.names.split(",") if item)]
     results = {"profile": {}, "step_ms": {}, "trace": {}}
     os.makedirs(args.out, exist_ok=True)
     for name, ranks in names if not args.steps_only else []:

@@ -310,6 +310,11 @@ def step_op_cases(small, pw, rw):
                     op(["y"], "reduce_sum", ["x"], "dims = array<i64: 2>", [act], [rows])))
     out.append(func("reduce_mean_rows_bf16", [("x", act)], [("y", rows)],
                     op(["y"], "reduce_mean", ["x"], "dims = array<i64: 2>", [act], [rows])))
+    # A few long rows summed (slabs of an all-to-all reduce-scatter): the
+    # pointwise slab kernel, not the column sums.
+    slabs, slab = t([2, 1 << 17], d), t([1 << 17], d)
+    out.append(func("reduce_slabs_bf16", [("x", slabs)], [("y", slab)],
+                    op(["y"], "reduce_sum", ["x"], "dims = array<i64: 0>", [slabs], [slab])))
     logits, maxes = t([b * s, vocab], "f32"), t([b * s], "f32")
     out.append(func("reduce_max_rows_f32", [("x", logits)], [("y", maxes)],
                     op(["y"], "reduce_max", ["x"], "dims = array<i64: 1>", [logits], [maxes])))

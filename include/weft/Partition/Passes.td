@@ -145,6 +145,32 @@ def CoalesceCollectivesPass : Pass<"weft-coalesce-collectives", "mlir::func::Fun
   }];
 }
 
+def ReduceScatterSlabsPass : Pass<"weft-reduce-scatter-slabs", "mlir::func::FuncOp"> {
+  let summary = "Run sum reduce-scatters as an all-to-all of slabs and their sum";
+  let description = [{
+    For a step whose collectives run on the copy engines (weft-run
+    --collectives=copy-engine moves all-gathers and all-to-alls, not
+    reduce-scatters): each sum `shard.reduce_scatter` whose blocks are
+    contiguous (every dim before the scatter axis 1) and that carries no
+    chunking attributes becomes an all-to-all of the t slabs (slab j of the
+    input goes to group position j) and a `weft.reduce_sum` over them, which
+    weft-build-plan runs as a pointwise kernel of the t rows. The sum is in
+    f32, in group order, the same on every rank. The function computes the
+    same values. Not in weft-compile's pipeline: on 2 H200s the anchor's
+    TP+SP step ran 1.1-2.0 ms slower with it than with NCCL's
+    reduce-scatters (bench/RESULTS.md, 2026-11-28).
+
+    ```mlir
+    %r = shard.reduce_scatter %x on @grid grid_axes = [0] scatter_axis = 1 : tensor<1x8x16xbf16> -> tensor<1x4x16xbf16>
+    // becomes
+    %s = weft.reshape %x : (tensor<1x8x16xbf16>) -> tensor<2x64xbf16>
+    %a = shard.all_to_all %s on @grid grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<2x64xbf16> -> tensor<2x64xbf16>
+    %m = weft.reduce_sum %a {dims = array<i64: 0>} : (tensor<2x64xbf16>) -> tensor<64xbf16>
+    %r = weft.reshape %m : (tensor<64xbf16>) -> tensor<1x4x16xbf16>
+    ```
+  }];
+}
+
 def CollectiveMatmulPass : Pass<"weft-collective-matmul", "mlir::func::FuncOp"> {
   let summary = "Split the collectives around GEMMs into chunks that pipeline with partial GEMMs";
   let description = [{

@@ -123,6 +123,33 @@ void emitLeadingReduce(ElementMath &m, Value x, Value y, int64_t rows,
       /*chunks=*/1);
 }
 
+/// A few long rows summed (the slabs of an all-to-all reduce-scatter,
+/// weft-reduce-scatter-slabs): a pointwise kernel, 16-byte vectors of each
+/// row, instead of the column sums' 32-row lanes.
+constexpr int64_t kMaxSlabRows = 8, kMinSlabCols = 1 << 16;
+bool isSlabSum(int64_t rows, int64_t cols) {
+  return rows <= kMaxSlabRows && cols >= kMinSlabCols;
+}
+
+/// y[c] = scale * sum over r (in order) of x[r, c], in f32.
+void emitSlabSum(ElementMath &m, Value x, Value y, int64_t rows, int64_t cols, double scale) {
+  Type in = elementOf(x), out = elementOf(y);
+  int64_t width = vectorWidth(in, cols);
+  forEachElement(m, cols / width, [&](Value v) {
+    Value first = m.i64Mul(v, m.i64c(width));
+    SmallVector<Value> sums = m.loadVector(m.param(0), in, first, width);
+    for (int64_t r = 1; r < rows; ++r) {
+      SmallVector<Value> row =
+          m.loadVector(m.param(0), in, m.i64Add(first, m.i64c(r * cols)), width);
+      for (int64_t k = 0; k < width; ++k)
+        sums[k] = m.fadd(sums[k], row[k]);
+    }
+    for (Value &s : sums)
+      s = m.fmul(s, m.f32c(scale));
+    m.storeVector(m.param(1), out, first, sums);
+  });
+}
+
 /// Whether `perm` swaps the last two dims and keeps the others: a batch of
 /// matrix transposes (a weight's [in, out] as [out, in]), tiled below.
 bool swapsLastTwo(ArrayRef<int64_t> perm) {
@@ -252,7 +279,13 @@ LogicalResult planShapeKernel(Operation *op, int64_t &gridX, int64_t &threads,
                               op->getName().getStringRef());
       return failure();
     }
-    gridX = (count(shapeOf(x).drop_front(prefix)) + 31) / 32;
+    int64_t rows = count(shapeOf(x).take_front(prefix));
+    int64_t cols = count(shapeOf(x).drop_front(prefix));
+    if (isSlabSum(rows, cols)) {
+      gridX = blocksFor(cols / vectorWidth(elementOf(x), cols));
+      return success();
+    }
+    gridX = (cols + 31) / 32;
     threads = kColumnThreads;
     return success();
   }
@@ -391,8 +424,11 @@ void emitShapeKernelBody(ElementMath &m, Operation *op) {
     int64_t prefix = leadingPrefix(dims.asArrayRef(), shapeOf(x).size());
     int64_t rows = count(shapeOf(x).take_front(prefix));
     int64_t cols = count(shapeOf(x).drop_front(prefix));
-    emitLeadingReduce(m, x, y, rows, cols,
-                      isa<ReduceMeanOp>(op) ? 1.0 / double(rows) : 1.0);
+    double scale = isa<ReduceMeanOp>(op) ? 1.0 / double(rows) : 1.0;
+    if (isSlabSum(rows, cols))
+      emitSlabSum(m, x, y, rows, cols, scale);
+    else
+      emitLeadingReduce(m, x, y, rows, cols, scale);
     return;
   }
   // Fill: (ptr, i64 elements, f32 value).
