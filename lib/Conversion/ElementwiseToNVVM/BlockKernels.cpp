@@ -71,7 +71,8 @@ void emitDropoutBlock(ElementMath &m, DropoutOp op) {
 
 /// shard.all_slice: params x, i64 first (the block's first index along the
 /// slice axis), y. Element i of y, as [outer, extent, inner] around the
-/// slice axis, is x's [outer, first + along, inner].
+/// slice axis, is x's [outer, first + along, inner]; a row outside x (an
+/// edited package's offset) reads nothing and gives zero bits.
 void emitAllSlice(ElementMath &m, shard::AllSliceOp op) {
   ArrayRef<int64_t> whole = shapeOf(op.getInput());
   ArrayRef<int64_t> block = shapeOf(op.getResult());
@@ -86,12 +87,16 @@ void emitAllSlice(ElementMath &m, shard::AllSliceOp op) {
     Value outer = m.i64Div(i, m.i64c(extent * inner));
     Value along = m.i64Rem(m.i64Div(i, m.i64c(inner)), m.i64c(extent));
     Value within = m.i64Rem(i, m.i64c(inner));
+    Value row = m.i64Add(along, m.param(1));
+    Value inside = m.andi(arith::CmpIOp::create(m.b, arith::CmpIPredicate::sge, row, m.i64c(0)),
+                          m.i64Lt(row, m.i64c(globalExtent)));
     Value from = m.i64Add(
-        m.i64Mul(m.i64Add(m.i64Mul(outer, m.i64c(globalExtent)), m.i64Add(along, m.param(1))),
+        m.i64Mul(m.i64Add(m.i64Mul(outer, m.i64c(globalExtent)), m.select(inside, row, m.i64c(0))),
                  m.i64c(inner)),
         within);
     // The bits as they are.
     Value value = m.load(bits, m.globalAt(m.param(0), m.i64Mul(from, m.i64c(bytes))), bytes);
+    value = m.select(inside, value, arith::ConstantOp::create(m.b, m.b.getIntegerAttr(bits, 0)));
     m.store(value, m.globalAt(m.param(2), m.i64Mul(i, m.i64c(bytes))), bytes);
   });
 }
