@@ -4,6 +4,8 @@
 // and the ptxas spill tests.
 #include "weft/Conversion/ElementwiseKernels.h"
 
+#include "ShapeKernels.h"
+
 #include "weft/Dialect/WeftDialect.h"
 #include "weft/Target/GPU/Serialize.h"
 
@@ -56,8 +58,15 @@ llvm::json::Array tensorParams(Operation *op) {
                                         {"dtype", dtypeName(type)},
                                         {"shape", std::move(shape)}});
   };
-  for (Type type : op->getOperandTypes())
-    add(type, "input");
+  for (Value operand : op->getOperands()) {
+    // A shard's offset: an i64 immediate (kernelOps took constants only).
+    if (operand.getType().isIndex()) {
+      auto constant = operand.getDefiningOp<arith::ConstantIndexOp>();
+      params.push_back(llvm::json::Object{{"kind", "i64"}, {"value", constant.value()}});
+      continue;
+    }
+    add(operand.getType(), "input");
+  }
   for (Type type : op->getResultTypes())
     add(type, "output");
   // The kernels take the op's workspace last (f32 scratch, as planned).
@@ -143,6 +152,9 @@ SmallVector<std::pair<Operation *, std::string>> kernelOps(ModuleOp module) {
         continue;
       if (!isa<WeftDialect>(op.getDialect()) && !isa<arith::ConstantOp>(op))
         continue;
+      // Index arithmetic (a shard's offset) is a launch immediate, not a kernel.
+      if (llvm::none_of(op.getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); }))
+        continue;
       ops.push_back({&op, llvm::formatv("{0}_{1}", func.getSymName(), index - 1).str()});
     }
   }
@@ -163,6 +175,17 @@ LogicalResult emitElementwiseKernelUnits(ModuleOp module, StringRef dir,
   SmallVector<std::string> names;
   for (auto &[op, name] : ops) {
     std::string message;
+    // A unit's offsets are constants: a partitioned step's come from the
+    // rank (a package's launch immediates).
+    if (llvm::any_of(op->getOperands(), [](Value v) {
+          return v.getType().isIndex() && !v.getDefiningOp<arith::ConstantIndexOp>();
+        })) {
+      op->emitError("no GPU kernel unit for ")
+          << op->getName() << ": an index operand is not a constant (a partitioned "
+          << "step's offsets are launch immediates of a package)";
+      failedAny = true;
+      continue;
+    }
     FailureOr<SmallVector<ElementwiseLaunch>> launches =
         planElementwiseKernels(op, name, message);
     if (failed(launches)) {
@@ -184,7 +207,17 @@ LogicalResult emitElementwiseKernelUnits(ModuleOp module, StringRef dir,
                             {"op", op->getName().getStringRef()},
                             {"attrs", attrsOf(op)},
                             {"launches", std::move(launchList)}};
-    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    auto constant = dyn_cast<arith::ConstantOp>(op);
+    if (constant && isDenseConstantOp(op)) {
+      // The bytes are in the image: the kernel writes them to its output.
+      auto type = cast<RankedTensorType>(constant.getType());
+      llvm::json::Array shape;
+      for (int64_t d : type.getShape())
+        shape.push_back(d);
+      unit["params"] = llvm::json::Array{
+          llvm::json::Object{{"kind", "pointer"}, {"role", "output"},
+                             {"dtype", dtypeName(type)}, {"shape", std::move(shape)}}};
+    } else if (constant) {
       auto splat = cast<SplatElementsAttr>(constant.getValue());
       llvm::json::Array shape;
       for (int64_t d : splat.getType().getShape())
